@@ -1,0 +1,92 @@
+"""Node and label selector matching, shared by every rule that selects nodes or pods.
+
+Node selectors are evaluated over all nodes at once (a bool mask), as
+``k8s.io/component-helpers/scheduling/corev1/nodeaffinity`` defines them; label
+selectors over one pod's labels, as ``metav1.LabelSelectorAsSelector`` does
+(a nil selector matches nothing, an empty one everything).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..model.objects import (
+    LabelSelector, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, SelectorOperator,
+)
+from ..model.state import ClusterState
+
+__all__ = ["requirement_mask", "term_mask", "node_selector_mask", "labels_mask", "label_selector_matches"]
+
+_Op = NodeSelectorOperator
+
+
+def requirement_mask(state: ClusterState, req: NodeSelectorRequirement, *, field: bool = False) -> np.ndarray:
+    """Nodes satisfying one ``matchExpressions`` (or, with ``field``, ``matchFields``) requirement."""
+    if field:  # only metadata.name, only In / NotIn (validated by the model)
+        names = set(req.values)
+        hit = np.fromiter((n in names for n in state.node_names), dtype=bool, count=state.num_nodes)
+        return hit if req.operator == _Op.IN else ~hit
+    col = state.label(req.key)
+    op = req.operator
+    if op == _Op.IN:
+        return col.isin(req.values)
+    if op == _Op.NOT_IN:
+        return ~col.isin(req.values)
+    if op == _Op.EXISTS:
+        return col.has()
+    if op == _Op.DOES_NOT_EXIST:
+        return ~col.has()
+    bound = int(req.values[0])
+    vals = col.as_int
+    with np.errstate(invalid="ignore"):
+        return (vals > bound) if op == _Op.GT else (vals < bound)
+
+
+def term_mask(state: ClusterState, term: NodeSelectorTerm) -> np.ndarray:
+    """ANDed requirements of one term; a term with no requirements matches no node."""
+    if not term.match_expressions and not term.match_fields:
+        return np.zeros(state.num_nodes, dtype=bool)
+    mask = np.ones(state.num_nodes, dtype=bool)
+    for r in term.match_expressions:
+        mask &= requirement_mask(state, r)
+    for r in term.match_fields:
+        mask &= requirement_mask(state, r, field=True)
+    return mask
+
+
+def node_selector_mask(state: ClusterState, selector: NodeSelector) -> np.ndarray:
+    """ORed terms of a required node selector."""
+    mask = np.zeros(state.num_nodes, dtype=bool)
+    for term in selector.node_selector_terms:
+        mask |= term_mask(state, term)
+    return mask
+
+
+def labels_mask(state: ClusterState, labels: Mapping[str, str]) -> np.ndarray:
+    """Nodes whose labels include every pair of ``labels`` (a pod's ``nodeSelector``)."""
+    mask = np.ones(state.num_nodes, dtype=bool)
+    for k, v in labels.items():
+        mask &= state.label(k).isin([v])
+    return mask
+
+
+def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """``metav1.LabelSelectorAsSelector(selector).Matches(labels)``."""
+    if selector is None:
+        return False
+    for k, v in selector.match_labels.items():
+        if labels.get(k) != v:
+            return False
+    for r in selector.match_expressions:
+        present = r.key in labels
+        op = r.operator
+        if op == SelectorOperator.IN and not (present and labels[r.key] in r.values):
+            return False
+        if op == SelectorOperator.NOT_IN and present and labels[r.key] in r.values:
+            return False
+        if op == SelectorOperator.EXISTS and not present:
+            return False
+        if op == SelectorOperator.DOES_NOT_EXIST and present:
+            return False
+    return True

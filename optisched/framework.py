@@ -1,0 +1,136 @@
+"""The scheduling framework's vocabulary: status codes, results and the rule protocols.
+
+Engines know these protocols, not the rules. A rule module (``constraints/``,
+``objectives/``) implements them over numpy vectors: a filter answers for all
+evaluated nodes at once, a score returns an int64 vector.
+Mirrors ``pkg/scheduler/framework/interface.go``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .model.objects import Pod
+    from .model.snapshot import Snapshot
+    from .profile import Profile
+
+__all__ = ["Code", "Status", "FilterResult", "CycleState", "FilterRule", "ScoreRule", "MAX_NODE_SCORE",
+           "default_normalize"]
+
+MAX_NODE_SCORE = 100
+
+
+class Code(IntEnum):
+    """``framework.Code``."""
+
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+
+    @property
+    def label(self) -> str:
+        return {2: "Unschedulable", 3: "UnschedulableAndUnresolvable", 1: "Error"}.get(self.value, self.name)
+
+
+@dataclass(frozen=True)
+class Status:
+    """Outcome of a PreFilter/PreScore call. ``nodes`` (bool mask) restricts the nodes to evaluate,
+    as a ``PreFilterResult.NodeNames`` does."""
+
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    nodes: np.ndarray | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    @classmethod
+    def skip(cls) -> "Status":
+        return cls(Code.SKIP)
+
+
+SUCCESS = Status()
+
+
+@dataclass
+class FilterResult:
+    """A filter's answer for the evaluated nodes: a code per node (0 = passes) and reasons.
+
+    ``reasons`` holds ``(mask, text)`` pairs: the text applies to each node where ``mask`` is true,
+    in order, so a node may carry several (``Insufficient cpu``, ``Insufficient memory``).
+    """
+
+    code: np.ndarray  # int8 [n]
+    reasons: list[tuple[np.ndarray, str]] = field(default_factory=list)
+
+    @classmethod
+    def passing(cls, n: int) -> "FilterResult":
+        return cls(np.zeros(n, dtype=np.int8))
+
+    @classmethod
+    def from_mask(cls, fails: np.ndarray, reason: str, code: Code = Code.UNSCHEDULABLE) -> "FilterResult":
+        """Every failing node gets the same code and reason."""
+        return cls(np.where(fails, np.int8(code), np.int8(0)), [(fails, reason)] if fails.any() else [])
+
+    def reasons_of(self, i: int) -> list[str]:
+        return [text for mask, text in self.reasons if mask[i]]
+
+
+@dataclass
+class CycleState:
+    """One scheduling cycle: the pod (row in ``ClusterState.pods``), the snapshot, and plugin data."""
+
+    pod: int
+    snapshot: "Snapshot"
+    profile: "Profile"
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pod_obj(self) -> "Pod":
+        return self.snapshot.state.pods[self.pod]
+
+
+@runtime_checkable
+class FilterRule(Protocol):
+    """PreFilter + Filter of one plugin. Built once per engine run: ``Rule(snapshot, profile)``."""
+
+    name: ClassVar[str]
+
+    def pre_filter(self, cycle: CycleState) -> Status: ...
+
+    def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult: ...
+
+
+@runtime_checkable
+class ScoreRule(Protocol):
+    """PreScore + Score + NormalizeScore of one plugin, over the feasible nodes (row indices)."""
+
+    name: ClassVar[str]
+
+    def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status: ...
+
+    def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray: ...
+
+    def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray: ...
+
+
+def default_normalize(scores: np.ndarray, reverse: bool) -> np.ndarray:
+    """``helper.DefaultNormalizeScore``: scale to 0..MaxNodeScore by the max, integer division; reverse flips."""
+    scores = scores.astype(np.int64)
+    max_count = int(scores.max()) if len(scores) else 0
+    if max_count == 0:
+        if reverse:
+            return np.full_like(scores, MAX_NODE_SCORE)
+        return scores
+    out = MAX_NODE_SCORE * scores // max_count
+    if reverse:
+        out = MAX_NODE_SCORE - out
+    return out

@@ -1,0 +1,88 @@
+"""The loaded cluster: validated objects, priorities resolved as admission would."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .objects import (
+    Namespace, Node, Pod, PodDisruptionBudget, PreemptionPolicy, PriorityClass, ReplicaSet,
+    ReplicationController, Service, StatefulSet,
+)
+
+if TYPE_CHECKING:
+    from ..profile import SchedulerConfig
+
+__all__ = ["Cluster", "SYSTEM_PRIORITY_CLASSES"]
+
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+"""Built in to every cluster (``pkg/apis/scheduling``): dumps reference them without listing them."""
+
+
+@dataclass
+class Cluster:
+    """Everything the loaders read, in input order. Objects are frozen; nothing here mutates them."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    services: list[Service] = field(default_factory=list)
+    replica_sets: list[ReplicaSet] = field(default_factory=list)
+    stateful_sets: list[StatefulSet] = field(default_factory=list)
+    replication_controllers: list[ReplicationController] = field(default_factory=list)
+    config: "SchedulerConfig | None" = None
+    skipped: Counter = field(default_factory=Counter)
+    sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def bound_pods(self) -> list[Pod]:
+        return [p for p in self.pods if p.spec.node_name]
+
+    @property
+    def pending_pods(self) -> list[Pod]:
+        return [p for p in self.pods if not p.spec.node_name]
+
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        """Labels per namespace; namespaces only referenced by pods get ``kubernetes.io/metadata.name``."""
+        out = {ns.metadata.name: {**ns.metadata.labels, "kubernetes.io/metadata.name": ns.metadata.name}
+               for ns in self.namespaces}
+        for p in self.pods:
+            ns = p.metadata.namespace or "default"
+            out.setdefault(ns, {"kubernetes.io/metadata.name": ns})
+        return out
+
+
+def resolve_priority(pod: Pod, classes: dict[str, PriorityClass], default: PriorityClass | None) -> Pod:
+    """Fill ``spec.priority`` and ``spec.preemptionPolicy`` as the Priority admission plugin does.
+
+    A pod that already carries ``spec.priority`` (an admitted pod from a dump) keeps it.
+    Raises ``KeyError`` with the class name when the pod names an unknown class.
+    """
+    spec = pod.spec
+    name = spec.priority_class_name
+    value: int | None
+    policy = spec.preemption_policy
+    if name:
+        if name in classes:
+            pc = classes[name]
+            value, policy = pc.value, policy or pc.preemption_policy
+        elif name in SYSTEM_PRIORITY_CLASSES:
+            value = SYSTEM_PRIORITY_CLASSES[name]
+        elif spec.priority is not None:
+            value = spec.priority
+        else:
+            raise KeyError(name)
+    elif default is not None:
+        value, name, policy = default.value, default.metadata.name, policy or default.preemption_policy
+    else:
+        value = 0
+    if spec.priority is not None:
+        value = spec.priority
+    policy = policy or PreemptionPolicy.PREEMPT_LOWER_PRIORITY
+    if (value, name, policy) == (spec.priority, spec.priority_class_name, spec.preemption_policy):
+        return pod
+    new_spec = spec.model_copy(update={"priority": value, "priority_class_name": name, "preemption_policy": policy})
+    return pod.model_copy(update={"spec": new_spec})

@@ -1,0 +1,508 @@
+"""Pydantic models of the Kubernetes API subset kube-scheduler reads.
+
+Field names and defaults are the API's (camelCase aliases, ``core/v1``,
+``policy/v1``, ``scheduling.k8s.io/v1``, ``apps/v1``). Fields the scheduler does
+not read are ignored. Validation mirrors what the API server would reject and
+what the scheduler would choke on; quantities become integer nano units.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from .quantity import QuantityError, parse_quantity
+
+__all__ = [
+    "Affinity", "Container", "ContainerImage", "ContainerPort", "KubeObject", "LabelSelector",
+    "LabelSelectorRequirement", "Namespace", "Node", "NodeAffinity", "NodeSelector", "NodeSelectorRequirement",
+    "NodeSelectorTerm", "ObjectMeta", "OwnerReference", "Pod", "PodAffinity", "PodAffinityTerm", "PodAntiAffinity",
+    "PodDisruptionBudget", "PreemptionPolicy", "PreferredSchedulingTerm", "PriorityClass", "ReplicaSet",
+    "ReplicationController", "ResourceRequirements", "Service", "StatefulSet", "Taint", "TaintEffect",
+    "Toleration", "TopologySpreadConstraint", "WeightedPodAffinityTerm", "SelectorOperator", "NodeSelectorOperator",
+]
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+
+def _resource_list(v: Any) -> dict[str, int]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ValueError(f"expected a mapping of resource name to quantity, got {type(v).__name__}")
+    out: dict[str, int] = {}
+    for k, q in v.items():
+        try:
+            n = parse_quantity(q)
+        except QuantityError as e:
+            raise ValueError(f"{k}: {e}") from None
+        except TypeError:
+            raise ValueError(f"{k}: {q!r} is not a quantity") from None
+        if n < 0:
+            raise ValueError(f"{k}: {q!r} must not be negative")
+        out[str(k)] = n
+    return out
+
+
+ResourceList = Annotated[dict[str, int], BeforeValidator(_resource_list)]
+"""Resource name -> quantity in nano units (see :mod:`optisched.model.quantity`)."""
+
+
+def _none_as_empty(v: Any) -> Any:
+    return [] if v is None else v
+
+
+def _none_as_empty_map(v: Any) -> Any:
+    return {} if v is None else v
+
+
+List = Annotated[list, BeforeValidator(_none_as_empty)]
+Labels = Annotated[dict[str, str], BeforeValidator(_none_as_empty_map)]
+
+
+class OwnerReference(_M):
+    api_version: str = ""
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = False
+
+
+class ObjectMeta(_M):
+    name: str = Field(min_length=1)
+    namespace: str | None = None
+    uid: str = ""
+    labels: Labels = {}
+    annotations: Labels = {}
+    owner_references: Annotated[list[OwnerReference], BeforeValidator(_none_as_empty)] = []
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+
+
+# ---------------------------------------------------------------- selectors
+class SelectorOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+
+
+class NodeSelectorOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+class LabelSelectorRequirement(_M):
+    key: str = Field(min_length=1)
+    operator: SelectorOperator
+    values: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> "LabelSelectorRequirement":
+        if self.operator in (SelectorOperator.IN, SelectorOperator.NOT_IN) and not self.values:
+            raise ValueError(f"operator {self.operator.value} needs at least one value")
+        if self.operator in (SelectorOperator.EXISTS, SelectorOperator.DOES_NOT_EXIST) and self.values:
+            raise ValueError(f"operator {self.operator.value} takes no values")
+        return self
+
+
+class LabelSelector(_M):
+    match_labels: Labels = {}
+    match_expressions: Annotated[list[LabelSelectorRequirement], BeforeValidator(_none_as_empty)] = []
+
+
+class NodeSelectorRequirement(_M):
+    key: str = Field(min_length=1)
+    operator: NodeSelectorOperator
+    values: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> "NodeSelectorRequirement":
+        op = self.operator
+        if op in (NodeSelectorOperator.IN, NodeSelectorOperator.NOT_IN) and not self.values:
+            raise ValueError(f"operator {op.value} needs at least one value")
+        if op in (NodeSelectorOperator.EXISTS, NodeSelectorOperator.DOES_NOT_EXIST) and self.values:
+            raise ValueError(f"operator {op.value} takes no values")
+        if op in (NodeSelectorOperator.GT, NodeSelectorOperator.LT):
+            if len(self.values) != 1:
+                raise ValueError(f"operator {op.value} needs exactly one value")
+            try:
+                int(self.values[0])
+            except ValueError:
+                raise ValueError(f"operator {op.value} needs an integer value, got {self.values[0]!r}") from None
+        return self
+
+
+class NodeSelectorTerm(_M):
+    match_expressions: Annotated[list[NodeSelectorRequirement], BeforeValidator(_none_as_empty)] = []
+    match_fields: Annotated[list[NodeSelectorRequirement], BeforeValidator(_none_as_empty)] = []
+
+    @field_validator("match_fields")
+    @classmethod
+    def _only_metadata_name(cls, v: list[NodeSelectorRequirement]) -> list[NodeSelectorRequirement]:
+        for r in v:
+            if r.key != "metadata.name":
+                raise ValueError(f"matchFields supports only the key metadata.name, got {r.key!r}")
+            if r.operator not in (NodeSelectorOperator.IN, NodeSelectorOperator.NOT_IN):
+                raise ValueError(f"matchFields supports only In and NotIn, got {r.operator.value}")
+        return v
+
+
+class NodeSelector(_M):
+    node_selector_terms: list[NodeSelectorTerm] = Field(min_length=1)
+
+
+class PreferredSchedulingTerm(_M):
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(_M):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: Annotated[
+        list[PreferredSchedulingTerm], BeforeValidator(_none_as_empty)
+    ] = []
+
+
+class PodAffinityTerm(_M):
+    label_selector: LabelSelector | None = None
+    namespaces: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    topology_key: str = Field(min_length=1)
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    mismatch_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+
+
+class WeightedPodAffinityTerm(_M):
+    weight: int = Field(ge=1, le=100)
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(_M):
+    required_during_scheduling_ignored_during_execution: Annotated[
+        list[PodAffinityTerm], BeforeValidator(_none_as_empty)
+    ] = []
+    preferred_during_scheduling_ignored_during_execution: Annotated[
+        list[WeightedPodAffinityTerm], BeforeValidator(_none_as_empty)
+    ] = []
+
+
+PodAntiAffinity = PodAffinity
+
+
+class Affinity(_M):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+# ---------------------------------------------------------------- taints
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class TolerationOperator(StrEnum):
+    EQUAL = "Equal"
+    EXISTS = "Exists"
+
+
+class Taint(_M):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(_M):
+    key: str = ""
+    operator: TolerationOperator = TolerationOperator.EQUAL
+    value: str = ""
+    effect: TaintEffect | None = None
+    toleration_seconds: int | None = None
+
+    @field_validator("effect", mode="before")
+    @classmethod
+    def _empty_effect(cls, v: Any) -> Any:
+        return None if v == "" else v
+
+    @model_validator(mode="after")
+    def _check(self) -> "Toleration":
+        if self.operator == TolerationOperator.EXISTS and self.value:
+            raise ValueError("operator Exists takes no value")
+        if not self.key and self.operator != TolerationOperator.EXISTS:
+            raise ValueError("an empty key needs operator Exists")
+        return self
+
+    def tolerates(self, taint: Taint) -> bool:
+        """``Toleration.ToleratesTaint`` (core/v1 toleration.go)."""
+        if self.effect is not None and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == TolerationOperator.EXISTS:
+            return True
+        return self.value == taint.value
+
+
+# ---------------------------------------------------------------- spread
+class TopologySpreadConstraint(_M):
+    max_skew: int = Field(ge=1)
+    topology_key: str = Field(min_length=1)
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = Field(default=None, ge=1)
+    match_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+
+    @field_validator("when_unsatisfiable")
+    @classmethod
+    def _when(cls, v: str) -> str:
+        if v not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise ValueError(f"{v!r} is not one of DoNotSchedule, ScheduleAnyway")
+        return v
+
+    @field_validator("node_affinity_policy", "node_taints_policy", mode="before")
+    @classmethod
+    def _policy(cls, v: Any) -> str:
+        if v is None:
+            return "__default__"
+        if v not in ("Honor", "Ignore"):
+            raise ValueError(f"{v!r} is not one of Honor, Ignore")
+        return v
+
+    @model_validator(mode="after")
+    def _defaults(self) -> "TopologySpreadConstraint":
+        if self.node_affinity_policy == "__default__":
+            object.__setattr__(self, "node_affinity_policy", "Honor")
+        if self.node_taints_policy == "__default__":
+            object.__setattr__(self, "node_taints_policy", "Ignore")
+        if self.min_domains is not None and self.when_unsatisfiable != "DoNotSchedule":
+            raise ValueError("minDomains may only be set with whenUnsatisfiable DoNotSchedule")
+        return self
+
+
+# ---------------------------------------------------------------- pod
+class ResourceRequirements(_M):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+
+class ContainerPort(_M):
+    container_port: int = Field(default=0, ge=0, le=65535)
+    host_port: int = Field(default=0, ge=0, le=65535)
+    protocol: str = "TCP"
+    host_ip: str = Field(default="", alias="hostIP")
+
+    @field_validator("protocol", mode="before")
+    @classmethod
+    def _proto(cls, v: Any) -> Any:
+        if v is None or v == "":
+            return "TCP"
+        if v not in ("TCP", "UDP", "SCTP"):
+            raise ValueError(f"{v!r} is not one of TCP, UDP, SCTP")
+        return v
+
+
+class Container(_M):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+    ports: Annotated[list[ContainerPort], BeforeValidator(_none_as_empty)] = []
+    restart_policy: str | None = None
+
+
+class PreemptionPolicy(StrEnum):
+    PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+    NEVER = "Never"
+
+
+class PVCSource(_M):
+    claim_name: str
+
+
+class Volume(_M):
+    name: str = ""
+    persistent_volume_claim: PVCSource | None = None
+    ephemeral: dict | None = None
+
+
+class PodSpec(_M):
+    node_name: str | None = None
+    scheduler_name: str = "default-scheduler"
+    containers: list[Container] = Field(min_length=1)
+    init_containers: Annotated[list[Container], BeforeValidator(_none_as_empty)] = []
+    overhead: ResourceList = {}
+    resources: ResourceRequirements | None = None
+    node_selector: Labels = {}
+    affinity: Affinity | None = None
+    tolerations: Annotated[list[Toleration], BeforeValidator(_none_as_empty)] = []
+    topology_spread_constraints: Annotated[list[TopologySpreadConstraint], BeforeValidator(_none_as_empty)] = []
+    priority: int | None = None
+    priority_class_name: str | None = None
+    preemption_policy: PreemptionPolicy | None = None
+    volumes: Annotated[list[Volume], BeforeValidator(_none_as_empty)] = []
+    resource_claims: Annotated[list[dict], BeforeValidator(_none_as_empty)] = []
+    scheduling_gates: Annotated[list[dict], BeforeValidator(_none_as_empty)] = []
+
+    @field_validator("scheduler_name", mode="before")
+    @classmethod
+    def _sched(cls, v: Any) -> Any:
+        return "default-scheduler" if v in (None, "") else v
+
+    @field_validator("node_name", mode="before")
+    @classmethod
+    def _node(cls, v: Any) -> Any:
+        return None if v == "" else v
+
+
+class PodStatus(_M):
+    phase: str = "Pending"
+    nominated_node_name: str | None = None
+    start_time: datetime | None = None
+
+
+class KubeObject(_M):
+    """Common shape: ``apiVersion``, ``kind``, ``metadata``."""
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta
+
+    @property
+    def ref(self) -> str:
+        """``Kind/name`` or ``Kind/namespace/name``: how errors and reports name the object."""
+        ns = self.metadata.namespace
+        return f"{self.kind}/{ns}/{self.metadata.name}" if ns else f"{self.kind}/{self.metadata.name}"
+
+
+class Pod(KubeObject):
+    kind: str = "Pod"
+    spec: PodSpec
+    status: PodStatus = PodStatus()
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the key traces and placements use."""
+        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
+
+
+# ---------------------------------------------------------------- node
+class ContainerImage(_M):
+    names: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    size_bytes: int = 0
+
+
+class NodeSpec(_M):
+    unschedulable: bool = False
+    taints: Annotated[list[Taint], BeforeValidator(_none_as_empty)] = []
+
+
+class NodeStatus(_M):
+    capacity: ResourceList = {}
+    allocatable: ResourceList = {}
+    images: Annotated[list[ContainerImage], BeforeValidator(_none_as_empty)] = []
+
+
+class Node(KubeObject):
+    kind: str = "Node"
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        """``status.allocatable``, falling back per resource to ``status.capacity`` (nano units)."""
+        return {**self.status.capacity, **self.status.allocatable}
+
+
+# ---------------------------------------------------------------- others
+class PriorityClass(KubeObject):
+    kind: str = "PriorityClass"
+    value: int = Field(ge=-2147483648, le=1000000000 * 2 + 1000)
+    global_default: bool = False
+    preemption_policy: PreemptionPolicy = PreemptionPolicy.PREEMPT_LOWER_PRIORITY
+
+    @field_validator("preemption_policy", mode="before")
+    @classmethod
+    def _pp(cls, v: Any) -> Any:
+        return PreemptionPolicy.PREEMPT_LOWER_PRIORITY if v is None else v
+
+
+class PDBSpec(_M):
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    selector: LabelSelector | None = None
+
+    @field_validator("min_available", "max_unavailable")
+    @classmethod
+    def _int_or_percent(cls, v: int | str | None) -> int | str | None:
+        if isinstance(v, str):
+            if not (v.endswith("%") and v[:-1].isdigit()):
+                raise ValueError(f"{v!r} is neither an integer nor a percentage like '50%'")
+        elif isinstance(v, int) and v < 0:
+            raise ValueError(f"{v} must not be negative")
+        return v
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "PDBSpec":
+        if self.min_available is not None and self.max_unavailable is not None:
+            raise ValueError("minAvailable and maxUnavailable are mutually exclusive")
+        return self
+
+
+class PDBStatus(_M):
+    disruptions_allowed: int | None = None
+    current_healthy: int | None = None
+    desired_healthy: int | None = None
+    expected_pods: int | None = None
+
+
+class PodDisruptionBudget(KubeObject):
+    kind: str = "PodDisruptionBudget"
+    spec: PDBSpec = PDBSpec()
+    status: PDBStatus | None = None
+
+
+class Namespace(KubeObject):
+    kind: str = "Namespace"
+
+
+class ServiceSpec(_M):
+    selector: Labels = {}
+
+
+class Service(KubeObject):
+    kind: str = "Service"
+    spec: ServiceSpec = ServiceSpec()
+
+
+class SelectorSpec(_M):
+    selector: LabelSelector | None = None
+
+
+class ReplicaSet(KubeObject):
+    kind: str = "ReplicaSet"
+    spec: SelectorSpec = SelectorSpec()
+
+
+class StatefulSet(ReplicaSet):
+    kind: str = "StatefulSet"
+
+
+class RCSpec(_M):
+    selector: Labels = {}
+
+
+class ReplicationController(KubeObject):
+    kind: str = "ReplicationController"
+    spec: RCSpec = RCSpec()

@@ -1,0 +1,70 @@
+"""``Snapshot``: what is on each node now, updated pod by pod (assume, bind, evict).
+
+The engines own one snapshot each. Rules keep their own incremental counts
+(spread domains, affinity terms, host ports) by subscribing to ``add``/``remove``,
+so assume/forget and preemption dry runs cost O(change), not O(cluster).
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from .state import ClusterState
+
+__all__ = ["Snapshot", "SnapshotListener"]
+
+
+class SnapshotListener(Protocol):
+    def on_add(self, pod: int, node: int) -> None: ...
+    def on_remove(self, pod: int, node: int) -> None: ...
+
+
+class Snapshot:
+    """Mutable placement over a read-only :class:`ClusterState`.
+
+    ``requested[n]`` sums the effective requests of the pods on node ``n`` (the "pods" column counts
+    them), ``nonzero[n]`` their non-zero (cpu, memory) used by scoring, ``node_of[p]`` is pod ``p``'s
+    node or -1, ``pods_on[n]`` the pods on node ``n`` in the order they were added.
+    """
+
+    def __init__(self, state: ClusterState, *, with_bound: bool = True) -> None:
+        self.state = state
+        n, r = state.allocatable.shape
+        self.requested = np.zeros((n, r), dtype=np.int64)
+        self.nonzero = np.zeros((n, 2), dtype=np.int64)
+        self.node_of = np.full(len(state.pods), -1, dtype=np.int64)
+        self.pods_on: list[list[int]] = [[] for _ in range(n)]
+        self._listeners: list[SnapshotListener] = []
+        if with_bound:
+            for p in np.flatnonzero(state.pod_node >= 0):
+                self.add(int(p), int(state.pod_node[p]))
+
+    def subscribe(self, listener: SnapshotListener) -> None:
+        """Register a listener and replay the pods already placed into it."""
+        self._listeners.append(listener)
+        for node, pods in enumerate(self.pods_on):
+            for p in pods:
+                listener.on_add(p, node)
+
+    def add(self, pod: int, node: int) -> None:
+        if self.node_of[pod] >= 0:
+            raise ValueError(f"pod {self.state.pods[pod].key} is already on a node")
+        self.node_of[pod] = node
+        self.requested[node] += self.state.pod_requests[pod]
+        self.nonzero[node] += self.state.pod_nonzero[pod]
+        self.pods_on[node].append(pod)
+        for listener in self._listeners:
+            listener.on_add(pod, node)
+
+    def remove(self, pod: int) -> int:
+        node = int(self.node_of[pod])
+        if node < 0:
+            raise ValueError(f"pod {self.state.pods[pod].key} is not on a node")
+        self.node_of[pod] = -1
+        self.requested[node] -= self.state.pod_requests[pod]
+        self.nonzero[node] -= self.state.pod_nonzero[pod]
+        self.pods_on[node].remove(pod)
+        for listener in self._listeners:
+            listener.on_remove(pod, node)
+        return node
