@@ -82,7 +82,8 @@ def resolve_priority(pod: Pod, classes: dict[str, PriorityClass], default: Prior
     if spec.priority is not None:
         value = spec.priority
     policy = policy or PreemptionPolicy.PREEMPT_LOWER_PRIORITY
-    if (value, name, policy) == (spec.priority, spec.priority_class_name, spec.preemption_policy):
-        return pod
-    new_spec = spec.model_copy(update={"priority": value, "priority_class_name": name, "preemption_policy": policy})
-    return pod.model_copy(update={"spec": new_spec})
+    # Admission defaults, applied once at load time to the pod this loader just built (never to user data).
+    object.__setattr__(spec, "priority", value)
+    object.__setattr__(spec, "priority_class_name", name)
+    object.__setattr__(spec, "preemption_policy", policy)
+    return pod

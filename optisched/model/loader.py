@@ -7,8 +7,10 @@ and the field; input files are only ever read.
 """
 from __future__ import annotations
 
+import gc
 import json
 import sys
+from contextlib import contextmanager
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -149,13 +151,14 @@ def _add_object(cluster: Cluster, source: str, raw: Any, index: int, seen: set) 
     if api is not None and api not in versions:
         raise InputError(f"apiVersion {api!r} is not supported for {kind}; expected {' or '.join(versions)}",
                          source=source, obj=ref, path=".apiVersion")
+    meta = raw.get("metadata")
+    if kind in _NAMESPACED and isinstance(meta, dict) and not meta.get("namespace"):
+        raw = {**raw, "metadata": {**meta, "namespace": "default"}}
     try:
         obj = model.model_validate(raw)
     except ValidationError as err:
         path, msg = validation_message(err)
         raise InputError(msg, source=source, obj=ref, path=path) from None
-    if kind in _NAMESPACED and not obj.metadata.namespace:  # type: ignore[attr-defined]
-        obj = obj.model_copy(update={"metadata": obj.metadata.model_copy(update={"namespace": "default"})})
     key = (kind, obj.metadata.namespace if kind in _NAMESPACED else None, obj.metadata.name)  # type: ignore
     if key in seen:
         raise InputError("duplicate object: the same kind, namespace and name appear twice",
@@ -191,22 +194,36 @@ def _finish(cluster: Cluster) -> Cluster:
     return cluster
 
 
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Building many small objects: the cyclic GC would rescan them over and over."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def cluster_from_objects(objects: Iterable[dict], source: str = "<objects>") -> Cluster:
     """Build a :class:`Cluster` from already-parsed API objects (dicts)."""
     cluster, seen = Cluster(sources=[source]), set()
-    for i, raw in enumerate(objects):
-        _add_object(cluster, source, raw, i, seen)
-    return _finish(cluster)
+    with _no_gc():
+        for i, raw in enumerate(objects):
+            _add_object(cluster, source, raw, i, seen)
+        return _finish(cluster)
 
 
 def load_cluster(paths: Iterable[str]) -> Cluster:
     """Load one or more files, folders (``*.yaml``, ``*.yml``, ``*.json``, recursively) or ``-`` (stdin)."""
     cluster, seen = Cluster(), set()
-    for path in _expand(paths):
-        source, text = _read(path)
-        cluster.sources.append(source)
-        for i, raw in enumerate(load_documents(source, text)):
-            _add_object(cluster, source, raw, i, seen)
-    if not cluster.sources:
-        raise InputError("no input given")
-    return _finish(cluster)
+    with _no_gc():
+        for path in _expand(paths):
+            source, text = _read(path)
+            cluster.sources.append(source)
+            for i, raw in enumerate(load_documents(source, text)):
+                _add_object(cluster, source, raw, i, seen)
+        if not cluster.sources:
+            raise InputError("no input given")
+        return _finish(cluster)

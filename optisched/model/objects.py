@@ -77,9 +77,9 @@ class ObjectMeta(_M):
     name: str = Field(min_length=1)
     namespace: str | None = None
     uid: str = ""
-    labels: Labels = {}
-    annotations: Labels = {}
-    owner_references: Annotated[list[OwnerReference], BeforeValidator(_none_as_empty)] = []
+    labels: Labels = Field(default_factory=dict)
+    annotations: Labels = Field(default_factory=dict)
+    owner_references: Annotated[list[OwnerReference], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
 
@@ -104,7 +104,7 @@ class NodeSelectorOperator(StrEnum):
 class LabelSelectorRequirement(_M):
     key: str = Field(min_length=1)
     operator: SelectorOperator
-    values: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    values: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> "LabelSelectorRequirement":
@@ -116,14 +116,14 @@ class LabelSelectorRequirement(_M):
 
 
 class LabelSelector(_M):
-    match_labels: Labels = {}
-    match_expressions: Annotated[list[LabelSelectorRequirement], BeforeValidator(_none_as_empty)] = []
+    match_labels: Labels = Field(default_factory=dict)
+    match_expressions: Annotated[list[LabelSelectorRequirement], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
 
 class NodeSelectorRequirement(_M):
     key: str = Field(min_length=1)
     operator: NodeSelectorOperator
-    values: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    values: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> "NodeSelectorRequirement":
@@ -143,8 +143,8 @@ class NodeSelectorRequirement(_M):
 
 
 class NodeSelectorTerm(_M):
-    match_expressions: Annotated[list[NodeSelectorRequirement], BeforeValidator(_none_as_empty)] = []
-    match_fields: Annotated[list[NodeSelectorRequirement], BeforeValidator(_none_as_empty)] = []
+    match_expressions: Annotated[list[NodeSelectorRequirement], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    match_fields: Annotated[list[NodeSelectorRequirement], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
     @field_validator("match_fields")
     @classmethod
@@ -170,16 +170,16 @@ class NodeAffinity(_M):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
     preferred_during_scheduling_ignored_during_execution: Annotated[
         list[PreferredSchedulingTerm], BeforeValidator(_none_as_empty)
-    ] = []
+    ] = Field(default_factory=list)
 
 
 class PodAffinityTerm(_M):
     label_selector: LabelSelector | None = None
-    namespaces: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    namespaces: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     topology_key: str = Field(min_length=1)
     namespace_selector: LabelSelector | None = None
-    match_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
-    mismatch_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    match_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    mismatch_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
 
 class WeightedPodAffinityTerm(_M):
@@ -190,10 +190,10 @@ class WeightedPodAffinityTerm(_M):
 class PodAffinity(_M):
     required_during_scheduling_ignored_during_execution: Annotated[
         list[PodAffinityTerm], BeforeValidator(_none_as_empty)
-    ] = []
+    ] = Field(default_factory=list)
     preferred_during_scheduling_ignored_during_execution: Annotated[
         list[WeightedPodAffinityTerm], BeforeValidator(_none_as_empty)
-    ] = []
+    ] = Field(default_factory=list)
 
 
 PodAntiAffinity = PodAffinity
@@ -261,7 +261,7 @@ class TopologySpreadConstraint(_M):
     when_unsatisfiable: str
     label_selector: LabelSelector | None = None
     min_domains: int | None = Field(default=None, ge=1)
-    match_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    match_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     node_affinity_policy: str = "Honor"
     node_taints_policy: str = "Ignore"
 
@@ -294,8 +294,8 @@ class TopologySpreadConstraint(_M):
 
 # ---------------------------------------------------------------- pod
 class ResourceRequirements(_M):
-    requests: ResourceList = {}
-    limits: ResourceList = {}
+    requests: ResourceList = Field(default_factory=dict)
+    limits: ResourceList = Field(default_factory=dict)
 
 
 class ContainerPort(_M):
@@ -318,7 +318,7 @@ class Container(_M):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = ResourceRequirements()
-    ports: Annotated[list[ContainerPort], BeforeValidator(_none_as_empty)] = []
+    ports: Annotated[list[ContainerPort], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     restart_policy: str | None = None
 
 
@@ -341,19 +341,19 @@ class PodSpec(_M):
     node_name: str | None = None
     scheduler_name: str = "default-scheduler"
     containers: list[Container] = Field(min_length=1)
-    init_containers: Annotated[list[Container], BeforeValidator(_none_as_empty)] = []
-    overhead: ResourceList = {}
+    init_containers: Annotated[list[Container], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    overhead: ResourceList = Field(default_factory=dict)
     resources: ResourceRequirements | None = None
-    node_selector: Labels = {}
+    node_selector: Labels = Field(default_factory=dict)
     affinity: Affinity | None = None
-    tolerations: Annotated[list[Toleration], BeforeValidator(_none_as_empty)] = []
-    topology_spread_constraints: Annotated[list[TopologySpreadConstraint], BeforeValidator(_none_as_empty)] = []
+    tolerations: Annotated[list[Toleration], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    topology_spread_constraints: Annotated[list[TopologySpreadConstraint], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     priority: int | None = None
     priority_class_name: str | None = None
     preemption_policy: PreemptionPolicy | None = None
-    volumes: Annotated[list[Volume], BeforeValidator(_none_as_empty)] = []
-    resource_claims: Annotated[list[dict], BeforeValidator(_none_as_empty)] = []
-    scheduling_gates: Annotated[list[dict], BeforeValidator(_none_as_empty)] = []
+    volumes: Annotated[list[Volume], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    resource_claims: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    scheduling_gates: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
     @field_validator("scheduler_name", mode="before")
     @classmethod
@@ -399,19 +399,19 @@ class Pod(KubeObject):
 
 # ---------------------------------------------------------------- node
 class ContainerImage(_M):
-    names: Annotated[list[str], BeforeValidator(_none_as_empty)] = []
+    names: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     size_bytes: int = 0
 
 
 class NodeSpec(_M):
     unschedulable: bool = False
-    taints: Annotated[list[Taint], BeforeValidator(_none_as_empty)] = []
+    taints: Annotated[list[Taint], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
 
 class NodeStatus(_M):
-    capacity: ResourceList = {}
-    allocatable: ResourceList = {}
-    images: Annotated[list[ContainerImage], BeforeValidator(_none_as_empty)] = []
+    capacity: ResourceList = Field(default_factory=dict)
+    allocatable: ResourceList = Field(default_factory=dict)
+    images: Annotated[list[ContainerImage], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
 
 class Node(KubeObject):
@@ -478,7 +478,7 @@ class Namespace(KubeObject):
 
 
 class ServiceSpec(_M):
-    selector: Labels = {}
+    selector: Labels = Field(default_factory=dict)
 
 
 class Service(KubeObject):
@@ -500,7 +500,7 @@ class StatefulSet(ReplicaSet):
 
 
 class RCSpec(_M):
-    selector: Labels = {}
+    selector: Labels = Field(default_factory=dict)
 
 
 class ReplicationController(KubeObject):

@@ -1,0 +1,165 @@
+"""The ``optisched`` command line: parse, load, call, render. Nothing else lives here."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from .errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
+out = Console()
+err = Console(stderr=True)
+
+ClusterArg = Annotated[list[str], typer.Argument(help="Files, folders or - (stdin): YAML/JSON objects or List dumps.")]
+ProfileOpt = Annotated[Optional[Path], typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
+
+
+def _load(paths: list[str], profile: Optional[Path]):
+    from .model.loader import load_cluster
+    from .model.state import compile_cluster
+    from .profile import default_config, load_config
+
+    cluster = load_cluster(paths)
+    config = load_config(profile) if profile else (cluster.config or default_config())
+    return compile_cluster(cluster), config
+
+
+def _write_placements(path: Path, mode: str, placements: dict[str, str | None], extra: dict) -> None:
+    if path.suffix == ".csv":
+        lines = ["pod,node"] + [f"{k},{v or ''}" for k, v in placements.items()]
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        path.write_text(json.dumps({"mode": mode, "placements": placements, **extra}, indent=1) + "\n")
+
+
+@app.command()
+def schedule(
+    cluster: ClusterArg,
+    profile: ProfileOpt = None,
+    tie_break: Annotated[str, typer.Option("--tie-break", help="first | heap | random")] = "first",
+    seed: Annotated[int, typer.Option(help="Seed for --tie-break random.")] = 0,
+    no_requeue: Annotated[bool, typer.Option("--no-requeue", help="One attempt per pod (conformance traces).")] = False,
+    trace: Annotated[Optional[Path], typer.Option(help="Write the per-cycle trace (JSON).")] = None,
+    output: Annotated[Optional[Path], typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
+) -> None:
+    """Place the pending pods as kube-scheduler would (greedy mode)."""
+    from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .greedy.select import TieBreak
+    from .greedy.trace import trace_of
+    from .render import progress_bar, render_schedule_summary
+
+    try:
+        tb = TieBreak(tie_break)
+    except ValueError:
+        raise InputError(f"--tie-break: {tie_break!r} is not one of first, heap, random") from None
+    state, config = _load(cluster, profile)
+    sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
+                                                         record=trace is not None))
+    with progress_bar(err, "scheduling", len(state.pending)) as advance:
+        result = sched.run(progress=advance)
+    if trace is not None:
+        trace.write_text(json.dumps(trace_of(result, config, tb), indent=1) + "\n")
+    if output is not None:
+        unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
+        _write_placements(output, "greedy", result.placements(), {"unschedulable": unsched})
+    if trace is None:
+        render_schedule_summary(out, result)
+
+
+@app.command()
+def inspect(
+    cluster: ClusterArg,
+    profile: ProfileOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
+    from .inspect import summarize
+    from .render import render_inspect
+
+    state, config = _load(cluster, profile)
+    summary = summarize(state, config)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=1) + "\n")
+    else:
+        render_inspect(out, summary)
+
+
+@app.command()
+def explain(
+    cluster: ClusterArg,
+    pod: Annotated[str, typer.Option("--pod", help="namespace/name of a pending pod.")],
+    profile: ProfileOpt = None,
+    no_requeue: Annotated[bool, typer.Option("--no-requeue")] = False,
+) -> None:
+    """Show one pod's scheduling cycle: every node, the plugin that rejected it and why, or its scores."""
+    from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .render import render_explain
+
+    state, config = _load(cluster, profile)
+    key = pod if "/" in pod else f"default/{pod}"
+    if key not in state.pod_index:
+        raise InputError(f"no pod {key!r} in the input", obj=f"Pod/{key}")
+    row = state.pod_index[key]
+    if row not in state.pending:
+        raise InputError(f"pod {key!r} is already bound to {state.pods[row].spec.node_name}", obj=f"Pod/{key}")
+    result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run()
+    cycles = [c for c in result.cycles if c.pod == row]
+    if not cycles:
+        raise InputError(f"pod {key!r} was not scheduled by any profile ({result.skipped.get(row, '')})")
+    render_explain(out, result, cycles[-1])
+
+
+@app.command()
+def generate(
+    output: Annotated[Path, typer.Argument(help="Output file (.yaml or .json).")],
+    nodes: Annotated[int, typer.Option(min=5, max=10_000)] = 20,
+    pods: Annotated[Optional[int], typer.Option(help="Total pods (default 10 per node).")] = None,
+    pending_fraction: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.5,
+    load: Annotated[float, typer.Option(min=0.01, help="Total cpu requested / allocatable (1.2 = overloaded).")] = 0.8,
+    zones: Annotated[int, typer.Option(min=1)] = 3,
+    gpu_fraction: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.1,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Write a seeded synthetic cluster (same seed, same bytes)."""
+    from .datasets.generate import GenerateSpec, dump
+    from .datasets.generate import generate as gen
+
+    spec = GenerateSpec(nodes=nodes, pods=pods, pending_fraction=pending_fraction, load=load, zones=zones,
+                        gpu_fraction=gpu_fraction, seed=seed)
+    objs = gen(spec)
+    fmt = "json" if output.suffix == ".json" else "yaml"
+    with open(output, "w", encoding="utf-8") as f:
+        dump(objs, f, fmt)
+    err.print(f"wrote {len(objs)} objects to {output}")
+
+
+def main() -> None:
+    """Entry point: user errors print one line and exit 2, never a traceback."""
+    try:
+        app(standalone_mode=False)
+    except InputError as e:
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except (typer.Exit, SystemExit) as e:
+        code = getattr(e, "exit_code", getattr(e, "code", 0))
+        sys.exit(code or 0)
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as e:  # click usage errors
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Runs a profile's plugins over all nodes at once: PreFilter, Filter, PreScore, Score, NormalizeScore.
+
+Mirrors ``pkg/scheduler/framework/runtime/framework.go``: filters run in the
+profile's order and a node stops at its first failure; a PreFilter that skips
+turns its Filter off for the cycle; PreScore skips turn Score off; scores are
+normalized per plugin and multiplied by the plugin's weight.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..framework import Code, CycleState, FilterResult, Status
+from ..model.snapshot import Snapshot
+from ..profile import Profile
+from ..registry import instantiate
+
+__all__ = ["Framework", "FilterPass", "ScorePass"]
+
+
+@dataclass
+class FilterPass:
+    """Filter outcome for the nodes evaluated in one cycle (rows in evaluation order)."""
+
+    evaluated: np.ndarray  # node rows, in evaluation order
+    passed: np.ndarray  # bool, aligned with evaluated
+    fail_plugin: np.ndarray  # int index into plugin names, -1 when passed
+    fail_code: np.ndarray  # int8 Code, 0 when passed
+    results: list[tuple[str, np.ndarray, FilterResult]] = field(default_factory=list)  # (plugin, positions, result)
+    plugin_names: list[str] = field(default_factory=list)
+
+    @property
+    def feasible(self) -> np.ndarray:
+        return self.evaluated[self.passed]
+
+    def reasons_at(self, pos: int) -> list[str]:
+        """Reasons of the node at evaluation position ``pos`` from the plugin that rejected it."""
+        plugin = self.fail_plugin[pos]
+        if plugin < 0:
+            return []
+        for name, positions, res in self.results:
+            if name == self.plugin_names[plugin]:
+                k = np.searchsorted(positions, pos)
+                if k < len(positions) and positions[k] == pos:
+                    return res.reasons_of(int(k))
+        return []
+
+    def histogram(self, upto: int | None = None) -> Counter:
+        """Count of each reason over rejected nodes (all reasons of a node count), as FitError does."""
+        hist: Counter = Counter()
+        limit = len(self.evaluated) if upto is None else upto
+        for name, positions, res in self.results:
+            mine = self.fail_plugin[positions] == self.plugin_names.index(name)
+            mine &= positions < limit
+            for mask, text in res.reasons:
+                n = int(np.count_nonzero(mask & mine))
+                if n:
+                    hist[text] += n
+        return hist
+
+    def truncate(self, upto: int) -> "FilterPass":
+        """Keep only the first ``upto`` evaluated positions (the scheduler stopped there)."""
+        return FilterPass(self.evaluated[:upto], self.passed[:upto], self.fail_plugin[:upto], self.fail_code[:upto],
+                          self.results, self.plugin_names)
+
+
+@dataclass
+class ScorePass:
+    nodes: np.ndarray
+    total: np.ndarray
+    weighted: dict[str, np.ndarray]
+    normalized: dict[str, np.ndarray]
+    raw: dict[str, np.ndarray]
+    skipped: list[str]
+
+
+class Framework:
+    """The profile's plugins bound to one snapshot."""
+
+    def __init__(self, snapshot: Snapshot, profile: Profile) -> None:
+        self.snapshot = snapshot
+        self.profile = profile
+        self.filter_rules, self.score_rules = instantiate(snapshot, profile)
+        self.filter_names = [n for n in profile.plugins.get("filter", ()) if n in self.filter_rules]
+        self.pre_filter_names = [n for n in profile.plugins.get("preFilter", ()) if n in self.filter_rules]
+        self.score_names = [n for n in profile.plugins.get("score", ()) if n in self.score_rules]
+        self.pre_score_names = [n for n in profile.plugins.get("preScore", ()) if n in self.score_rules]
+
+    def pre_filter(self, cycle: CycleState) -> tuple[Status, str, set[str]]:
+        """Run PreFilter plugins; returns (status, rejecting plugin, plugins that skipped)."""
+        skipped: set[str] = set()
+        restrict: np.ndarray | None = None
+        for name in self.pre_filter_names:
+            st = self.filter_rules[name].pre_filter(cycle)
+            if st.code == Code.SKIP:
+                skipped.add(name)
+                continue
+            if st.code != Code.SUCCESS:
+                return st, name, skipped
+            if st.nodes is not None:
+                restrict = st.nodes if restrict is None else (restrict & st.nodes)
+        return Status(nodes=restrict), "", skipped
+
+    def filter(self, cycle: CycleState, nodes: np.ndarray, skipped: set[str]) -> FilterPass:
+        """Run every Filter plugin over ``nodes``; each node stops at its first failing plugin."""
+        n = len(nodes)
+        alive = np.ones(n, dtype=bool)
+        fail_plugin = np.full(n, -1, dtype=np.int16)
+        fail_code = np.zeros(n, dtype=np.int8)
+        fp = FilterPass(nodes, alive, fail_plugin, fail_code, [], self.filter_names)
+        for j, name in enumerate(self.filter_names):
+            if name in skipped:
+                continue
+            positions = np.flatnonzero(alive)
+            if len(positions) == 0:
+                break
+            res = self.filter_rules[name].filter(cycle, nodes[positions])
+            failed = res.code != 0
+            if failed.any():
+                bad = positions[failed]
+                alive[bad] = False
+                fail_plugin[bad] = j
+                fail_code[bad] = res.code[failed]
+                fp.results.append((name, positions, res))
+        return fp
+
+    def filter_one(self, cycle: CycleState, node: int) -> tuple[bool, str, Code, list[str]]:
+        """Filter a single node: (passes, failing plugin, code, reasons)."""
+        _, _, skipped = self.pre_filter(cycle)
+        fp = self.filter(cycle, np.array([node], dtype=np.int64), skipped)
+        if fp.passed[0]:
+            return True, "", Code.SUCCESS, []
+        return False, self.filter_names[fp.fail_plugin[0]], Code(int(fp.fail_code[0])), fp.reasons_at(0)
+
+    def score(self, cycle: CycleState, nodes: np.ndarray) -> ScorePass:
+        """PreScore, Score, NormalizeScore and weights over the feasible ``nodes``."""
+        skipped = [name for name in self.pre_score_names
+                   if self.score_rules[name].pre_score(cycle, nodes).code == Code.SKIP]
+        total = np.zeros(len(nodes), dtype=np.int64)
+        weighted, normalized, raw = {}, {}, {}
+        for name in self.score_names:
+            if name in skipped:
+                continue
+            rule = self.score_rules[name]
+            r = np.asarray(rule.score(cycle, nodes), dtype=np.int64)
+            s = np.asarray(rule.normalize(cycle, r), dtype=np.int64)
+            w = s * int(self.profile.score_weights.get(name, 1))
+            raw[name], normalized[name], weighted[name] = r, s, w
+            total += w
+        return ScorePass(nodes, total, weighted, normalized, raw, skipped)

@@ -1,0 +1,104 @@
+"""The scheduling queue on a simulated clock (``pkg/scheduler/backend/queue``).
+
+activeQ is ordered by PrioritySort (higher ``spec.priority`` first, then earlier
+``creationTimestamp``; ties keep input order, a missing timestamp counts as
+earliest). A pod that fails is parked among the unschedulable pods together with
+the plugins that rejected it; a cluster event that one of those plugins cares
+about moves it back, to backoffQ while its backoff (1 s doubling per attempt, at
+most 10 s) runs, else to activeQ. When activeQ is empty the clock jumps to the
+next backoff expiry. The run ends when activeQ and backoffQ are both empty.
+"""
+from __future__ import annotations
+
+import heapq
+from datetime import datetime, timezone
+from enum import StrEnum
+
+from ..model.state import ClusterState
+
+__all__ = ["ClusterEvent", "SchedulingQueue", "EVENT_INTEREST", "INITIAL_BACKOFF", "MAX_BACKOFF"]
+
+INITIAL_BACKOFF = 1.0
+MAX_BACKOFF = 10.0
+_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
+
+
+class ClusterEvent(StrEnum):
+    ASSIGNED_POD_ADD = "AssignedPodAdd"
+    ASSIGNED_POD_DELETE = "AssignedPodDelete"
+
+
+EVENT_INTEREST: dict[ClusterEvent, frozenset[str]] = {
+    # Which rejecting plugins an event may help (each plugin's EventsToRegister, upstream).
+    ClusterEvent.ASSIGNED_POD_ADD: frozenset({"PodTopologySpread", "InterPodAffinity"}),
+    ClusterEvent.ASSIGNED_POD_DELETE: frozenset({"NodeResourcesFit", "NodePorts", "PodTopologySpread",
+                                                 "InterPodAffinity"}),
+}
+
+
+def sort_key(state: ClusterState, pod: int) -> tuple:
+    """PrioritySort's ``Less`` as a key: priority descending, creation time ascending, then input order."""
+    ts = state.pods[pod].metadata.creation_timestamp
+    if ts is not None and ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return (-int(state.pod_priority[pod]), ts or _EPOCH, pod)
+
+
+class SchedulingQueue:
+    """activeQ, backoffQ and the unschedulable pods, with a simulated clock in seconds."""
+
+    def __init__(self, state: ClusterState, pods: list[int], *, requeue: bool = True) -> None:
+        self.state = state
+        self.requeue = requeue
+        self.clock = 0.0
+        self.attempts: dict[int, int] = {}
+        self._last_try: dict[int, float] = {}
+        self._active: list[tuple] = [(sort_key(state, p), p) for p in pods]
+        heapq.heapify(self._active)
+        self._backoff: list[tuple[float, tuple, int]] = []
+        self.unschedulable: dict[int, frozenset[str]] = {}
+
+    def initial_order(self) -> list[int]:
+        """The activeQ order at the start of the run."""
+        return [p for _, p in sorted(self._active)]
+
+    def backoff_duration(self, pod: int) -> float:
+        n = self.attempts.get(pod, 0)
+        return min(INITIAL_BACKOFF * 2 ** max(n - 1, 0), MAX_BACKOFF)
+
+    def pop(self) -> int | None:
+        """Next pod to schedule, advancing the clock to a backoff expiry when activeQ is empty."""
+        if not self._active and self._backoff:
+            self.clock = max(self.clock, self._backoff[0][0])
+        while self._backoff and self._backoff[0][0] <= self.clock:
+            _, key, p = heapq.heappop(self._backoff)
+            heapq.heappush(self._active, (key, p))
+        if not self._active:
+            return None
+        _, p = heapq.heappop(self._active)
+        self.attempts[p] = self.attempts.get(p, 0) + 1
+        self._last_try[p] = self.clock
+        return p
+
+    def push_active(self, pod: int) -> None:
+        """Requeue at once (a preemptor after nominating, as upstream's nominated-pod path)."""
+        heapq.heappush(self._active, (sort_key(self.state, pod), pod))
+
+    def park(self, pod: int, plugins: frozenset[str]) -> None:
+        """The pod failed: keep it among the unschedulable pods with the plugins that rejected it."""
+        if self.requeue:
+            self.unschedulable[pod] = plugins
+
+    def on_event(self, event: ClusterEvent) -> int:
+        """Move unschedulable pods an event may help to backoffQ/activeQ; returns how many moved."""
+        interest = EVENT_INTEREST[event]
+        moved = [p for p, plugins in self.unschedulable.items() if plugins & interest]
+        for p in moved:
+            del self.unschedulable[p]
+            expiry = self._last_try.get(p, 0.0) + self.backoff_duration(p)
+            key = sort_key(self.state, p)
+            if expiry > self.clock:
+                heapq.heappush(self._backoff, (expiry, key, p))
+            else:
+                heapq.heappush(self._active, (key, p))
+        return len(moved)

@@ -1,0 +1,97 @@
+"""Greedy runs as traces, in the format of the conformance traces (``shared/conformance/README.md``)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..framework import Code
+from ..profile import SchedulerConfig
+from ..version import KUBE_VERSION
+from .scheduler import CycleRecord, GreedyResult
+from .select import TieBreak
+
+__all__ = ["trace_of", "cycle_to_json"]
+
+_TIE = {TieBreak.FIRST: "first-in-node-order", TieBreak.HEAP: "heap", TieBreak.RANDOM: "random"}
+
+
+def _filter_failures(res: GreedyResult, rec: CycleRecord) -> dict[str, dict]:
+    names = res.state.node_names
+    out: dict[str, dict] = {}
+    if rec.pre_filter is not None:
+        status, plugin = rec.pre_filter
+        for n in names:
+            out[n] = {"code": status.code.label, "plugin": plugin, "reasons": list(status.reasons)}
+        return out
+    fp = rec.filters
+    if fp is None:
+        return out
+    for pos in np.flatnonzero(~fp.passed):
+        out[names[int(fp.evaluated[pos])]] = {
+            "code": Code(int(fp.fail_code[pos])).label,
+            "plugin": fp.plugin_names[int(fp.fail_plugin[pos])],
+            "reasons": fp.reasons_at(int(pos)),
+        }
+    return out
+
+
+def cycle_to_json(res: GreedyResult, rec: CycleRecord) -> dict[str, Any]:
+    state = res.state
+    names = state.node_names
+    pod = state.pods[rec.pod]
+    out: dict[str, Any] = {"pod": pod.key, "attempt": rec.attempt, "priority": int(state.pod_priority[rec.pod])}
+    if rec.nominated:
+        out["nominatedNodeName"] = rec.nominated
+    out["skippedFilterPlugins"] = sorted(rec.skipped_filters)
+    fp = rec.filters
+    out["evaluatedNodes"] = int(len(fp.evaluated)) if fp is not None else 0
+    out["feasible"] = [names[int(n)] for n in fp.feasible] if fp is not None else []
+    out["filterFailures"] = _filter_failures(res, rec)
+    sp = rec.scores
+    out["scored"] = bool(fp is not None and len(fp.feasible) > 1)
+    if sp is not None:
+        out["skippedScorePlugins"] = sorted(sp.skipped)
+        scores = {}
+        for i, n in enumerate(sp.nodes):
+            scores[names[int(n)]] = {
+                "total": int(sp.total[i]),
+                "plugins": {k: int(v[i]) for k, v in sp.weighted.items()},
+                "normalized": {k: int(v[i]) for k, v in sp.normalized.items()},
+                "raw": {k: int(v[i]) for k, v in sp.raw.items()},
+            }
+        out["scores"] = scores
+        best = int(sp.total.max())
+        out["maxScore"] = best
+        out["maxScoreNodes"] = [names[int(n)] for n, t in zip(sp.nodes, sp.total) if t == best]
+    else:
+        out["maxScore"] = None
+        out["maxScoreNodes"] = []
+    if rec.heap_pick is not None:
+        out["heapPick"] = names[rec.heap_pick]
+    out["chosen"] = names[rec.chosen] if rec.chosen is not None else None
+    out["preemption"] = rec.preemption
+    if rec.message:
+        out["message"] = rec.message
+    return out
+
+
+def trace_of(res: GreedyResult, config: SchedulerConfig, tie_break: TieBreak) -> dict[str, Any]:
+    """The whole run as one trace document."""
+    profile = config.profiles[0]
+    state = res.state
+    return {
+        "kubernetesVersion": KUBE_VERSION,
+        "source": "optisched greedy mode",
+        "tieBreak": _TIE[tie_break],
+        "percentageOfNodesToScore": profile.effective_percentage(config.percentage_of_nodes_to_score),
+        "scoreWeights": dict(profile.score_weights),
+        "plugins": {k: list(v) for k, v in profile.plugins.items()},
+        "nodeOrder": [state.node_names[int(i)] for i in res.node_order],
+        "queueOrder": [state.pods[p].key for p in res.queue_order],
+        "cycles": [cycle_to_json(res, rec) for rec in res.cycles],
+        "final": res.placements(),
+        "unschedulable": sorted(state.pods[p].key for p in res.unschedulable),
+        "preempted": {state.pods[v].key: {"by": state.pods[by].key, "node": state.node_names[n]}
+                      for v, (by, n) in res.preempted.items()},
+    }

@@ -1,0 +1,78 @@
+"""``optisched inspect``: a summary of a loaded cluster, as plain data (the CLI renders it)."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+
+from .model.pdb import budget_views
+from .model.quantity import format_quantity
+from .model.state import ZONE_LABEL, ClusterState
+from .profile import SchedulerConfig
+
+__all__ = ["summarize"]
+
+
+def _warnings(state: ClusterState) -> list[str]:
+    out = list(state.cluster.warnings)
+    for p in state.pending:
+        pod = state.pods[p]
+        claims = [v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim]
+        if claims:
+            out.append(f"Pod/{pod.key} uses PersistentVolumeClaims {claims}: volume plugins are not modelled, "
+                       "its volumes are assumed to bind anywhere")
+        if pod.spec.resource_claims:
+            out.append(f"Pod/{pod.key} has resourceClaims: DynamicResources is not modelled, claims are ignored")
+    return out
+
+
+def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
+    """Nodes by zone and shape, pods by priority, requested vs allocatable, PDBs, the active profile."""
+    cluster = state.cluster
+    zones = state.label(ZONE_LABEL)
+    cpu, mem = state.resource_col("cpu"), state.resource_col("memory")
+    shapes: Counter = Counter()
+    by_zone: Counter = Counter()
+    for i in range(state.num_nodes):
+        z = zones.values[zones.codes[i]] if zones.codes[i] >= 0 else "<none>"
+        by_zone[z] += 1
+        shapes[(format_quantity("cpu", int(state.allocatable[i, cpu])),
+                format_quantity("memory", int(state.allocatable[i, mem])))] += 1
+    prio: dict[int, Counter] = defaultdict(Counter)
+    for i in range(len(state.pods)):
+        prio[int(state.pod_priority[i])]["bound" if state.pod_node[i] >= 0 else "pending"] += 1
+    bound = state.pod_node >= 0
+    requested = state.pod_requests[bound].sum(axis=0) if bound.any() else np.zeros(len(state.resources), np.int64)
+    pending_req = state.pod_requests[~bound].sum(axis=0) if (~bound).any() else np.zeros_like(requested)
+    total = state.allocatable.sum(axis=0)
+    resources = [{"resource": r, "allocatable": int(total[j]), "requestedBound": int(requested[j]),
+                  "requestedPending": int(pending_req[j])} for j, r in enumerate(state.resources)]
+    pdbs = budget_views(cluster.pdbs, state.pods, bound.tolist())
+    profile = config.profiles[0]
+    pending = [{
+        "pod": state.pods[p].key, "priority": int(state.pod_priority[p]),
+        "schedulerName": state.pods[p].spec.scheduler_name,
+        "requests": {r: int(state.pod_requests[p, j]) for j, r in enumerate(state.resources)
+                     if state.pod_requests[p, j] and r != "pods"},
+        "nonZeroRequests": {"cpu": int(state.pod_nonzero[p, 0]), "memory": int(state.pod_nonzero[p, 1])},
+    } for p in state.pending]
+    return {
+        "sources": cluster.sources,
+        "nodes": {"total": state.num_nodes, "unschedulable": int(state.unschedulable.sum()),
+                  "byZone": dict(sorted(by_zone.items())),
+                  "byShape": [{"cpu": c, "memory": m, "count": n} for (c, m), n in sorted(shapes.items())]},
+        "pods": {"total": len(state.pods), "bound": int(bound.sum()), "pending": int((~bound).sum()),
+                 "byPriority": [{"priority": k, **prio[k]} for k in sorted(prio, reverse=True)]},
+        "resources": resources,
+        "pdbs": [{"pdb": f"{v.pdb.metadata.namespace}/{v.pdb.metadata.name}", "pods": len(v.pods),
+                  "currentHealthy": v.current_healthy, "desiredHealthy": v.desired_healthy,
+                  "disruptionsAllowed": v.disruptions_allowed} for v in pdbs],
+        "profile": {"schedulerName": profile.scheduler_name, "source": config.source,
+                    "percentageOfNodesToScore": profile.effective_percentage(config.percentage_of_nodes_to_score),
+                    "scoreWeights": dict(profile.score_weights), "notModelled": list(profile.not_modelled),
+                    "profiles": [p.scheduler_name for p in config.profiles]},
+        "pendingPods": pending,
+        "skippedKinds": dict(cluster.skipped),
+        "warnings": _warnings(state),
+    }

@@ -1,0 +1,57 @@
+"""The in-tree plugin registry (``pkg/scheduler/framework/plugins/registry.go``'s ``NewInTreeRegistry``).
+
+Each plugin name maps to the rule classes that implement it: a filter side in
+``constraints/`` and a score side in ``objectives/``. Plugins of the default
+profile that optisched does not model (volumes, DRA, scheduling gates) are
+listed in :data:`optisched.profile.NOT_MODELLED` instead.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .model.snapshot import Snapshot
+    from .profile import Profile
+
+__all__ = ["REGISTRY", "instantiate", "rule_class"]
+
+REGISTRY: dict[str, dict[str, str]] = {
+    "NodeUnschedulable": {"filter": "constraints.node_unschedulable:NodeUnschedulable"},
+    "NodeName": {"filter": "constraints.node_name:NodeName"},
+    "TaintToleration": {"filter": "constraints.taint_toleration:TaintToleration",
+                        "score": "constraints.taint_toleration:TaintToleration"},
+    "NodeAffinity": {"filter": "constraints.node_affinity:NodeAffinity",
+                     "score": "constraints.node_affinity:NodeAffinity"},
+    "NodePorts": {"filter": "constraints.node_ports:NodePorts"},
+    "NodeResourcesFit": {"filter": "constraints.node_resources_fit:NodeResourcesFit",
+                         "score": "objectives.node_resources_fit:NodeResourcesFitScore"},
+    "PodTopologySpread": {"filter": "constraints.pod_topology_spread:PodTopologySpread",
+                          "score": "objectives.pod_topology_spread:PodTopologySpreadScore"},
+    "InterPodAffinity": {"filter": "constraints.inter_pod_affinity:InterPodAffinity",
+                         "score": "objectives.inter_pod_affinity:InterPodAffinityScore"},
+    "NodeResourcesBalancedAllocation": {"score": "objectives.balanced_allocation:BalancedAllocation"},
+    "ImageLocality": {"score": "objectives.image_locality:ImageLocality"},
+}
+
+
+def rule_class(path: str) -> Any:
+    module, _, cls = path.partition(":")
+    return getattr(import_module(f"optisched.{module}"), cls)
+
+
+def instantiate(snapshot: "Snapshot", profile: "Profile") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Build the profile's filter and score rules once each (a class serving both sides is shared)."""
+    built: dict[str, Any] = {}
+    filters: dict[str, Any] = {}
+    scores: dict[str, Any] = {}
+    wanted_filters = set(profile.plugins.get("filter", ())) | set(profile.plugins.get("preFilter", ()))
+    wanted_scores = set(profile.plugins.get("score", ())) | set(profile.plugins.get("preScore", ()))
+    for name, sides in REGISTRY.items():
+        for side, target, wanted in (("filter", filters, wanted_filters), ("score", scores, wanted_scores)):
+            if side in sides and name in wanted:
+                path = sides[side]
+                if path not in built:
+                    built[path] = rule_class(path)(snapshot, profile)
+                target[name] = built[path]
+    return filters, scores

@@ -1,0 +1,171 @@
+"""Rich rendering of summaries, schedules and explanations for the terminal."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .model.quantity import format_quantity
+
+__all__ = ["progress_bar", "render_inspect", "render_schedule_summary", "render_explain"]
+
+
+@contextmanager
+def progress_bar(console: Console, label: str, total: int) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr (hidden when not a terminal); yields ``advance(done, total)``."""
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                  transient=True, disable=not console.is_terminal) as prog:
+        task = prog.add_task(label, total=total)
+        last = [0]
+
+        def advance(done: int, of: int) -> None:
+            if done - last[0] >= 50 or done == of:
+                prog.update(task, completed=done, total=max(of, done))
+                last[0] = done
+
+        yield advance
+
+
+def _amount(resource: str, v: int) -> str:
+    return format_quantity(resource, v)
+
+
+def render_inspect(console: Console, s: dict[str, Any]) -> None:
+    n = s["nodes"]
+    t = Table(title=f"Nodes: {n['total']} ({n['unschedulable']} unschedulable)")
+    t.add_column("zone")
+    t.add_column("nodes", justify="right")
+    for z, c in n["byZone"].items():
+        t.add_row(z, str(c))
+    console.print(t)
+    t = Table(title="Node shapes (allocatable)")
+    for c in ("cpu", "memory", "nodes"):
+        t.add_column(c, justify="right")
+    for sh in n["byShape"]:
+        t.add_row(sh["cpu"], sh["memory"], str(sh["count"]))
+    console.print(t)
+    p = s["pods"]
+    t = Table(title=f"Pods: {p['total']} ({p['bound']} bound, {p['pending']} pending)")
+    for c in ("priority", "bound", "pending"):
+        t.add_column(c, justify="right")
+    for row in p["byPriority"]:
+        t.add_row(str(row["priority"]), str(row.get("bound", 0)), str(row.get("pending", 0)))
+    console.print(t)
+    t = Table(title="Requested vs allocatable")
+    for c in ("resource", "allocatable", "bound pods", "pending pods", "bound %"):
+        t.add_column(c, justify="right")
+    for r in s["resources"]:
+        pct = f"{100 * r['requestedBound'] / r['allocatable']:.1f}" if r["allocatable"] else "-"
+        t.add_row(r["resource"], _amount(r["resource"], r["allocatable"]), _amount(r["resource"], r["requestedBound"]),
+                  _amount(r["resource"], r["requestedPending"]), pct)
+    console.print(t)
+    if s["pdbs"]:
+        t = Table(title="PodDisruptionBudgets")
+        for c in ("pdb", "pods", "healthy", "desired", "disruptions allowed"):
+            t.add_column(c)
+        for b in s["pdbs"]:
+            t.add_row(b["pdb"], str(b["pods"]), str(b["currentHealthy"]), str(b["desiredHealthy"]),
+                      str(b["disruptionsAllowed"]))
+        console.print(t)
+    if s["pendingPods"]:
+        t = Table(title="Pending pods (effective requests)")
+        for c in ("pod", "priority", "requests"):
+            t.add_column(c)
+        for pp in s["pendingPods"][:200]:
+            req = ", ".join(f"{k}={_amount(k, v)}" for k, v in pp["requests"].items())
+            t.add_row(pp["pod"], str(pp["priority"]), req)
+        if len(s["pendingPods"]) > 200:
+            t.caption = f"first 200 of {len(s['pendingPods'])}; --json lists all"
+        console.print(t)
+    prof = s["profile"]
+    console.print(f"Profile [bold]{prof['schedulerName']}[/] from {prof['source']}; percentageOfNodesToScore "
+                  f"{prof['percentageOfNodesToScore']}; weights {prof['scoreWeights']}")
+    if prof["notModelled"]:
+        console.print(f"Not modelled (accepted, no effect): {', '.join(prof['notModelled'])}")
+    if s["skippedKinds"]:
+        console.print("Skipped kinds: " + ", ".join(f"{k} ×{v}" for k, v in s["skippedKinds"].items()))
+    for w in s["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+
+
+def render_schedule_summary(console: Console, result: Any) -> None:
+    state = result.state
+    placed = sum(1 for c in result.cycles if c.chosen is not None) if result.cycles else None
+    pending = len(state.pending)
+    un = result.unschedulable
+    t = Table(title="Greedy placement (kube-scheduler " + "v1.35.4" + ")")
+    t.add_column("pending", justify="right")
+    t.add_column("scheduled", justify="right")
+    t.add_column("unschedulable", justify="right")
+    t.add_column("not handled", justify="right")
+    scheduled = pending - len(un) - len(result.skipped)
+    t.add_row(str(pending), str(scheduled if placed is None else placed), str(len(un)), str(len(result.skipped)))
+    console.print(t)
+    if un:
+        t = Table(title="Unschedulable pods")
+        t.add_column("pod")
+        t.add_column("priority", justify="right")
+        t.add_column("reason")
+        for p, msg in list(un.items())[:50]:
+            t.add_row(state.pods[p].key, str(int(state.pod_priority[p])), msg)
+        console.print(t)
+    snap = result.snapshot
+    t = Table(title="Utilization (requested / allocatable)")
+    for c in ("resource", "requested", "allocatable", "%", "max node %"):
+        t.add_column(c, justify="right")
+    for j, r in enumerate(state.resources):
+        alloc = state.allocatable[:, j]
+        if not alloc.any():
+            continue
+        req = snap.requested[:, j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where(alloc > 0, req / np.maximum(alloc, 1), 0)
+        t.add_row(r, _amount(r, int(req.sum())), _amount(r, int(alloc.sum())), f"{100 * req.sum() / alloc.sum():.1f}",
+                  f"{100 * per.max():.1f}")
+    console.print(t)
+
+
+def render_explain(console: Console, result: Any, rec: Any) -> None:
+    state = result.state
+    names = state.node_names
+    pod = state.pods[rec.pod]
+    console.print(f"[bold]{pod.key}[/] priority {int(state.pod_priority[rec.pod])}, attempt {rec.attempt}")
+    if rec.pre_filter is not None:
+        st, plugin = rec.pre_filter
+        console.print(f"PreFilter {plugin} rejected the pod on every node: {', '.join(st.reasons)}")
+    fp, sp = rec.filters, rec.scores
+    t = Table(title="Nodes (evaluation order)")
+    t.add_column("node")
+    t.add_column("result")
+    plugins = list(sp.weighted) if sp is not None else []
+    for p in plugins:
+        t.add_column(p, justify="right")
+    t.add_column("total", justify="right")
+    scored = {int(n): i for i, n in enumerate(sp.nodes)} if sp is not None else {}
+    seen = set()
+    if fp is not None:
+        for pos, n in enumerate(fp.evaluated):
+            n = int(n)
+            seen.add(n)
+            if fp.passed[pos]:
+                i = scored.get(n)
+                cells = [str(int(sp.weighted[p][i])) for p in plugins] if i is not None else [""] * len(plugins)
+                total = str(int(sp.total[i])) if i is not None else ""
+                mark = "[green]chosen[/]" if n == rec.chosen else "feasible"
+                t.add_row(names[n], mark, *cells, total)
+            else:
+                plugin = fp.plugin_names[int(fp.fail_plugin[pos])]
+                t.add_row(names[n], f"[red]{plugin}[/]: " + "; ".join(fp.reasons_at(pos)), *[""] * len(plugins), "")
+    for n in result.node_order:
+        if int(n) not in seen and rec.pre_filter is None:
+            t.add_row(names[int(n)], "[dim]not evaluated[/]", *[""] * len(plugins), "")
+    console.print(t)
+    if sp is not None and sp.skipped:
+        console.print(f"Score plugins skipped: {', '.join(sp.skipped)}")
+    if rec.message:
+        console.print(rec.message, highlight=False, markup=False)
