@@ -36,6 +36,7 @@ class Snapshot:
         self.node_of = np.full(len(state.pods), -1, dtype=np.int64)
         self.pods_on: list[list[int]] = [[] for _ in range(n)]
         self._listeners: list[SnapshotListener] = []
+        self._shared: dict[object, object] = {}
         if with_bound:
             for p in np.flatnonzero(state.pod_node >= 0):
                 self.add(int(p), int(state.pod_node[p]))
@@ -46,6 +47,13 @@ class Snapshot:
         for node, pods in enumerate(self.pods_on):
             for p in pods:
                 listener.on_add(p, node)
+
+    def shared(self, factory):  # type: ignore[no-untyped-def]
+        """One instance of ``factory(self)`` per snapshot: incremental indexes several rules read."""
+        obj = self._shared.get(factory)
+        if obj is None:
+            obj = self._shared[factory] = factory(self)
+        return obj
 
     def add(self, pod: int, node: int) -> None:
         if self.node_of[pod] >= 0:

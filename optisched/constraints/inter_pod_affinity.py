@@ -1,0 +1,244 @@
+"""InterPodAffinity filter, and the affinity terms its scoring shares.
+
+Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/{filtering,plugin}.go`` and
+``AffinityTerm`` in ``pkg/scheduler/framework/types.go``. A term selects pods by label selector within
+namespaces: its ``namespaces`` list, or the pod's own namespace when neither the list nor a
+namespaceSelector is given; the incoming pod's namespaceSelector is resolved to the namespaces it
+matches (``{}`` keeps matching every namespace). Filter order and codes as upstream: the pod's required
+affinity (UnschedulableAndUnresolvable; a pod that is the first of a self-affine series may go to any
+node with the topology keys), the pod's required anti-affinity, then existing pods' required
+anti-affinity against the pod (both Unschedulable). Counts are per topology pair (label key, value).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..framework import Code, CycleState, FilterResult, Status
+from ..model.objects import Pod, PodAffinityTerm
+from ..model.snapshot import Snapshot
+from ..model.state import ClusterState
+from .pod_counts import NOTHING, MatchCounter, Selector, selector_of
+
+__all__ = ["InterPodAffinity", "AffinityTerm", "PodTerms", "AffinityIndex", "REASON_AFFINITY", "REASON_ANTI",
+           "REASON_EXISTING"]
+
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+@dataclass(frozen=True)
+class AffinityTerm:
+    namespaces: frozenset[str]
+    ns_selector: Selector  # NOTHING unless given; an empty selector matches every namespace
+    selector: Selector
+    topology_key: str
+    weight: int = 0
+
+    def matches(self, pod: Pod, ns_labels: dict[str, str] | None) -> bool:
+        """``AffinityTerm.Matches``: namespace listed or selected, then the label selector."""
+        ns = pod.metadata.namespace or "default"
+        if ns in self.namespaces or self.ns_selector.matches(ns_labels or {}):
+            return self.selector.matches(pod.metadata.labels)
+        return False
+
+    def count_scope(self) -> frozenset[str] | None:
+        """Namespaces for a :class:`MatchCounter` (None = all), valid once the selector is resolved."""
+        return None if self.ns_selector.empty else self.namespaces
+
+
+def _term(pod: Pod, t: PodAffinityTerm, weight: int = 0) -> AffinityTerm:
+    names = frozenset(t.namespaces) if (t.namespaces or t.namespace_selector is not None) else \
+        frozenset({pod.metadata.namespace or "default"})
+    return AffinityTerm(names, selector_of(t.namespace_selector) if t.namespace_selector is not None else NOTHING,
+                        selector_of(t.label_selector), t.topology_key, weight)
+
+
+@dataclass(frozen=True)
+class PodTerms:
+    """A pod's parsed terms (``framework.PodInfo``)."""
+
+    required_affinity: tuple[AffinityTerm, ...]
+    required_anti: tuple[AffinityTerm, ...]
+    preferred_affinity: tuple[AffinityTerm, ...]
+    preferred_anti: tuple[AffinityTerm, ...]
+    has_affinity: bool  # podAffinity or podAntiAffinity present at all
+
+    @staticmethod
+    def of(pod: Pod) -> "PodTerms":
+        aff = pod.spec.affinity
+        pa = aff.pod_affinity if aff else None
+        paa = aff.pod_anti_affinity if aff else None
+        return PodTerms(
+            tuple(_term(pod, t) for t in (pa.required_during_scheduling_ignored_during_execution if pa else ())),
+            tuple(_term(pod, t) for t in (paa.required_during_scheduling_ignored_during_execution if paa else ())),
+            tuple(_term(pod, w.pod_affinity_term, w.weight)
+                  for w in (pa.preferred_during_scheduling_ignored_during_execution if pa else ())),
+            tuple(_term(pod, w.pod_affinity_term, w.weight)
+                  for w in (paa.preferred_during_scheduling_ignored_during_execution if paa else ())),
+            pa is not None or paa is not None,
+        )
+
+
+class AffinityIndex:
+    """Shared per snapshot: every pod's terms, namespace labels, and which placed pods carry terms."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.state: ClusterState = snapshot.state
+        self.terms = [PodTerms.of(p) for p in self.state.pods]
+        self.ns_labels = self.state.cluster.namespace_labels()
+        self.with_affinity: dict[int, int] = {}  # placed pod -> node, pods with any pod (anti-)affinity
+        self.with_required_anti: dict[int, int] = {}
+        self.counter: MatchCounter = snapshot.shared(MatchCounter)
+        snapshot.subscribe(self)
+
+    def on_add(self, pod: int, node: int) -> None:
+        t = self.terms[pod]
+        if t.has_affinity:
+            self.with_affinity[pod] = node
+        if t.required_anti:
+            self.with_required_anti[pod] = node
+
+    def on_remove(self, pod: int, node: int) -> None:
+        self.with_affinity.pop(pod, None)
+        self.with_required_anti.pop(pod, None)
+
+    @cached_property
+    def namespace_names(self) -> list[str]:
+        return [ns.metadata.name for ns in self.state.cluster.namespaces]
+
+    def resolve(self, term: AffinityTerm) -> AffinityTerm:
+        """``mergeAffinityTermNamespacesIfNotEmpty``: a non-empty namespaceSelector becomes namespace names."""
+        if term.ns_selector.empty:
+            return term
+        labels = self.ns_labels
+        extra = {n for n in self.namespace_names if term.ns_selector.matches(labels.get(n, {}))}
+        return AffinityTerm(term.namespaces | extra, NOTHING, term.selector, term.topology_key, term.weight)
+
+    def pair_counts(self, key: str, per_node: np.ndarray) -> np.ndarray:
+        """Sum a per-node vector into its topology values (nodes without the label drop out)."""
+        col = self.state.label(key)
+        has = col.codes >= 0
+        return np.bincount(col.codes[has], weights=per_node[has], minlength=len(col.values)).astype(np.int64)
+
+    def term_node_counts(self, terms: tuple[AffinityTerm, ...]) -> np.ndarray:
+        """Per node: placed pods matching all of ``terms`` (resolved incoming-pod terms)."""
+        scope: frozenset[str] | None = None
+        sel = terms[0].selector
+        for i, t in enumerate(terms):
+            s = t.count_scope()
+            if s is not None:
+                scope = s if scope is None else scope & s
+            if i:
+                sel = NOTHING if (sel.nothing or t.selector.nothing) else Selector(sel.labels | t.selector.labels,
+                                                                                   sel.exprs + t.selector.exprs)
+        return self.counter.counts(scope, sel)
+
+
+@dataclass
+class _PreFilter:
+    affinity: tuple[AffinityTerm, ...]
+    anti: tuple[AffinityTerm, ...]
+    affinity_counts: dict[str, np.ndarray]
+    any_affinity: bool
+    anti_counts: dict[str, np.ndarray]
+    existing: dict[str, np.ndarray]
+    self_match: bool
+
+
+class InterPodAffinity:
+    name = "InterPodAffinity"
+
+    def __init__(self, snapshot: Snapshot, profile: object) -> None:
+        self.state = snapshot.state
+        self.index: AffinityIndex = snapshot.shared(AffinityIndex)
+
+    def _existing_anti_counts(self, pod: Pod) -> dict[str, np.ndarray]:
+        idx = self.index
+        ns_labels = idx.ns_labels.get(pod.metadata.namespace or "default")
+        out: dict[str, np.ndarray] = {}
+        for other, node in idx.with_required_anti.items():
+            for t in idx.terms[other].required_anti:
+                if t.matches(pod, ns_labels):
+                    col = self.state.label(t.topology_key)
+                    code = col.codes[node]
+                    if code >= 0:
+                        vec = out.setdefault(t.topology_key, np.zeros(len(col.values), dtype=np.int64))
+                        vec[code] += 1
+        return out
+
+    def pre_filter(self, cycle: CycleState) -> Status:
+        idx = self.index
+        pod = cycle.pod_obj
+        terms = idx.terms[cycle.pod]
+        affinity = tuple(idx.resolve(t) for t in terms.required_affinity)
+        anti = tuple(idx.resolve(t) for t in terms.required_anti)
+        existing = self._existing_anti_counts(pod)
+        if not any(v.any() for v in existing.values()) and not affinity and not anti:
+            cycle.data[self.name] = None
+            return Status.skip()
+        affinity_counts: dict[str, np.ndarray] = {}
+        any_affinity = False
+        if affinity:
+            per_node = idx.term_node_counts(affinity)
+            for t in affinity:
+                c = idx.pair_counts(t.topology_key, per_node)
+                prev = affinity_counts.get(t.topology_key)
+                affinity_counts[t.topology_key] = c if prev is None else prev + c
+            any_affinity = any(v.any() for v in affinity_counts.values())
+        anti_counts: dict[str, np.ndarray] = {}
+        for t in anti:
+            c = idx.pair_counts(t.topology_key, idx.counter.counts(t.count_scope(), t.selector))
+            prev = anti_counts.get(t.topology_key)
+            anti_counts[t.topology_key] = c if prev is None else prev + c
+        self_match = bool(affinity) and all(t.matches(pod, None) for t in affinity)
+        cycle.data[self.name] = _PreFilter(affinity, anti, affinity_counts, any_affinity, anti_counts, existing,
+                                           self_match)
+        return Status()
+
+    def _lookup(self, counts: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        has = codes >= 0
+        if len(counts) == 0:
+            return np.zeros(len(codes), dtype=np.int64)
+        return np.where(has, counts[np.where(has, codes, 0)], 0)
+
+    def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
+        st: _PreFilter | None = cycle.data.get(self.name)
+        n = len(nodes)
+        if st is None:
+            return FilterResult.passing(n)
+        code = np.zeros(n, dtype=np.int8)
+        # satisfyPodAffinity
+        aff_fail = np.zeros(n, dtype=bool)
+        if st.affinity:
+            missing = np.zeros(n, dtype=bool)
+            pods_exist = np.ones(n, dtype=bool)
+            for t in st.affinity:
+                codes = self.state.label(t.topology_key).codes[nodes]
+                missing |= codes < 0
+                pods_exist &= self._lookup(st.affinity_counts[t.topology_key], codes) > 0
+            first_pod_ok = (not st.any_affinity) and st.self_match
+            aff_fail = missing | (~pods_exist & (not first_pod_ok))
+            code[aff_fail] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        # satisfyPodAntiAffinity
+        anti_fail = np.zeros(n, dtype=bool)
+        for t in st.anti:
+            codes = self.state.label(t.topology_key).codes[nodes]
+            anti_fail |= self._lookup(st.anti_counts[t.topology_key], codes) > 0
+        anti_fail &= ~aff_fail
+        code[anti_fail] = Code.UNSCHEDULABLE
+        # satisfyExistingPodsAntiAffinity
+        ex_fail = np.zeros(n, dtype=bool)
+        for key, counts in st.existing.items():
+            ex_fail |= self._lookup(counts, self.state.label(key).codes[nodes]) > 0
+        ex_fail &= ~aff_fail & ~anti_fail
+        code[ex_fail] = Code.UNSCHEDULABLE
+        reasons = [(m, r) for m, r in ((aff_fail, REASON_AFFINITY), (anti_fail, REASON_ANTI),
+                                      (ex_fail, REASON_EXISTING)) if m.any()]
+        return FilterResult(code, reasons)
+
+

@@ -1,0 +1,121 @@
+"""NodeAffinity: ``nodeSelector``, required node affinity and the profile's ``addedAffinity`` filter;
+preferred terms score.
+
+Upstream: ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` and
+``k8s.io/component-helpers/scheduling/corev1/nodeaffinity``. PreFilter narrows the nodes to those named
+by ``matchFields metadata.name In`` when every required term names nodes (``PreFilterResult``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..framework import Code, CycleState, FilterResult, Status, default_normalize
+from ..model.objects import NodeAffinity as NodeAffinitySpec
+from ..model.objects import NodeSelectorOperator, Pod
+from ..model.snapshot import Snapshot
+from ..model.state import ClusterState
+from .selectors import labels_mask, node_selector_mask, term_mask
+
+__all__ = ["NodeAffinity", "REASON_POD", "REASON_ENFORCED", "REASON_CONFLICT", "required_mask", "preferred_score"]
+
+REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+REASON_CONFLICT = "pod affinity terms conflict"
+
+
+def required_mask(state: ClusterState, pod: Pod) -> np.ndarray:
+    """``GetRequiredNodeAffinity(pod).Match``: nodeSelector AND required node affinity, over all nodes."""
+    mask = labels_mask(state, pod.spec.node_selector) if pod.spec.node_selector else np.ones(state.num_nodes, bool)
+    aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    if aff is not None and aff.required_during_scheduling_ignored_during_execution is not None:
+        mask &= node_selector_mask(state, aff.required_during_scheduling_ignored_during_execution)
+    return mask
+
+
+def preferred_score(state: ClusterState, spec: NodeAffinitySpec | None) -> np.ndarray:
+    """Sum of the weights of the preferred terms each node matches (empty terms never match)."""
+    out = np.zeros(state.num_nodes, dtype=np.int64)
+    if spec is None:
+        return out
+    for t in spec.preferred_during_scheduling_ignored_during_execution:
+        out += t.weight * term_mask(state, t.preference)
+    return out
+
+
+def _node_names_restriction(state: ClusterState, pod: Pod) -> Status:
+    """PreFilterResult from ``matchFields: metadata.name In``: every term must name nodes."""
+    aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    req = aff.required_during_scheduling_ignored_during_execution if aff else None
+    if req is None:
+        return Status()
+    names: set[str] | None = None
+    for term in req.node_selector_terms:
+        term_names: set[str] | None = None
+        for r in term.match_fields:
+            if r.key == "metadata.name" and r.operator == NodeSelectorOperator.IN:
+                s = set(r.values)
+                term_names = s if term_names is None else term_names & s
+        if term_names is None:
+            return Status()
+        names = term_names if names is None else names | term_names
+    if names is not None and not names:
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_CONFLICT,))
+    mask = np.zeros(state.num_nodes, dtype=bool)
+    for n in names or ():
+        if n in state.node_index:
+            mask[state.node_index[n]] = True
+    return Status(nodes=mask)
+
+
+class NodeAffinity:
+    name = "NodeAffinity"
+
+    def __init__(self, snapshot: Snapshot, profile: object) -> None:
+        self.state = snapshot.state
+        added = getattr(getattr(profile, "node_affinity", None), "added_affinity", None)
+        self.added = NodeAffinitySpec.model_validate(added) if added else None
+        req = self.added.required_during_scheduling_ignored_during_execution if self.added else None
+        self.added_required = node_selector_mask(self.state, req) if req is not None else None
+        self.added_preferred = preferred_score(self.state, self.added) if self.added else None
+
+    def pre_filter(self, cycle: CycleState) -> Status:
+        pod = cycle.pod_obj
+        aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+        has_required = aff is not None and aff.required_during_scheduling_ignored_during_execution is not None
+        if not has_required and self.added_required is None and not pod.spec.node_selector:
+            return Status.skip()
+        cycle.data[self.name] = required_mask(self.state, pod)
+        return _node_names_restriction(self.state, pod)
+
+    def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
+        code = np.zeros(len(nodes), dtype=np.int8)
+        reasons = []
+        if self.added_required is not None:
+            enforced = ~self.added_required[nodes]
+            code[enforced] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            reasons.append((enforced, REASON_ENFORCED))
+        else:
+            enforced = np.zeros(len(nodes), dtype=bool)
+        mask = cycle.data.get(self.name)
+        if mask is not None:
+            pod_fail = ~mask[nodes] & ~enforced
+            code[pod_fail] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            reasons.append((pod_fail, REASON_POD))
+        return FilterResult(code, [(m, r) for m, r in reasons if m.any()])
+
+    def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
+        aff = cycle.pod_obj.spec.affinity.node_affinity if cycle.pod_obj.spec.affinity else None
+        if aff is None or not aff.preferred_during_scheduling_ignored_during_execution:
+            return Status.skip()
+        return Status()
+
+    def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        pod = cycle.pod_obj
+        aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+        total = preferred_score(self.state, aff)[nodes]
+        if self.added_preferred is not None:
+            total = total + self.added_preferred[nodes]
+        return total
+
+    def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
+        return default_normalize(scores, reverse=False)

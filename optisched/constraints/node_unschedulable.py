@@ -1,0 +1,32 @@
+"""NodeUnschedulable: ``spec.unschedulable`` nodes reject pods that do not tolerate the
+``node.kubernetes.io/unschedulable:NoSchedule`` taint.
+
+Upstream: ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..framework import Code, CycleState, FilterResult, Status
+from ..model.objects import Taint, TaintEffect
+from ..model.snapshot import Snapshot
+
+__all__ = ["NodeUnschedulable", "REASON"]
+
+REASON = "node(s) were unschedulable"
+_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect=TaintEffect.NO_SCHEDULE)
+
+
+class NodeUnschedulable:
+    name = "NodeUnschedulable"
+
+    def __init__(self, snapshot: Snapshot, profile: object) -> None:
+        self.unschedulable = snapshot.state.unschedulable
+
+    def pre_filter(self, cycle: CycleState) -> Status:
+        return Status()
+
+    def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
+        if any(t.tolerates(_TAINT) for t in cycle.pod_obj.spec.tolerations):
+            return FilterResult.passing(len(nodes))
+        return FilterResult.from_mask(self.unschedulable[nodes], REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)

@@ -1,0 +1,116 @@
+"""Incremental counts of placed pods matching a (namespaces, label selector) pair, per node.
+
+PodTopologySpread and InterPodAffinity both count "pods on this node in these namespaces whose labels
+match this selector". Each distinct pair gets a count vector over nodes, built once from the snapshot
+and then kept current by the snapshot's add/remove events, so a cycle reads counts instead of
+rescanning every pod. Terminating pods (``deletionTimestamp`` set) never count, as upstream skips them.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.objects import LabelSelector, SelectorOperator
+from ..model.snapshot import Snapshot
+
+__all__ = ["Selector", "MatchCounter", "selector_of", "NOTHING"]
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A hashable label selector: required label pairs and expressions (``None`` = matches nothing)."""
+
+    labels: frozenset[tuple[str, str]] | None
+    exprs: tuple[tuple[str, str, frozenset[str]], ...] = ()
+
+    @property
+    def nothing(self) -> bool:
+        return self.labels is None
+
+    @property
+    def empty(self) -> bool:
+        """``labels.Selector.Empty()``: no requirement at all (matches every pod)."""
+        return self.labels is not None and not self.labels and not self.exprs
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.labels is None:
+            return False
+        for k, v in self.labels:
+            if labels.get(k) != v:
+                return False
+        for key, op, values in self.exprs:
+            present = key in labels
+            if op == "In" and not (present and labels[key] in values):
+                return False
+            if op == "NotIn" and present and labels[key] in values:
+                return False
+            if op == "Exists" and not present:
+                return False
+            if op == "DoesNotExist" and present:
+                return False
+        return True
+
+    def with_labels(self, extra: Mapping[str, str]) -> "Selector":
+        """Add ``key=value`` requirements (``mergeLabelSetWithSelector``); nothing stays nothing."""
+        if self.labels is None or not extra:
+            return self
+        return Selector(self.labels | frozenset(extra.items()), self.exprs)
+
+    def with_exprs(self, exprs: tuple[tuple[str, str, frozenset[str]], ...]) -> "Selector":
+        if self.labels is None or not exprs:
+            return self
+        return Selector(self.labels, self.exprs + exprs)
+
+
+NOTHING = Selector(None)
+
+
+def selector_of(sel: LabelSelector | None) -> Selector:
+    """``metav1.LabelSelectorAsSelector``: nil matches nothing, empty matches everything."""
+    if sel is None:
+        return NOTHING
+    exprs = tuple((r.key, SelectorOperator(r.operator).value, frozenset(r.values)) for r in sel.match_expressions)
+    return Selector(frozenset(sel.match_labels.items()), exprs)
+
+
+class MatchCounter:
+    """Per (namespaces, selector): how many placed pods on each node match. ``namespaces=None`` = all."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        state = snapshot.state
+        self._labels = [p.metadata.labels for p in state.pods]
+        self._ns = [p.metadata.namespace or "default" for p in state.pods]
+        self._alive = [p.metadata.deletion_timestamp is None for p in state.pods]
+        self._counts: dict[tuple[frozenset[str] | None, Selector], np.ndarray] = {}
+        snapshot.subscribe(self)
+
+    def counts(self, namespaces: frozenset[str] | None, selector: Selector) -> np.ndarray:
+        """Count vector over all nodes (do not modify)."""
+        key = (namespaces, selector)
+        vec = self._counts.get(key)
+        if vec is None:
+            vec = np.zeros(self.snapshot.state.num_nodes, dtype=np.int64)
+            if not selector.nothing:
+                node_of = self.snapshot.node_of
+                for p in np.flatnonzero(node_of >= 0):
+                    if self._match(int(p), namespaces, selector):
+                        vec[node_of[p]] += 1
+            self._counts[key] = vec
+        return vec
+
+    def _match(self, p: int, namespaces: frozenset[str] | None, selector: Selector) -> bool:
+        return self._alive[p] and (namespaces is None or self._ns[p] in namespaces) and selector.matches(self._labels[p])
+
+    def _update(self, pod: int, node: int, sign: int) -> None:
+        for (namespaces, selector), vec in self._counts.items():
+            if self._match(pod, namespaces, selector):
+                vec[node] += sign
+
+    def on_add(self, pod: int, node: int) -> None:
+        self._update(pod, node, 1)
+
+    def on_remove(self, pod: int, node: int) -> None:
+        self._update(pod, node, -1)

@@ -1,0 +1,62 @@
+"""ImageLocality: favour nodes that already hold the pod's images, scaled by how widely they are spread.
+
+Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``: per container (init and
+regular) image present on the node, ``size * nodesHavingIt / allNodes`` (truncated); the sum is
+clamped to [23 MiB, 1000 MiB × containers] and mapped to 0..100. Not normalized.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..model.snapshot import Snapshot
+
+__all__ = ["ImageLocality", "normalized_image_name", "MIN_THRESHOLD", "MAX_CONTAINER_THRESHOLD"]
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+def normalized_image_name(name: str) -> str:
+    """Add ``:latest`` when the image has no tag (``normalizedImageName``)."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+class ImageLocality:
+    name = "ImageLocality"
+
+    def __init__(self, snapshot: Snapshot, profile: object) -> None:
+        state = snapshot.state
+        n = state.num_nodes
+        sizes: dict[str, np.ndarray] = {}
+        present: dict[str, np.ndarray] = {}
+        for i, node in enumerate(state.nodes):
+            for img in node.status.images:
+                for name in img.names:
+                    sizes.setdefault(name, np.zeros(n, dtype=np.int64))[i] = img.size_bytes
+                    present.setdefault(name, np.zeros(n, dtype=bool))[i] = True
+        # scaled score per image and node: size * numNodes / totalNodes, as Go's int64(float64 * float64)
+        self.scaled = {name: np.where(present[name], (s * (np.count_nonzero(present[name]) / n)).astype(np.int64), 0)
+                       for name, s in sizes.items()}
+        self.n = n
+
+    def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
+        return Status()
+
+    def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        pod = cycle.pod_obj
+        containers = [*pod.spec.init_containers, *pod.spec.containers]
+        total = np.zeros(len(nodes), dtype=np.int64)
+        for c in containers:
+            s = self.scaled.get(normalized_image_name(c.image))
+            if s is not None:
+                total += s[nodes]
+        max_threshold = MAX_CONTAINER_THRESHOLD * len(containers)
+        total = np.clip(total, MIN_THRESHOLD, max_threshold)
+        return MAX_NODE_SCORE * (total - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+    def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
+        return scores
