@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,10 +18,10 @@ out = Console()
 err = Console(stderr=True)
 
 ClusterArg = Annotated[list[str], typer.Argument(help="Files, folders or - (stdin): YAML/JSON objects or List dumps.")]
-ProfileOpt = Annotated[Optional[Path], typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
+ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
 
 
-def _load(paths: list[str], profile: Optional[Path]):
+def _load(paths: list[str], profile: Path | None):
     from .model.loader import load_cluster
     from .model.state import compile_cluster
     from .profile import default_config, load_config
@@ -46,8 +46,8 @@ def schedule(
     tie_break: Annotated[str, typer.Option("--tie-break", help="first | heap | random")] = "first",
     seed: Annotated[int, typer.Option(help="Seed for --tie-break random.")] = 0,
     no_requeue: Annotated[bool, typer.Option("--no-requeue", help="One attempt per pod (conformance traces).")] = False,
-    trace: Annotated[Optional[Path], typer.Option(help="Write the per-cycle trace (JSON).")] = None,
-    output: Annotated[Optional[Path], typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
+    trace: Annotated[Path | None, typer.Option(help="Write the per-cycle trace (JSON).")] = None,
+    output: Annotated[Path | None, typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
 ) -> None:
     """Place the pending pods as kube-scheduler would (greedy mode)."""
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
@@ -120,7 +120,7 @@ def explain(
 def generate(
     output: Annotated[Path, typer.Argument(help="Output file (.yaml or .json).")],
     nodes: Annotated[int, typer.Option(min=5, max=10_000)] = 20,
-    pods: Annotated[Optional[int], typer.Option(help="Total pods (default 10 per node).")] = None,
+    pods: Annotated[int | None, typer.Option(help="Total pods (default 10 per node).")] = None,
     pending_fraction: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.5,
     load: Annotated[float, typer.Option(min=0.01, help="Total cpu requested / allocatable (1.2 = overloaded).")] = 0.8,
     zones: Annotated[int, typer.Option(min=1)] = 3,

@@ -23,7 +23,7 @@ class InputError(Exception):
         head = f"{self.source}: " if self.source else ""
         return f"{head}{where}: {self.message}" if where else f"{head}{self.message}"
 
-    def located(self, *, source: str | None = None, obj: str | None = None, prefix: str = "") -> "InputError":
+    def located(self, *, source: str | None = None, obj: str | None = None, prefix: str = "") -> InputError:
         """Return a copy with the location filled in (keeps what is already known)."""
         return InputError(
             self.message,

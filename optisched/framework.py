@@ -18,8 +18,16 @@ if TYPE_CHECKING:
     from .model.snapshot import Snapshot
     from .profile import Profile
 
-__all__ = ["Code", "Status", "FilterResult", "CycleState", "FilterRule", "ScoreRule", "MAX_NODE_SCORE",
-           "default_normalize"]
+__all__ = [
+    "MAX_NODE_SCORE",
+    "Code",
+    "CycleState",
+    "FilterResult",
+    "FilterRule",
+    "ScoreRule",
+    "Status",
+    "default_normalize",
+]
 
 MAX_NODE_SCORE = 100
 
@@ -53,7 +61,7 @@ class Status:
         return self.code == Code.SUCCESS
 
     @classmethod
-    def skip(cls) -> "Status":
+    def skip(cls) -> Status:
         return cls(Code.SKIP)
 
 
@@ -72,11 +80,11 @@ class FilterResult:
     reasons: list[tuple[np.ndarray, str]] = field(default_factory=list)
 
     @classmethod
-    def passing(cls, n: int) -> "FilterResult":
+    def passing(cls, n: int) -> FilterResult:
         return cls(np.zeros(n, dtype=np.int8))
 
     @classmethod
-    def from_mask(cls, fails: np.ndarray, reason: str, code: Code = Code.UNSCHEDULABLE) -> "FilterResult":
+    def from_mask(cls, fails: np.ndarray, reason: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:
         """Every failing node gets the same code and reason."""
         return cls(np.where(fails, np.int8(code), np.int8(0)), [(fails, reason)] if fails.any() else [])
 
@@ -89,12 +97,12 @@ class CycleState:
     """One scheduling cycle: the pod (row in ``ClusterState.pods``), the snapshot, and plugin data."""
 
     pod: int
-    snapshot: "Snapshot"
-    profile: "Profile"
+    snapshot: Snapshot
+    profile: Profile
     data: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def pod_obj(self) -> "Pod":
+    def pod_obj(self) -> Pod:
         return self.snapshot.state.pods[self.pod]
 
 

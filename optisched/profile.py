@@ -19,16 +19,33 @@ import yaml
 
 from .errors import InputError
 from .profile_defaults import (
-    DEFAULT_MULTIPOINT, DEFAULT_SCHEDULER_NAME, EXTENSION_POINTS, NOT_MODELLED, PLUGIN_POINTS,
+    DEFAULT_MULTIPOINT,
+    DEFAULT_SCHEDULER_NAME,
+    EXTENSION_POINTS,
+    NOT_MODELLED,
+    PLUGIN_POINTS,
     SYSTEM_DEFAULT_CONSTRAINTS,
 )
 from .version import KUBE_VERSION
 
 __all__ = [
-    "ScoringStrategyType", "ResourceSpec", "UtilizationShapePoint", "NodeResourcesFitArgs", "BalancedAllocationArgs",
-    "PodTopologySpreadArgs", "InterPodAffinityArgs", "NodeAffinityArgs", "DefaultPreemptionArgs", "Profile",
-    "SchedulerConfig", "default_config", "parse_config", "load_config", "NOT_MODELLED", "KUBE_VERSION",
+    "KUBE_VERSION",
+    "NOT_MODELLED",
     "SYSTEM_DEFAULT_CONSTRAINTS",
+    "BalancedAllocationArgs",
+    "DefaultPreemptionArgs",
+    "InterPodAffinityArgs",
+    "NodeAffinityArgs",
+    "NodeResourcesFitArgs",
+    "PodTopologySpreadArgs",
+    "Profile",
+    "ResourceSpec",
+    "SchedulerConfig",
+    "ScoringStrategyType",
+    "UtilizationShapePoint",
+    "default_config",
+    "load_config",
+    "parse_config",
 ]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"

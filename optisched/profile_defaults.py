@@ -6,8 +6,14 @@ implements (``pkg/scheduler/framework/plugins/*``), ``podtopologyspread/plugin.g
 """
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MULTIPOINT", "EXTENSION_POINTS", "PLUGIN_POINTS", "SYSTEM_DEFAULT_CONSTRAINTS",
-           "DEFAULT_SCHEDULER_NAME", "NOT_MODELLED"]
+__all__ = [
+           "DEFAULT_MULTIPOINT",
+           "DEFAULT_SCHEDULER_NAME",
+           "EXTENSION_POINTS",
+           "NOT_MODELLED",
+           "PLUGIN_POINTS",
+           "SYSTEM_DEFAULT_CONSTRAINTS",
+]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 

@@ -40,7 +40,7 @@ def rule_class(path: str) -> Any:
     return getattr(import_module(f"optisched.{module}"), cls)
 
 
-def instantiate(snapshot: "Snapshot", profile: "Profile") -> tuple[dict[str, Any], dict[str, Any]]:
+def instantiate(snapshot: Snapshot, profile: Profile) -> tuple[dict[str, Any], dict[str, Any]]:
     """Build the profile's filter and score rules once each (a class serving both sides is shared)."""
     built: dict[str, Any] = {}
     filters: dict[str, Any] = {}

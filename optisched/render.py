@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .model.quantity import format_quantity
 
-__all__ = ["progress_bar", "render_inspect", "render_schedule_summary", "render_explain"]
+__all__ = ["progress_bar", "render_explain", "render_inspect", "render_schedule_summary"]
 
 
 @contextmanager

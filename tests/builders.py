@@ -22,15 +22,15 @@ class PodB(_Obj):
     def _c(self, i: int = 0) -> dict:
         return self["spec"]["containers"][i]
 
-    def req(self, **res: str) -> "PodB":
+    def req(self, **res: str) -> PodB:
         self._c().setdefault("resources", {}).setdefault("requests", {}).update(_names(res))
         return self
 
-    def lim(self, **res: str) -> "PodB":
+    def lim(self, **res: str) -> PodB:
         self._c().setdefault("resources", {}).setdefault("limits", {}).update(_names(res))
         return self
 
-    def container(self, requests: dict | None = None, limits: dict | None = None, image: str = "app:1") -> "PodB":
+    def container(self, requests: dict | None = None, limits: dict | None = None, image: str = "app:1") -> PodB:
         c: dict[str, Any] = {"name": f"c{len(self['spec']['containers'])}", "image": image,
                              "resources": {}}
         if requests:
@@ -40,7 +40,7 @@ class PodB(_Obj):
         self["spec"]["containers"].append(c)
         return self
 
-    def init(self, requests: dict, sidecar: bool = False) -> "PodB":
+    def init(self, requests: dict, sidecar: bool = False) -> PodB:
         c: dict[str, Any] = {"name": f"i{len(self['spec'].get('initContainers', []))}", "image": "init:1",
                              "resources": {"requests": _names(requests)}}
         if sidecar:
@@ -48,35 +48,35 @@ class PodB(_Obj):
         self["spec"].setdefault("initContainers", []).append(c)
         return self
 
-    def overhead(self, **res: str) -> "PodB":
+    def overhead(self, **res: str) -> PodB:
         self["spec"]["overhead"] = _names(res)
         return self
 
-    def pod_level(self, **res: str) -> "PodB":
+    def pod_level(self, **res: str) -> PodB:
         self["spec"]["resources"] = {"requests": _names(res)}
         return self
 
-    def label(self, **labels: str) -> "PodB":
+    def label(self, **labels: str) -> PodB:
         self["metadata"]["labels"].update(labels)
         return self
 
-    def on(self, node: str) -> "PodB":
+    def on(self, node: str) -> PodB:
         self["spec"]["nodeName"] = node
         self["status"] = {"phase": "Running"}
         return self
 
-    def priority(self, value: int) -> "PodB":
+    def priority(self, value: int) -> PodB:
         self["spec"]["priority"] = value
         return self
 
-    def tolerate(self, key: str, value: str = "", effect: str = "NoSchedule", op: str = "Equal") -> "PodB":
+    def tolerate(self, key: str, value: str = "", effect: str = "NoSchedule", op: str = "Equal") -> PodB:
         t = {"key": key, "operator": op, "effect": effect}
         if op == "Equal":
             t["value"] = value
         self["spec"].setdefault("tolerations", []).append(t)
         return self
 
-    def set(self, path: str, value: Any) -> "PodB":
+    def set(self, path: str, value: Any) -> PodB:
         """Set any field by dotted path, e.g. ``set("spec.nodeSelector", {...})``."""
         cur = self
         parts = path.split(".")
@@ -92,27 +92,27 @@ class NodeB(_Obj):
                          metadata={"name": name, "labels": {"kubernetes.io/hostname": name}},
                          spec={}, status={"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}})
 
-    def label(self, **labels: str) -> "NodeB":
+    def label(self, **labels: str) -> NodeB:
         self["metadata"]["labels"].update({k.replace("__", "/").replace("_", "-") if "__" in k else k: v
                                            for k, v in labels.items()})
         return self
 
-    def labels(self, labels: dict[str, str]) -> "NodeB":
+    def labels(self, labels: dict[str, str]) -> NodeB:
         self["metadata"]["labels"].update(labels)
         return self
 
-    def zone(self, zone: str, region: str = "r1") -> "NodeB":
+    def zone(self, zone: str, region: str = "r1") -> NodeB:
         return self.labels({"topology.kubernetes.io/zone": zone, "topology.kubernetes.io/region": region})
 
-    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> "NodeB":
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeB:
         self["spec"].setdefault("taints", []).append({"key": key, "value": value, "effect": effect})
         return self
 
-    def alloc(self, **res: str) -> "NodeB":
+    def alloc(self, **res: str) -> NodeB:
         self["status"]["allocatable"].update(_names(res))
         return self
 
-    def unschedulable(self) -> "NodeB":
+    def unschedulable(self) -> NodeB:
         self["spec"]["unschedulable"] = True
         return self
 

@@ -22,8 +22,15 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from .pod_counts import NOTHING, MatchCounter, Selector, selector_of
 
-__all__ = ["InterPodAffinity", "AffinityTerm", "PodTerms", "AffinityIndex", "REASON_AFFINITY", "REASON_ANTI",
-           "REASON_EXISTING"]
+__all__ = [
+    "REASON_AFFINITY",
+    "REASON_ANTI",
+    "REASON_EXISTING",
+    "AffinityIndex",
+    "AffinityTerm",
+    "InterPodAffinity",
+    "PodTerms",
+]
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
@@ -68,7 +75,7 @@ class PodTerms:
     has_affinity: bool  # podAffinity or podAntiAffinity present at all
 
     @staticmethod
-    def of(pod: Pod) -> "PodTerms":
+    def of(pod: Pod) -> PodTerms:
         aff = pod.spec.affinity
         pa = aff.pod_affinity if aff else None
         paa = aff.pod_anti_affinity if aff else None

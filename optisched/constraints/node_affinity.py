@@ -16,7 +16,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from .selectors import labels_mask, node_selector_mask, term_mask
 
-__all__ = ["NodeAffinity", "REASON_POD", "REASON_ENFORCED", "REASON_CONFLICT", "required_mask", "preferred_score"]
+__all__ = ["REASON_CONFLICT", "REASON_ENFORCED", "REASON_POD", "NodeAffinity", "preferred_score", "required_mask"]
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

@@ -9,7 +9,7 @@ import numpy as np
 from ..framework import Code, CycleState, FilterResult, Status
 from ..model.snapshot import Snapshot
 
-__all__ = ["NodeName", "REASON"]
+__all__ = ["REASON", "NodeName"]
 
 REASON = "node(s) didn't match the requested node name"
 

@@ -16,7 +16,7 @@ from ..framework import CycleState, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 
-__all__ = ["NodePorts", "REASON", "host_ports"]
+__all__ = ["REASON", "NodePorts", "host_ports"]
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY_IP = "0.0.0.0"
@@ -57,6 +57,13 @@ class NodePorts:
 
     def on_remove(self, pod: int, node: int) -> None:
         self._update(pod, node, False)
+
+    def save_node(self, node: int) -> dict:
+        return {k: bool(v[node]) for k, v in self.used.items()}
+
+    def restore_node(self, node: int, saved: dict) -> None:
+        for k, v in self.used.items():
+            v[node] = saved.get(k, False)
 
     def pre_filter(self, cycle: CycleState) -> Status:
         return Status() if _wants_ports(cycle.pod_obj) else Status.skip()

@@ -13,7 +13,7 @@ import numpy as np
 from ..framework import Code, CycleState, FilterResult, Status
 from ..model.snapshot import Snapshot
 
-__all__ = ["NodeResourcesFit", "is_extended_resource", "TOO_MANY_PODS"]
+__all__ = ["TOO_MANY_PODS", "NodeResourcesFit", "is_extended_resource"]
 
 TOO_MANY_PODS = "Too many pods"
 _NATIVE = ("cpu", "memory", "ephemeral-storage", "pods")

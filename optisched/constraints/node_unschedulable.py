@@ -11,7 +11,7 @@ from ..framework import Code, CycleState, FilterResult, Status
 from ..model.objects import Taint, TaintEffect
 from ..model.snapshot import Snapshot
 
-__all__ = ["NodeUnschedulable", "REASON"]
+__all__ = ["REASON", "NodeUnschedulable"]
 
 REASON = "node(s) were unschedulable"
 _TAINT = Taint(key="node.kubernetes.io/unschedulable", effect=TaintEffect.NO_SCHEDULE)

@@ -15,7 +15,7 @@ import numpy as np
 from ..model.objects import LabelSelector, SelectorOperator
 from ..model.snapshot import Snapshot
 
-__all__ = ["Selector", "MatchCounter", "selector_of", "NOTHING"]
+__all__ = ["NOTHING", "MatchCounter", "Selector", "selector_of"]
 
 
 @dataclass(frozen=True)
@@ -52,13 +52,13 @@ class Selector:
                 return False
         return True
 
-    def with_labels(self, extra: Mapping[str, str]) -> "Selector":
+    def with_labels(self, extra: Mapping[str, str]) -> Selector:
         """Add ``key=value`` requirements (``mergeLabelSetWithSelector``); nothing stays nothing."""
         if self.labels is None or not extra:
             return self
         return Selector(self.labels | frozenset(extra.items()), self.exprs)
 
-    def with_exprs(self, exprs: tuple[tuple[str, str, frozenset[str]], ...]) -> "Selector":
+    def with_exprs(self, exprs: tuple[tuple[str, str, frozenset[str]], ...]) -> Selector:
         if self.labels is None or not exprs:
             return self
         return Selector(self.labels, self.exprs + exprs)

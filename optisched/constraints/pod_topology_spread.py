@@ -22,8 +22,15 @@ from .node_affinity import required_mask
 from .pod_counts import MatchCounter, Selector, selector_of
 from .taint_toleration import untolerated
 
-__all__ = ["PodTopologySpread", "SpreadConstraint", "resolve_constraints", "default_selector", "REASON",
-           "REASON_MISSING_LABEL", "HOSTNAME"]
+__all__ = [
+    "HOSTNAME",
+    "REASON",
+    "REASON_MISSING_LABEL",
+    "PodTopologySpread",
+    "SpreadConstraint",
+    "default_selector",
+    "resolve_constraints",
+]
 
 REASON = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = REASON + " (missing required label)"

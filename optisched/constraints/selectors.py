@@ -12,11 +12,16 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..model.objects import (
-    LabelSelector, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, SelectorOperator,
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorOperator,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    SelectorOperator,
 )
 from ..model.state import ClusterState
 
-__all__ = ["requirement_mask", "term_mask", "node_selector_mask", "labels_mask", "label_selector_matches"]
+__all__ = ["label_selector_matches", "labels_mask", "node_selector_mask", "requirement_mask", "term_mask"]
 
 _Op = NodeSelectorOperator
 

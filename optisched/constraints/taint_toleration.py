@@ -13,7 +13,7 @@ from ..framework import Code, CycleState, FilterResult, Status, default_normaliz
 from ..model.objects import TaintEffect, Toleration
 from ..model.snapshot import Snapshot
 
-__all__ = ["TaintToleration", "REASON", "untolerated"]
+__all__ = ["REASON", "TaintToleration", "untolerated"]
 
 REASON = "node(s) had untolerated taint(s)"
 

@@ -17,7 +17,7 @@ from ..model.snapshot import Snapshot
 from ..profile import Profile
 from ..registry import instantiate
 
-__all__ = ["Framework", "FilterPass", "ScorePass"]
+__all__ = ["FilterPass", "Framework", "ScorePass"]
 
 
 @dataclass
@@ -60,7 +60,7 @@ class FilterPass:
                     hist[text] += n
         return hist
 
-    def truncate(self, upto: int) -> "FilterPass":
+    def truncate(self, upto: int) -> FilterPass:
         """Keep only the first ``upto`` evaluated positions (the scheduler stopped there)."""
         return FilterPass(self.evaluated[:upto], self.passed[:upto], self.fail_plugin[:upto], self.fail_code[:upto],
                           self.results, self.plugin_names)

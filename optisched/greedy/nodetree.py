@@ -12,8 +12,13 @@ import numpy as np
 
 from ..model.objects import Node
 
-__all__ = ["zone_key", "node_tree_order", "num_feasible_nodes_to_find", "MIN_FEASIBLE_NODES_TO_FIND",
-           "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND"]
+__all__ = [
+    "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
+    "MIN_FEASIBLE_NODES_TO_FIND",
+    "node_tree_order",
+    "num_feasible_nodes_to_find",
+    "zone_key",
+]
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

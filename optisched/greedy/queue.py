@@ -11,16 +11,16 @@ next backoff expiry. The run ends when activeQ and backoffQ are both empty.
 from __future__ import annotations
 
 import heapq
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from ..model.state import ClusterState
 
-__all__ = ["ClusterEvent", "SchedulingQueue", "EVENT_INTEREST", "INITIAL_BACKOFF", "MAX_BACKOFF"]
+__all__ = ["EVENT_INTEREST", "INITIAL_BACKOFF", "MAX_BACKOFF", "ClusterEvent", "SchedulingQueue"]
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
-_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
+_EPOCH = datetime.min.replace(tzinfo=UTC)
 
 
 class ClusterEvent(StrEnum):
@@ -40,7 +40,7 @@ def sort_key(state: ClusterState, pod: int) -> tuple:
     """PrioritySort's ``Less`` as a key: priority descending, creation time ascending, then input order."""
     ts = state.pods[pod].metadata.creation_timestamp
     if ts is not None and ts.tzinfo is None:
-        ts = ts.replace(tzinfo=timezone.utc)
+        ts = ts.replace(tzinfo=UTC)
     return (-int(state.pod_priority[pod]), ts or _EPOCH, pod)
 
 

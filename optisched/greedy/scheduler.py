@@ -10,14 +10,18 @@ host; assume the pod into the snapshot.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC
 
 import numpy as np
 
-from ..framework import Code, CycleState, Status
+from ..framework import Code, CycleState, FilterResult, Status
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
+from ..preemption.default_preemption import DefaultPreemption, PreemptionOutcome
+from ..preemption.pdb import PDBLedger
 from ..profile import Profile, SchedulerConfig
 from .fiterror import fit_error_message
 from .framework_runner import FilterPass, Framework, ScorePass
@@ -25,7 +29,7 @@ from .nodetree import node_tree_order, num_feasible_nodes_to_find
 from .queue import ClusterEvent, SchedulingQueue
 from .select import TieBreak, heap_top, select_host
 
-__all__ = ["GreedyOptions", "CycleRecord", "GreedyResult", "GreedyScheduler"]
+__all__ = ["CycleRecord", "GreedyOptions", "GreedyResult", "GreedyScheduler"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,9 @@ class CycleRecord:
     message: str | None
     preemption: dict | None = None
     unschedulable_plugins: frozenset[str] = frozenset()
+    absent: np.ndarray | None = None  # nodes a PreFilterResult excluded
+    absent_reason: str = ""
+    post_filter: PreemptionOutcome | None = None
 
 
 @dataclass
@@ -72,6 +79,14 @@ class GreedyResult:
                 for i, p in enumerate(self.state.pods)}
 
 
+def _seconds(ts) -> float | None:  # type: ignore[no-untyped-def]
+    if ts is None:
+        return None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return ts.timestamp()
+
+
 class GreedyScheduler:
     """kube-scheduler over a :class:`ClusterState`, one profile per ``schedulerName``."""
 
@@ -86,6 +101,23 @@ class GreedyScheduler:
         self.next_start = 0
         self.rng = random.Random(options.seed)
         self._frameworks: dict[str, Framework] = {}
+        self.nominated: dict[int, int] = {}  # pod -> nominated node
+        self.start_time, self.bind_epoch = self._start_times()
+        self.cycle_no = 0
+        # PDB status as the input had it: no disruption controller runs during a simulated run
+        self.pdbs = PDBLedger(state, (state.pod_node >= 0).tolist())
+
+    def _start_times(self) -> tuple[np.ndarray, float]:
+        """``status.startTime`` of bound pods (else their creation time); pods bound during the run start
+        at the latest time in the input + 1 h + the cycle number in seconds."""
+        times = np.zeros(len(self.state.pods), dtype=np.float64)
+        latest = 0.0
+        for i, p in enumerate(self.state.pods):
+            created = _seconds(p.metadata.creation_timestamp)
+            started = _seconds(p.status.start_time)
+            times[i] = started if started is not None else (created or 0.0)
+            latest = max(latest, created or 0.0, started or 0.0)
+        return times, latest + 3600.0
 
     def framework(self, profile: Profile) -> Framework:
         fw = self._frameworks.get(profile.scheduler_name)
@@ -93,60 +125,147 @@ class GreedyScheduler:
             fw = self._frameworks[profile.scheduler_name] = Framework(self.snapshot, profile)
         return fw
 
+    # ------------------------------------------------------------------ nominated pods
+    def _nominated_on(self, node: int, pod: int) -> list[int]:
+        prio = self.state.pod_priority[pod]
+        return [p for p, n in self.nominated.items()
+                if n == node and p != pod and self.state.pod_priority[p] >= prio and self.snapshot.node_of[p] < 0]
+
+    def filter_node(self, fw: Framework, cycle: CycleState, node: int) -> tuple[bool, str, Code, list[str]]:
+        """``RunFilterPluginsWithNominatedPods`` on one node: first with the nominated pods of equal or
+        higher priority added, then (if that passed and pods were added) without them."""
+        extra = self._nominated_on(node, cycle.pod)
+        for p in extra:
+            self.snapshot.add(p, node)
+        try:
+            result = fw.filter_one(cycle, node)
+        finally:
+            for p in extra:
+                self.snapshot.remove(p)
+        if extra and result[0]:
+            result = fw.filter_one(cycle, node)
+        return result
+
+    def _apply_nominated(self, fw: Framework, cycle: CycleState, fp: FilterPass) -> None:
+        """Re-check passing nodes that hold nominated pods (rare), in place."""
+        if not self.nominated:
+            return
+        nodes = {n for p, n in self.nominated.items() if p != cycle.pod}
+        for pos in np.flatnonzero(fp.passed):
+            node = int(fp.evaluated[pos])
+            if node in nodes and self._nominated_on(node, cycle.pod):
+                ok, plugin, code, reasons = self.filter_node(fw, cycle, node)
+                if not ok:
+                    fp.passed[pos] = False
+                    fp.fail_plugin[pos] = fp.plugin_names.index(plugin)
+                    fp.fail_code[pos] = int(code)
+                    mask = np.zeros(len(fp.evaluated), dtype=bool)
+                    mask[pos] = True
+                    res = FilterResult(np.where(mask, np.int8(code), np.int8(0)), [(mask, r) for r in reasons])
+                    fp.results.append((plugin, np.arange(len(fp.evaluated)), res))
+
     # ------------------------------------------------------------------ one cycle
     def _find_feasible(self, fw: Framework, cycle: CycleState, skipped: set[str],
-                       restrict: np.ndarray | None) -> tuple[FilterPass, int]:
+                       restrict: np.ndarray | None) -> FilterPass:
         """Filter from ``nextStartNodeIndex`` until enough feasible nodes are found (sequential pass)."""
         nodes = self.order if restrict is None else self.order[restrict[self.order]]
         n_all = len(self.order)
         if len(nodes) == 0:
-            return fw.filter(cycle, nodes, skipped), 0
+            return fw.filter(cycle, nodes, skipped)
         start = self.next_start % len(nodes)
         rotated = np.roll(nodes, -start)
         pct = cycle.profile.effective_percentage(self.config.percentage_of_nodes_to_score)
         to_find = num_feasible_nodes_to_find(pct, n_all)
         fp = fw.filter(cycle, rotated, skipped)
+        self._apply_nominated(fw, cycle, fp)
         feasible_pos = np.flatnonzero(fp.passed)
         if len(feasible_pos) > to_find:
             # the (to_find+1)-th feasible node cancels the search and is not kept
             fp = fp.truncate(int(feasible_pos[to_find]))
-        processed = len(fp.evaluated)
-        self.next_start = (self.next_start + processed) % n_all
-        return fp, processed
+        self.next_start = (self.next_start + len(fp.evaluated)) % n_all
+        return fp
+
+    def _node_codes(self, rec: CycleRecord) -> np.ndarray:
+        """Filter status code per node row (absent nodes: UnschedulableAndUnresolvable)."""
+        codes = np.full(self.state.num_nodes, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), dtype=np.int8)
+        if rec.pre_filter is not None:
+            codes[:] = int(rec.pre_filter[0].code)
+        elif rec.filters is not None:
+            codes[rec.filters.evaluated] = rec.filters.fail_code
+        return codes
 
     def schedule_one(self, pod: int, profile: Profile, attempt: int) -> CycleRecord:
         fw = self.framework(profile)
         cycle = CycleState(pod, self.snapshot, profile)
-        pod_obj = self.state.pods[pod]
-        nominated = pod_obj.status.nominated_node_name
+        nominated_row = self.nominated.get(pod)
+        nominated = self.state.node_names[nominated_row] if nominated_row is not None else \
+            self.state.pods[pod].status.nominated_node_name
         status, plugin, skipped = fw.pre_filter(cycle)
         if status.code != Code.SUCCESS:
-            msg = fit_error_message(self.state.num_nodes, None or {}, ", ".join(status.reasons))
-            return CycleRecord(pod, attempt, nominated, None, (status, plugin), skipped, None, None, None, msg,
-                               unschedulable_plugins=frozenset({plugin}))
+            rec = CycleRecord(pod, attempt, nominated, None, (status, plugin), skipped, None, None, None, None,
+                              unschedulable_plugins=frozenset({plugin}))
+            rec.message = fit_error_message(self.state.num_nodes, Counter(), ", ".join(status.reasons))
+            return self._post_filter(fw, cycle, rec)
         fp: FilterPass | None = None
         if nominated and nominated in self.state.node_index:
             # evaluateNominatedNode: the nominated node alone first; if it passes, it is the answer
             row = self.state.node_index[nominated]
             one = fw.filter(cycle, np.array([row], dtype=np.int64), skipped)
+            self._apply_nominated(fw, cycle, one)
             if one.passed[0]:
                 fp = one
         if fp is None:
-            fp, _ = self._find_feasible(fw, cycle, skipped, status.nodes)
+            fp = self._find_feasible(fw, cycle, skipped, status.nodes)
+        absent = None
+        absent_reason = ""
+        if status.nodes is not None:
+            absent = ~status.nodes
+            absent_reason = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
         feasible = fp.feasible
         if len(feasible) == 0:
             plugins = frozenset(fw.filter_names[i] for i in set(fp.fail_plugin.tolist()) if i >= 0)
-            msg = fit_error_message(self.state.num_nodes, fp.histogram())
-            return CycleRecord(pod, attempt, nominated, fp, None, skipped, None, None, None, msg,
-                               unschedulable_plugins=plugins)
+            hist = fp.histogram()
+            if absent is not None and absent.any():
+                hist[absent_reason] += int(absent.sum())
+            rec = CycleRecord(pod, attempt, nominated, fp, None, skipped, None, None, None,
+                              fit_error_message(self.state.num_nodes, hist), unschedulable_plugins=plugins,
+                              absent=absent, absent_reason=absent_reason)
+            return self._post_filter(fw, cycle, rec)
         if len(feasible) == 1:
             chosen = int(feasible[0])
             sp = fw.score(cycle, feasible) if self.options.record else None
-            return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, chosen, chosen, None)
+            return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, chosen, chosen, None,
+                               absent=absent, absent_reason=absent_reason)
         sp = fw.score(cycle, feasible)
         chosen = select_host(feasible, sp.total, self.tree_rank, self.options.tie_break, self.rng)
         heap_pick = int(feasible[heap_top(sp.total.tolist())]) if self.options.record else None
-        return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, chosen, heap_pick, None)
+        return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, chosen, heap_pick, None,
+                           absent=absent, absent_reason=absent_reason)
+
+    def _post_filter(self, fw: Framework, cycle: CycleState, rec: CycleRecord) -> CycleRecord:
+        """Run the profile's PostFilter plugins; DynamicResources has no claims to free, then DefaultPreemption."""
+        post = cycle.profile.plugins.get("postFilter", ())
+        reasons = []
+        if "DynamicResources" in post:
+            reasons.append("no new claims to deallocate")
+        if "DefaultPreemption" in post:
+            dp = DefaultPreemption(self.snapshot, cycle.profile.preemption, self.start_time, self.pdbs)
+            outcome = dp.post_filter(cycle, self._node_codes(rec), self.order,
+                                     lambda c, n: self.filter_node(fw, c, n))
+            rec.post_filter = outcome
+            names = self.state.node_names
+            if outcome.nominated is not None:
+                rec.preemption = {
+                    "nominatedNode": names[outcome.nominated],
+                    "victims": [self.state.pods[v].key for v in outcome.victims],
+                    "candidates": {names[n]: c for n, c in outcome.table.items()},
+                }
+                return rec
+            reasons.append(outcome.message)
+        if reasons:
+            msg = ", ".join(reasons)
+            rec.message = f"{rec.message} {msg}" + ("" if msg.endswith(".") else ".")
+        return rec
 
     # ------------------------------------------------------------------ the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> GreedyResult:
@@ -166,11 +285,22 @@ class GreedyScheduler:
         done = 0
         while (p := queue.pop()) is not None:
             profile = profiles[state.pods[p].spec.scheduler_name]
-            rec = self.schedule_one(p, profile, queue.attempts[p])
-            if self.options.record:
-                result.cycles.append(rec)
+            attempt = queue.attempts[p]
+            while True:
+                rec = self.schedule_one(p, profile, attempt)
+                self.cycle_no += 1
+                if self.options.record:
+                    result.cycles.append(rec)
+                if rec.preemption is None or rec.post_filter is None:
+                    break
+                self._preempt(result, queue, p, rec.post_filter)
+                attempt += 1  # retried at once, the nominated node first
+                if attempt > 2 and not self.options.requeue:
+                    break
             if rec.chosen is not None:
                 self.snapshot.add(p, rec.chosen)
+                self.start_time[p] = self.bind_epoch + self.cycle_no
+                self.nominated.pop(p, None)
                 result.unschedulable.pop(p, None)
                 queue.on_event(ClusterEvent.ASSIGNED_POD_ADD)
             else:
@@ -180,3 +310,13 @@ class GreedyScheduler:
             if progress is not None:
                 progress(done, len(pending))
         return result
+
+    def _preempt(self, result: GreedyResult, queue: SchedulingQueue, pod: int, outcome: PreemptionOutcome) -> None:
+        """Evict the victims and nominate the node; pods the deletions may help move back to the queue."""
+        assert outcome.nominated is not None
+        for v in outcome.victims:
+            self.snapshot.remove(v)
+            self.nominated.pop(v, None)
+            result.preempted[v] = (pod, outcome.nominated)
+        self.nominated[pod] = outcome.nominated
+        queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)

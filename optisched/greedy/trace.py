@@ -11,7 +11,7 @@ from ..version import KUBE_VERSION
 from .scheduler import CycleRecord, GreedyResult
 from .select import TieBreak
 
-__all__ = ["trace_of", "cycle_to_json"]
+__all__ = ["cycle_to_json", "trace_of"]
 
 _TIE = {TieBreak.FIRST: "first-in-node-order", TieBreak.HEAP: "heap", TieBreak.RANDOM: "random"}
 
@@ -25,6 +25,10 @@ def _filter_failures(res: GreedyResult, rec: CycleRecord) -> dict[str, dict]:
             out[n] = {"code": status.code.label, "plugin": plugin, "reasons": list(status.reasons)}
         return out
     fp = rec.filters
+    if rec.absent is not None:
+        for n in rec.absent.nonzero()[0]:
+            out[names[int(n)]] = {"code": "UnschedulableAndUnresolvable", "plugin": "PreFilterResult",
+                                  "reasons": [rec.absent_reason]}
     if fp is None:
         return out
     for pos in np.flatnonzero(~fp.passed):
@@ -45,7 +49,7 @@ def cycle_to_json(res: GreedyResult, rec: CycleRecord) -> dict[str, Any]:
         out["nominatedNodeName"] = rec.nominated
     out["skippedFilterPlugins"] = sorted(rec.skipped_filters)
     fp = rec.filters
-    out["evaluatedNodes"] = int(len(fp.evaluated)) if fp is not None else 0
+    out["evaluatedNodes"] = len(fp.evaluated) if fp is not None else 0
     out["feasible"] = [names[int(n)] for n in fp.feasible] if fp is not None else []
     out["filterFailures"] = _filter_failures(res, rec)
     sp = rec.scores

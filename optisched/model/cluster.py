@@ -6,14 +6,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .objects import (
-    Namespace, Node, Pod, PodDisruptionBudget, PreemptionPolicy, PriorityClass, ReplicaSet,
-    ReplicationController, Service, StatefulSet,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PreemptionPolicy,
+    PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
 )
 
 if TYPE_CHECKING:
     from ..profile import SchedulerConfig
 
-__all__ = ["Cluster", "SYSTEM_PRIORITY_CLASSES"]
+__all__ = ["SYSTEM_PRIORITY_CLASSES", "Cluster"]
 
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 """Built in to every cluster (``pkg/apis/scheduling``): dumps reference them without listing them."""
@@ -32,7 +40,7 @@ class Cluster:
     replica_sets: list[ReplicaSet] = field(default_factory=list)
     stateful_sets: list[StatefulSet] = field(default_factory=list)
     replication_controllers: list[ReplicationController] = field(default_factory=list)
-    config: "SchedulerConfig | None" = None
+    config: SchedulerConfig | None = None
     skipped: Counter = field(default_factory=Counter)
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

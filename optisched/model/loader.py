@@ -10,8 +10,8 @@ from __future__ import annotations
 import gc
 import json
 import sys
-from contextlib import contextmanager
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,18 @@ from pydantic import BaseModel, ValidationError
 from ..errors import InputError
 from .cluster import Cluster, resolve_priority
 from .objects import (
-    Namespace, Node, Pod, PodDisruptionBudget, PriorityClass, ReplicaSet, ReplicationController, Service,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
     StatefulSet,
 )
 
-__all__ = ["load_cluster", "load_documents", "cluster_from_objects", "validation_message"]
+__all__ = ["cluster_from_objects", "load_cluster", "load_documents", "validation_message"]
 
 _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
     # kind: (model, accepted apiVersions, Cluster attribute)

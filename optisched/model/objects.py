@@ -17,12 +17,41 @@ from pydantic.alias_generators import to_camel
 from .quantity import QuantityError, parse_quantity
 
 __all__ = [
-    "Affinity", "Container", "ContainerImage", "ContainerPort", "KubeObject", "LabelSelector",
-    "LabelSelectorRequirement", "Namespace", "Node", "NodeAffinity", "NodeSelector", "NodeSelectorRequirement",
-    "NodeSelectorTerm", "ObjectMeta", "OwnerReference", "Pod", "PodAffinity", "PodAffinityTerm", "PodAntiAffinity",
-    "PodDisruptionBudget", "PreemptionPolicy", "PreferredSchedulingTerm", "PriorityClass", "ReplicaSet",
-    "ReplicationController", "ResourceRequirements", "Service", "StatefulSet", "Taint", "TaintEffect",
-    "Toleration", "TopologySpreadConstraint", "WeightedPodAffinityTerm", "SelectorOperator", "NodeSelectorOperator",
+    "Affinity",
+    "Container",
+    "ContainerImage",
+    "ContainerPort",
+    "KubeObject",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "Namespace",
+    "Node",
+    "NodeAffinity",
+    "NodeSelector",
+    "NodeSelectorOperator",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "ObjectMeta",
+    "OwnerReference",
+    "Pod",
+    "PodAffinity",
+    "PodAffinityTerm",
+    "PodAntiAffinity",
+    "PodDisruptionBudget",
+    "PreemptionPolicy",
+    "PreferredSchedulingTerm",
+    "PriorityClass",
+    "ReplicaSet",
+    "ReplicationController",
+    "ResourceRequirements",
+    "SelectorOperator",
+    "Service",
+    "StatefulSet",
+    "Taint",
+    "TaintEffect",
+    "Toleration",
+    "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
 ]
 
 
@@ -34,7 +63,7 @@ def _resource_list(v: Any) -> dict[str, int]:
     if v is None:
         return {}
     if not isinstance(v, dict):
-        raise ValueError(f"expected a mapping of resource name to quantity, got {type(v).__name__}")
+        raise ValueError(f"expected a mapping of resource name to quantity, got {type(v).__name__}")  # noqa: TRY004 (pydantic reports ValueError)
     out: dict[str, int] = {}
     for k, q in v.items():
         try:
@@ -107,7 +136,7 @@ class LabelSelectorRequirement(_M):
     values: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _values_fit_operator(self) -> "LabelSelectorRequirement":
+    def _values_fit_operator(self) -> LabelSelectorRequirement:
         if self.operator in (SelectorOperator.IN, SelectorOperator.NOT_IN) and not self.values:
             raise ValueError(f"operator {self.operator.value} needs at least one value")
         if self.operator in (SelectorOperator.EXISTS, SelectorOperator.DOES_NOT_EXIST) and self.values:
@@ -126,7 +155,7 @@ class NodeSelectorRequirement(_M):
     values: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _values_fit_operator(self) -> "NodeSelectorRequirement":
+    def _values_fit_operator(self) -> NodeSelectorRequirement:
         op = self.operator
         if op in (NodeSelectorOperator.IN, NodeSelectorOperator.NOT_IN) and not self.values:
             raise ValueError(f"operator {op.value} needs at least one value")
@@ -236,7 +265,7 @@ class Toleration(_M):
         return None if v == "" else v
 
     @model_validator(mode="after")
-    def _check(self) -> "Toleration":
+    def _check(self) -> Toleration:
         if self.operator == TolerationOperator.EXISTS and self.value:
             raise ValueError("operator Exists takes no value")
         if not self.key and self.operator != TolerationOperator.EXISTS:
@@ -282,7 +311,7 @@ class TopologySpreadConstraint(_M):
         return v
 
     @model_validator(mode="after")
-    def _defaults(self) -> "TopologySpreadConstraint":
+    def _defaults(self) -> TopologySpreadConstraint:
         if self.node_affinity_policy == "__default__":
             object.__setattr__(self, "node_affinity_policy", "Honor")
         if self.node_taints_policy == "__default__":
@@ -454,7 +483,7 @@ class PDBSpec(_M):
         return v
 
     @model_validator(mode="after")
-    def _one_of(self) -> "PDBSpec":
+    def _one_of(self) -> PDBSpec:
         if self.min_available is not None and self.max_unavailable is not None:
             raise ValueError("minAvailable and maxUnavailable are mutually exclusive")
         return self

@@ -1,10 +1,10 @@
 """PodDisruptionBudgets: which pods they cover and how many disruptions they allow.
 
 When a budget has no ``status``, ``disruptionsAllowed`` is computed as the
-disruption controller would (``pkg/controller/disruption``): expected pods = the
-pods the selector matches in the budget's namespace, healthy = those bound to a
-node, desired healthy from ``minAvailable`` or ``maxUnavailable`` (percentages
-round up), allowed = max(0, healthy − desired).
+disruption controller would (``pkg/controller/disruption``) from the pods bound to
+nodes: expected = healthy = the bound pods the selector matches in the budget's
+namespace, desired healthy from ``minAvailable`` or ``maxUnavailable``
+(percentages round up), allowed = max(0, healthy − desired).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def scaled_value(v: int | str, total: int, round_up: bool = True) -> int:
 @dataclass(frozen=True)
 class BudgetView:
     pdb: PodDisruptionBudget
-    pods: tuple[int, ...]  # rows of the pods it selects
+    pods: tuple[int, ...]  # rows of the bound pods it selects
     disruptions_allowed: int
     desired_healthy: int
     current_healthy: int
@@ -46,9 +46,8 @@ def _covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
 def budget_views(pdbs: list[PodDisruptionBudget], pods: list[Pod], bound: list[bool]) -> list[BudgetView]:
     out = []
     for pdb in pdbs:
-        rows = tuple(i for i, p in enumerate(pods) if _covers(pdb, p))
-        expected = len(rows)
-        healthy = sum(1 for i in rows if bound[i])
+        rows = tuple(i for i, p in enumerate(pods) if bound[i] and _covers(pdb, p))
+        expected = healthy = len(rows)
         spec = pdb.spec
         if spec.max_unavailable is not None:
             desired = max(expected - scaled_value(spec.max_unavailable, expected), 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["parse_quantity", "milli_value", "value", "to_scheduler_units", "format_quantity", "NANO"]
+__all__ = ["NANO", "format_quantity", "milli_value", "parse_quantity", "to_scheduler_units", "value"]
 
 NANO = 10**9
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -31,7 +31,7 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 @lru_cache(maxsize=65536)
-def parse_quantity(text: str | int | float) -> int:
+def parse_quantity(text: str | float) -> int:
     """Parse a quantity into integer nano units, rounding up below 1n like ``ParseQuantity``.
 
     >>> parse_quantity("250m") // 10**6

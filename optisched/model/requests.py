@@ -13,8 +13,13 @@ from __future__ import annotations
 from .objects import Container, Pod
 from .quantity import NANO, to_scheduler_units
 
-__all__ = ["DEFAULT_MILLI_CPU_REQUEST", "DEFAULT_MEMORY_REQUEST", "pod_requests", "non_zero_requests",
-           "container_requests"]
+__all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "container_requests",
+    "non_zero_requests",
+    "pod_requests",
+]
 
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024

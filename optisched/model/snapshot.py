@@ -55,6 +55,18 @@ class Snapshot:
             obj = self._shared[factory] = factory(self)
         return obj
 
+    def save_node(self, node: int) -> list:
+        """State of one node that add/remove cannot invert (listeners with ``save_node``), for a dry run."""
+        saved = [(listener, listener.save_node(node)) for listener in self._listeners if hasattr(listener, "save_node")]
+        return [list(self.pods_on[node]), saved]
+
+    def restore_node(self, node: int, token: list) -> None:
+        """Put back what :meth:`save_node` saved (after the same pods were re-added)."""
+        pods, saved = token
+        self.pods_on[node][:] = pods
+        for listener, state in saved:
+            listener.restore_node(node, state)
+
     def add(self, pod: int, node: int) -> None:
         if self.node_of[pod] >= 0:
             raise ValueError(f"pod {self.state.pods[pod].key} is already on a node")
@@ -72,7 +84,11 @@ class Snapshot:
         self.node_of[pod] = -1
         self.requested[node] -= self.state.pod_requests[pod]
         self.nonzero[node] -= self.state.pod_nonzero[pod]
-        self.pods_on[node].remove(pod)
+        # NodeInfo.RemovePod: the last pod takes the removed one's place
+        lst = self.pods_on[node]
+        i = lst.index(pod)
+        lst[i] = lst[-1]
+        lst.pop()
         for listener in self._listeners:
             listener.on_remove(pod, node)
         return node

@@ -16,8 +16,15 @@ from .objects import Node, Pod, Taint
 from .quantity import to_scheduler_units
 from .requests import non_zero_requests, pod_requests
 
-__all__ = ["ClusterState", "LabelColumn", "compile_cluster", "CORE_RESOURCES", "ZONE_LABEL", "REGION_LABEL",
-           "HOSTNAME_LABEL"]
+__all__ = [
+    "CORE_RESOURCES",
+    "HOSTNAME_LABEL",
+    "REGION_LABEL",
+    "ZONE_LABEL",
+    "ClusterState",
+    "LabelColumn",
+    "compile_cluster",
+]
 
 CORE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 ZONE_LABEL = "topology.kubernetes.io/zone"

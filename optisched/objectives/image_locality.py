@@ -11,7 +11,7 @@ import numpy as np
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..model.snapshot import Snapshot
 
-__all__ = ["ImageLocality", "normalized_image_name", "MIN_THRESHOLD", "MAX_CONTAINER_THRESHOLD"]
+__all__ = ["MAX_CONTAINER_THRESHOLD", "MIN_THRESHOLD", "ImageLocality", "normalized_image_name"]
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB

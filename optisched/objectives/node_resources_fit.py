@@ -14,8 +14,14 @@ from ..model.snapshot import Snapshot
 from ..profile import NodeResourcesFitArgs, ScoringStrategyType
 from .resource_allocation import allocation_matrix, pod_request_list
 
-__all__ = ["NodeResourcesFitScore", "least_allocated", "most_allocated", "requested_to_capacity_ratio",
-           "broken_linear", "go_div"]
+__all__ = [
+    "NodeResourcesFitScore",
+    "broken_linear",
+    "go_div",
+    "least_allocated",
+    "most_allocated",
+    "requested_to_capacity_ratio",
+]
 
 MAX_UTILIZATION = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10

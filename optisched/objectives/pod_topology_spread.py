@@ -16,7 +16,10 @@ import numpy as np
 
 from ..constraints.pod_counts import MatchCounter
 from ..constraints.pod_topology_spread import (
-    HOSTNAME, NodeEligibility, SpreadConstraint, resolve_constraints,
+    HOSTNAME,
+    NodeEligibility,
+    SpreadConstraint,
+    resolve_constraints,
 )
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..model.snapshot import Snapshot

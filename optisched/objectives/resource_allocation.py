@@ -11,7 +11,7 @@ import numpy as np
 
 from ..model.snapshot import Snapshot
 
-__all__ = ["allocation_matrix", "pod_request_list", "is_scalar_resource"]
+__all__ = ["allocation_matrix", "is_scalar_resource", "pod_request_list"]
 
 
 def is_scalar_resource(name: str) -> bool:

@@ -1,0 +1,47 @@
+"""PodDisruptionBudgets as preemption sees them (``filterPodsWithPDBViolation``).
+
+A victim violates a budget when taking it would drop the budget's ``disruptionsAllowed`` below zero,
+counting the victims already taken on that node in order. A budget with a nil or empty selector
+matches nothing here, as upstream says.
+"""
+from __future__ import annotations
+
+from ..constraints.pod_counts import selector_of
+from ..model.pdb import budget_views
+from ..model.state import ClusterState
+
+__all__ = ["PDBLedger"]
+
+
+class PDBLedger:
+    """Per budget: the pods it covers (by row) and its current ``disruptionsAllowed``."""
+
+    def __init__(self, state: ClusterState, bound: list[bool]) -> None:
+        self.state = state
+        views = budget_views(state.cluster.pdbs, state.pods, bound)
+        self.allowed = [v.disruptions_allowed for v in views]
+        self.selectors = [selector_of(v.pdb.spec.selector) for v in views]
+        self.namespaces = [v.pdb.metadata.namespace for v in views]
+        self.names = [f"{v.pdb.metadata.namespace}/{v.pdb.metadata.name}" for v in views]
+
+    def budgets_of(self, pod: int) -> list[int]:
+        p = self.state.pods[pod]
+        labels = p.metadata.labels
+        if not labels:
+            return []
+        ns = p.metadata.namespace or "default"
+        return [i for i, sel in enumerate(self.selectors)
+                if self.namespaces[i] == ns and not sel.empty and sel.matches(labels)]
+
+    def split_by_violation(self, pods: list[int]) -> tuple[list[int], list[int]]:
+        """(violating, non-violating), keeping order; budgets are decremented per pod taken."""
+        left = list(self.allowed)
+        violating, ok = [], []
+        for p in pods:
+            hit = False
+            for i in self.budgets_of(p):
+                left[i] -= 1
+                if left[i] < 0:
+                    hit = True
+            (violating if hit else ok).append(p)
+        return violating, ok
