@@ -64,6 +64,9 @@ def _term(pod: Pod, t: PodAffinityTerm, weight: int = 0) -> AffinityTerm:
                         selector_of(t.label_selector), t.topology_key, weight)
 
 
+TERM_KINDS = ("required_affinity", "required_anti", "preferred_affinity", "preferred_anti")
+
+
 @dataclass(frozen=True)
 class PodTerms:
     """A pod's parsed terms (``framework.PodInfo``)."""
@@ -98,21 +101,36 @@ class AffinityIndex:
         self.state: ClusterState = snapshot.state
         self.terms = [PodTerms.of(p) for p in self.state.pods]
         self.ns_labels = self.state.cluster.namespace_labels()
-        self.with_affinity: dict[int, int] = {}  # placed pod -> node, pods with any pod (anti-)affinity
-        self.with_required_anti: dict[int, int] = {}
+        # per kind of term: distinct term -> how many placed pods carry it on each node
+        self.placed: dict[str, dict[AffinityTerm, np.ndarray]] = {k: {} for k in TERM_KINDS}
+        self.placed_total: dict[str, dict[AffinityTerm, int]] = {k: {} for k in TERM_KINDS}
         self.counter: MatchCounter = snapshot.shared(MatchCounter)
         snapshot.subscribe(self)
 
-    def on_add(self, pod: int, node: int) -> None:
+    def _update(self, pod: int, node: int, sign: int) -> None:
         t = self.terms[pod]
-        if t.has_affinity:
-            self.with_affinity[pod] = node
-        if t.required_anti:
-            self.with_required_anti[pod] = node
+        if not t.has_affinity:
+            return
+        for kind in TERM_KINDS:
+            for term in getattr(t, kind):
+                vec = self.placed[kind].get(term)
+                if vec is None:
+                    vec = self.placed[kind][term] = np.zeros(self.state.num_nodes, dtype=np.int64)
+                vec[node] += sign
+                totals = self.placed_total[kind]
+                totals[term] = totals.get(term, 0) + sign
+
+    def on_add(self, pod: int, node: int) -> None:
+        self._update(pod, node, 1)
 
     def on_remove(self, pod: int, node: int) -> None:
-        self.with_affinity.pop(pod, None)
-        self.with_required_anti.pop(pod, None)
+        self._update(pod, node, -1)
+
+    def placed_matching(self, kind: str, pod: Pod) -> list[tuple[AffinityTerm, np.ndarray]]:
+        """Placed pods' terms of ``kind`` that match ``pod``, each with its per-node carrier count."""
+        ns_labels = self.ns_labels.get(pod.metadata.namespace or "default")
+        totals = self.placed_total[kind]
+        return [(t, vec) for t, vec in self.placed[kind].items() if totals[t] > 0 and t.matches(pod, ns_labels)]
 
     @cached_property
     def namespace_names(self) -> list[str]:
@@ -159,23 +177,20 @@ class _PreFilter:
 
 class InterPodAffinity:
     name = "InterPodAffinity"
+    depends_on_placement = True  # PreFilter state changes when pods are added or removed
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.state
         self.index: AffinityIndex = snapshot.shared(AffinityIndex)
 
     def _existing_anti_counts(self, pod: Pod) -> dict[str, np.ndarray]:
+        """Per topology pair: placed pods whose required anti-affinity terms match ``pod``."""
         idx = self.index
-        ns_labels = idx.ns_labels.get(pod.metadata.namespace or "default")
         out: dict[str, np.ndarray] = {}
-        for other, node in idx.with_required_anti.items():
-            for t in idx.terms[other].required_anti:
-                if t.matches(pod, ns_labels):
-                    col = self.state.label(t.topology_key)
-                    code = col.codes[node]
-                    if code >= 0:
-                        vec = out.setdefault(t.topology_key, np.zeros(len(col.values), dtype=np.int64))
-                        vec[code] += 1
+        for t, carriers in idx.placed_matching("required_anti", pod):
+            c = idx.pair_counts(t.topology_key, carriers)
+            prev = out.get(t.topology_key)
+            out[t.topology_key] = c if prev is None else prev + c
         return out
 
     def pre_filter(self, cycle: CycleState) -> Status:

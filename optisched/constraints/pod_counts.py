@@ -85,6 +85,9 @@ class MatchCounter:
         self._ns = [p.metadata.namespace or "default" for p in state.pods]
         self._alive = [p.metadata.deletion_timestamp is None for p in state.pods]
         self._counts: dict[tuple[frozenset[str] | None, Selector], np.ndarray] = {}
+        # keys bucketed by one required label pair, so an added pod only checks keys it could match
+        self._by_pair: dict[tuple[str, str], list[tuple]] = {}
+        self._unbucketed: list[tuple] = []
         snapshot.subscribe(self)
 
     def counts(self, namespaces: frozenset[str] | None, selector: Selector) -> np.ndarray:
@@ -99,15 +102,26 @@ class MatchCounter:
                     if self._match(int(p), namespaces, selector):
                         vec[node_of[p]] += 1
             self._counts[key] = vec
+            if selector.labels:
+                self._by_pair.setdefault(min(selector.labels), []).append(key)
+            elif not selector.nothing:
+                self._unbucketed.append(key)
         return vec
 
     def _match(self, p: int, namespaces: frozenset[str] | None, selector: Selector) -> bool:
         return self._alive[p] and (namespaces is None or self._ns[p] in namespaces) and selector.matches(self._labels[p])
 
     def _update(self, pod: int, node: int, sign: int) -> None:
-        for (namespaces, selector), vec in self._counts.items():
-            if self._match(pod, namespaces, selector):
-                vec[node] += sign
+        if not self._counts:
+            return
+        labels = self._labels[pod]
+        for pair in labels.items():
+            for key in self._by_pair.get(pair, ()):
+                if self._match(pod, key[0], key[1]):
+                    self._counts[key][node] += sign
+        for key in self._unbucketed:
+            if self._match(pod, key[0], key[1]):
+                self._counts[key][node] += sign
 
     def on_add(self, pod: int, node: int) -> None:
         self._update(pod, node, 1)

@@ -49,7 +49,17 @@ class SpreadConstraint:
 
 
 def default_selector(state: ClusterState, pod: Pod) -> Selector:
-    """``helper.DefaultSelector``: the union of selectors of the Services, RC, RS, StatefulSet selecting ``pod``."""
+    """``helper.DefaultSelector``: the union of selectors of the Services, RC, RS, StatefulSet selecting ``pod``.
+
+    Cached per pod: workloads and Services do not change during a run."""
+    cache: dict[str, Selector] = state.__dict__.setdefault("_default_selectors", {})
+    hit = cache.get(pod.key)
+    if hit is None:
+        hit = cache[pod.key] = _default_selector(state, pod)
+    return hit
+
+
+def _default_selector(state: ClusterState, pod: Pod) -> Selector:
     ns = pod.metadata.namespace or "default"
     labels: dict[str, str] = {}
     cluster = state.cluster
@@ -139,6 +149,7 @@ class _FilterState:
 
 class PodTopologySpread:
     name = "PodTopologySpread"
+    depends_on_placement = True  # PreFilter state changes when pods are added or removed
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.snapshot = snapshot

@@ -88,12 +88,22 @@ class Framework:
         self.score_names = [n for n in profile.plugins.get("score", ()) if n in self.score_rules]
         self.pre_score_names = [n for n in profile.plugins.get("preScore", ()) if n in self.score_rules]
 
-    def pre_filter(self, cycle: CycleState) -> tuple[Status, str, set[str]]:
-        """Run PreFilter plugins; returns (status, rejecting plugin, plugins that skipped)."""
+    def pre_filter(self, cycle: CycleState, *, refresh: bool = False) -> tuple[Status, str, set[str]]:
+        """Run PreFilter plugins; returns (status, rejecting plugin, plugins that skipped).
+
+        With ``refresh``, only the plugins whose state depends on placed pods run again (the pod's
+        PreFilter already ran this cycle and nothing else about the pod changed), as upstream's
+        AddPod/RemovePod extensions update that state during preemption.
+        """
         skipped: set[str] = set()
         restrict: np.ndarray | None = None
+        previous: dict[str, Status] = cycle.data.setdefault("__prefilter__", {})
         for name in self.pre_filter_names:
-            st = self.filter_rules[name].pre_filter(cycle)
+            rule = self.filter_rules[name]
+            if refresh and name in previous and not getattr(rule, "depends_on_placement", False):
+                st = previous[name]
+            else:
+                st = previous[name] = rule.pre_filter(cycle)
             if st.code == Code.SKIP:
                 skipped.add(name)
                 continue
@@ -127,8 +137,8 @@ class Framework:
         return fp
 
     def filter_one(self, cycle: CycleState, node: int) -> tuple[bool, str, Code, list[str]]:
-        """Filter a single node: (passes, failing plugin, code, reasons)."""
-        _, _, skipped = self.pre_filter(cycle)
+        """Filter a single node against the current snapshot: (passes, failing plugin, code, reasons)."""
+        _, _, skipped = self.pre_filter(cycle, refresh=True)
         fp = self.filter(cycle, np.array([node], dtype=np.int64), skipped)
         if fp.passed[0]:
             return True, "", Code.SUCCESS, []

@@ -210,6 +210,7 @@ def _no_gc() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            gc.freeze()  # what was loaded lives as long as the run: keep it out of later collections
             gc.enable()
 
 

@@ -43,10 +43,31 @@ def _covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
     return label_selector_matches(sel, pod.metadata.labels)
 
 
+def _index(pods: list[Pod], bound: list[bool]) -> tuple[dict, dict]:
+    """Bound pods by namespace, and by (namespace, label, value), to avoid a scan per budget."""
+    by_ns: dict[str, list[int]] = {}
+    by_label: dict[tuple[str, str, str], list[int]] = {}
+    for i, p in enumerate(pods):
+        if not bound[i]:
+            continue
+        ns = p.metadata.namespace or "default"
+        by_ns.setdefault(ns, []).append(i)
+        for k, v in p.metadata.labels.items():
+            by_label.setdefault((ns, k, v), []).append(i)
+    return by_ns, by_label
+
+
 def budget_views(pdbs: list[PodDisruptionBudget], pods: list[Pod], bound: list[bool]) -> list[BudgetView]:
     out = []
+    by_ns, by_label = _index(pods, bound) if pdbs else ({}, {})
     for pdb in pdbs:
-        rows = tuple(i for i, p in enumerate(pods) if bound[i] and _covers(pdb, p))
+        ns = pdb.metadata.namespace
+        sel = pdb.spec.selector
+        pool = by_ns.get(ns, [])
+        if sel is not None and sel.match_labels:
+            k, v = next(iter(sel.match_labels.items()))
+            pool = by_label.get((ns, k, v), [])
+        rows = tuple(i for i in pool if _covers(pdb, pods[i]))
         expected = healthy = len(rows)
         spec = pdb.spec
         if spec.max_unavailable is not None:

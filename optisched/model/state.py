@@ -141,12 +141,36 @@ def _resource_names(cluster: Cluster, pod_reqs: list[dict[str, int]]) -> list[st
     return list(CORE_RESOURCES) + sorted(k for k in extra if k not in CORE_RESOURCES)
 
 
+def _resources_key(pod: Pod) -> tuple:
+    """Everything effective requests depend on, hashable: pods of one template share it."""
+    def c_key(c):  # type: ignore[no-untyped-def]
+        return (tuple(c.resources.requests.items()), tuple(c.resources.limits.items()), c.restart_policy)
+
+    res = pod.spec.resources
+    return (tuple(c_key(c) for c in pod.spec.containers), tuple(c_key(c) for c in pod.spec.init_containers),
+            tuple(pod.spec.overhead.items()),
+            (tuple(res.requests.items()), tuple(res.limits.items())) if res is not None else None)
+
+
+def _requests(pods: list[Pod]) -> tuple[list[dict[str, int]], list[tuple[int, int]]]:
+    cache: dict[tuple, tuple[dict[str, int], tuple[int, int]]] = {}
+    reqs, nonzero = [], []
+    for p in pods:
+        key = _resources_key(p)
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = (pod_requests(p), non_zero_requests(p))
+        reqs.append(hit[0])
+        nonzero.append(hit[1])
+    return reqs, nonzero
+
+
 def compile_cluster(cluster: Cluster) -> ClusterState:
     """Compile a loaded :class:`Cluster` into arrays (pods in phase Succeeded/Failed hold nothing)."""
     node_names = [n.metadata.name for n in cluster.nodes]
     node_index = {n: i for i, n in enumerate(node_names)}
     pods = [p for p in cluster.pods if p.status.phase not in ("Succeeded", "Failed")]
-    reqs = [pod_requests(p) for p in pods]
+    reqs, nonzero_list = _requests(pods)
     resources = _resource_names(cluster, reqs)
     col = {r: i for i, r in enumerate(resources)}
     alloc = np.zeros((len(node_names), len(resources)), dtype=np.int64)
@@ -159,7 +183,7 @@ def compile_cluster(cluster: Cluster) -> ClusterState:
             if k != "pods":
                 preq[i, col[k]] = v
     preq[:, col["pods"]] = 1
-    nonzero = np.array([non_zero_requests(p) for p in pods], dtype=np.int64).reshape(len(pods), 2)
+    nonzero = np.array(nonzero_list, dtype=np.int64).reshape(len(pods), 2)
     pod_node = np.array([node_index[p.spec.node_name] if p.spec.node_name else -1 for p in pods], dtype=np.int64)
     prio = np.array([p.spec.priority or 0 for p in pods], dtype=np.int64)
     return ClusterState(

@@ -40,11 +40,6 @@ class InterPodAffinityScore:
         scores: dict[str, np.ndarray] = {}
         touched = False
 
-        def add(key: str, code: int, value: int) -> None:
-            col = self.state.label(key)
-            vec = scores.setdefault(key, np.zeros(len(col.values), dtype=np.int64))
-            vec[code] += value
-
         # the incoming pod's preferred terms against every placed pod
         for sign, group in ((1, terms.preferred_affinity), (-1, terms.preferred_anti)):
             for t in group:
@@ -56,19 +51,16 @@ class InterPodAffinityScore:
                     vec = scores.setdefault(t.topology_key, np.zeros(len(pairs), dtype=np.int64))
                     vec += sign * t.weight * pairs
         # placed pods' terms against the incoming pod
-        ns_labels = idx.ns_labels.get(pod.metadata.namespace or "default")
-        for other, node in idx.with_affinity.items():
-            ot = idx.terms[other]
-            groups = [(self.hard_weight, 1, ot.required_affinity, True)] if self.hard_weight > 0 else []
-            if not self.ignore_existing_preferred:
-                groups += [(None, 1, ot.preferred_affinity, False), (None, -1, ot.preferred_anti, False)]
-            for weight, sign, group, _ in groups:
-                for t in group:
-                    if t.matches(pod, ns_labels):
-                        code = self.state.label(t.topology_key).codes[node]
-                        if code >= 0:
-                            touched = True
-                            add(t.topology_key, int(code), sign * (weight if weight is not None else t.weight))
+        kinds = [("required_affinity", self.hard_weight, 1)] if self.hard_weight > 0 else []
+        if not self.ignore_existing_preferred:
+            kinds += [("preferred_affinity", None, 1), ("preferred_anti", None, -1)]
+        for kind, weight, sign in kinds:
+            for t, carriers in idx.placed_matching(kind, pod):
+                pairs = idx.pair_counts(t.topology_key, carriers)
+                if pairs.any():
+                    touched = True
+                    vec = scores.setdefault(t.topology_key, np.zeros(len(pairs), dtype=np.int64))
+                    vec += sign * (weight if weight is not None else t.weight) * pairs
         if not touched:
             return Status.skip()
         cycle.data[self.name] = scores
