@@ -192,7 +192,7 @@ class _Gen:
     @staticmethod
     def _need(pod: dict) -> tuple[int, int, int]:
         cpu = mem = gpu = 0
-        for c in pod["spec"]["containers"]:
+        for c in pod["spec"]["containers"] + pod["spec"].get("initContainers", []):  # init ones are sidecars
             r = c.get("resources", {}).get("requests", {})
             cpu += int(r.get("cpu", "0m")[:-1] or 0) if r.get("cpu") else 0
             mem += int(r.get("memory", "0Mi")[:-2] or 0) if r.get("memory") else 0
