@@ -1,0 +1,45 @@
+"""optisched: reproduce kube-scheduler cycle by cycle, then beat it.
+
+Python API (for notebooks and experiments; the CLI calls the same functions)::
+
+    import optisched
+    cluster = optisched.load(["cluster.yaml"])           # files, folders, "-" for stdin
+    result = optisched.schedule(cluster, tie_break="first", seed=0)
+    result.placements()                                  # {"ns/name": "node" or None}
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .version import KUBE_VERSION
+
+if TYPE_CHECKING:
+    from .greedy.scheduler import GreedyResult
+    from .model.cluster import Cluster
+    from .profile import SchedulerConfig
+
+__all__ = ["KUBE_VERSION", "load", "schedule"]
+
+
+def load(paths: Iterable[str]) -> Cluster:
+    """Load and validate a cluster from files, folders or ``-`` (raises :class:`optisched.errors.InputError`)."""
+    from .model.loader import load_cluster
+
+    return load_cluster(list(paths))
+
+
+def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "greedy",
+             tie_break: str = "first", seed: int = 0, requeue: bool = True) -> GreedyResult:
+    """Place the cluster's pending pods. ``mode="greedy"`` reproduces kube-scheduler; the config defaults to
+    the one in the input, else kube-scheduler's default profile."""
+    from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .greedy.select import TieBreak
+    from .model.state import compile_cluster
+    from .profile import default_config
+
+    if mode != "greedy":
+        raise ValueError(f"mode {mode!r} is not available; modes: greedy")
+    config = profile or cluster.config or default_config()
+    options = GreedyOptions(tie_break=TieBreak(tie_break), seed=seed, requeue=requeue)
+    return GreedyScheduler(compile_cluster(cluster), config, options).run()

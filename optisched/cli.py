@@ -17,16 +17,28 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out = Console()
 err = Console(stderr=True)
 
-ClusterArg = Annotated[list[str], typer.Argument(help="Files, folders or - (stdin): YAML/JSON objects or List dumps.")]
+ClusterArg = Annotated[list[str] | None, typer.Argument(
+    help="Files, folders or - (stdin): YAML/JSON objects or List dumps. Omit with --kubeconfig/--context.")]
 ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
+KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only).")]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context of the live cluster.")]
 
 
-def _load(paths: list[str], profile: Path | None):
+def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None, context: str | None = None):
     from .model.loader import load_cluster
     from .model.state import compile_cluster
     from .profile import default_config, load_config
 
-    cluster = load_cluster(paths)
+    if kubeconfig or context:
+        if paths:
+            raise InputError("give either CLUSTER files or --kubeconfig/--context, not both")
+        from .model.live import load_live
+
+        cluster = load_live(kubeconfig, context)
+    elif not paths:
+        raise InputError("no input: give CLUSTER files or folders, - for stdin, or --kubeconfig/--context")
+    else:
+        cluster = load_cluster(paths)
     config = load_config(profile) if profile else (cluster.config or default_config())
     return compile_cluster(cluster), config
 
@@ -41,13 +53,15 @@ def _write_placements(path: Path, mode: str, placements: dict[str, str | None], 
 
 @app.command()
 def schedule(
-    cluster: ClusterArg,
+    cluster: ClusterArg = None,
     profile: ProfileOpt = None,
     tie_break: Annotated[str, typer.Option("--tie-break", help="first | heap | random")] = "first",
     seed: Annotated[int, typer.Option(help="Seed for --tie-break random.")] = 0,
     no_requeue: Annotated[bool, typer.Option("--no-requeue", help="One attempt per pod (conformance traces).")] = False,
     trace: Annotated[Path | None, typer.Option(help="Write the per-cycle trace (JSON).")] = None,
     output: Annotated[Path | None, typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
     """Place the pending pods as kube-scheduler would (greedy mode)."""
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
@@ -59,7 +73,7 @@ def schedule(
         tb = TieBreak(tie_break)
     except ValueError:
         raise InputError(f"--tie-break: {tie_break!r} is not one of first, heap, random") from None
-    state, config = _load(cluster, profile)
+    state, config = _load(cluster, profile, kubeconfig, context)
     sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
                                                          record=trace is not None))
     with progress_bar(err, "scheduling", len(state.pending)) as advance:
@@ -75,15 +89,17 @@ def schedule(
 
 @app.command()
 def inspect(
-    cluster: ClusterArg,
+    cluster: ClusterArg = None,
     profile: ProfileOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
     from .inspect import summarize
     from .render import render_inspect
 
-    state, config = _load(cluster, profile)
+    state, config = _load(cluster, profile, kubeconfig, context)
     summary = summarize(state, config)
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=1) + "\n")
@@ -93,16 +109,20 @@ def inspect(
 
 @app.command()
 def explain(
-    cluster: ClusterArg,
-    pod: Annotated[str, typer.Option("--pod", help="namespace/name of a pending pod.")],
+    cluster: ClusterArg = None,
+    pod: Annotated[str, typer.Option("--pod", help="namespace/name of a pending pod.")] = "",
     profile: ProfileOpt = None,
     no_requeue: Annotated[bool, typer.Option("--no-requeue")] = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
     """Show one pod's scheduling cycle: every node, the plugin that rejected it and why, or its scores."""
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
     from .render import render_explain
 
-    state, config = _load(cluster, profile)
+    if not pod:
+        raise InputError("--pod namespace/name is required")
+    state, config = _load(cluster, profile, kubeconfig, context)
     key = pod if "/" in pod else f"default/{pod}"
     if key not in state.pod_index:
         raise InputError(f"no pod {key!r} in the input", obj=f"Pod/{key}")

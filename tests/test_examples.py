@@ -1,0 +1,44 @@
+"""The bundled examples place pods the way their comments (and the Kubernetes docs) say."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import optisched
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
+
+
+def place(name: str, **kw) -> dict:
+    return optisched.schedule(optisched.load([str(EXAMPLES / name)]), **kw).placements()
+
+
+def test_topology_spread_docs_example_goes_to_zone_b():
+    assert place("topology-spread.yaml")["default/mypod"] in ("node3", "node4")
+
+
+def test_bin_packing_docs_example_prefers_the_fuller_node():
+    assert place("bin-packing.yaml")["default/newpod"] == "node2"
+
+
+def test_preemption_evicts_the_least_important_pods():
+    res = optisched.schedule(optisched.load([str(EXAMPLES / "preemption.yaml")]))
+    p = res.placements()
+    assert p["default/preemptor"] == "n1"
+    assert p["default/low-a"] is None and p["default/low-b"] is None
+    assert p["default/mid"] == "n3" and p["default/high"] == "n2"
+    victims = {res.state.pods[v].key for v in res.preempted}
+    assert victims == {"default/low-a", "default/low-b"}
+
+
+@pytest.mark.parametrize("tie_break", ["first", "heap", "random"])
+def test_quickstart_places_what_can_be_placed(tie_break):
+    p = place("quickstart.yaml", tie_break=tie_break, seed=3)
+    assert p["jobs/report-0"] is None
+    assert sum(v is None for v in p.values()) == 1
+
+
+def test_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="not available"):
+        optisched.schedule(optisched.load([str(EXAMPLES / "quickstart.yaml")]), mode="quantum")

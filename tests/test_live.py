@@ -1,0 +1,59 @@
+"""Reading a live cluster through the kubernetes client (faked here: no cluster in the test machine)."""
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import yaml
+from test_cli import EXAMPLES, run
+
+from optisched.model import live
+
+
+def fake_kubernetes(objects: list[dict], calls: list[str]) -> types.ModuleType:
+    by_kind: dict[str, list[dict]] = {}
+    for o in objects:
+        by_kind.setdefault(o["kind"], []).append({k: v for k, v in o.items() if k != "kind"})
+    mod = types.ModuleType("kubernetes")
+    mod.config = types.SimpleNamespace(load_kube_config=lambda config_file=None, context=None: calls.append(
+        f"config {config_file} {context}"))
+
+    class Api:
+        def __init__(self, _client):
+            pass
+
+        def __getattr__(self, method):
+            kind = next(k for k, _, _, m in live.LISTS if m == method)
+
+            def call(_preload_content=True):
+                calls.append(method)
+                return types.SimpleNamespace(data=json.dumps({"items": by_kind.get(kind, [])}).encode())
+            return call
+
+    mod.client = types.SimpleNamespace(ApiClient=lambda: None, CoreV1Api=Api, SchedulingV1Api=Api, PolicyV1Api=Api,
+                                       AppsV1Api=Api)
+    return mod
+
+
+def test_inspect_a_live_cluster_lists_only(monkeypatch, capsys):
+    objects = list(yaml.safe_load_all((EXAMPLES / "quickstart.yaml").read_text()))
+    calls: list[str] = []
+    monkeypatch.setitem(sys.modules, "kubernetes", fake_kubernetes(objects, calls))
+    code, out, err = run(["inspect", "--kubeconfig", "/tmp/kc", "--context", "prod", "--json"], capsys)
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["nodes"]["total"] == 7 and summary["pods"]["total"] == 19
+    assert calls[0] == "config /tmp/kc prod"
+    assert all(c.startswith("list_") for c in calls[1:]) and len(calls) == 1 + len(live.LISTS)
+
+
+def test_without_the_kube_extra_the_error_says_how_to_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "kubernetes", None)
+    code, _, err = run(["inspect", "--context", "prod"], capsys)
+    assert code == 2 and "pip install 'optisched[kube]'" in err
+
+
+def test_files_and_a_live_cluster_together_are_refused(capsys):
+    code, _, err = run(["inspect", str(EXAMPLES / "quickstart.yaml"), "--context", "x"], capsys)
+    assert code == 2 and "not both" in err
