@@ -15,8 +15,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import InputError
 from .profile_defaults import (
     DEFAULT_MULTIPOINT,
@@ -428,21 +426,11 @@ def default_config() -> SchedulerConfig:
 
 
 def load_config(path: str | Path) -> SchedulerConfig:
-    """Read a YAML file holding one KubeSchedulerConfiguration."""
-    src = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", source=src) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", source=src) from None
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(f"invalid YAML{where}: {getattr(e, 'problem', None) or e}", source=src) from None
-    configs = [d for d in docs if isinstance(d, dict) and d.get("kind") == _OBJ]
+    """Read a YAML or JSON file holding one KubeSchedulerConfiguration."""
+    from .model.loader import load_documents, read_source
+
+    src, text = read_source(str(path))
+    configs = [d for d in load_documents(src, text) if isinstance(d, dict) and d.get("kind") == _OBJ]
     if len(configs) != 1:
         raise InputError(f"expected exactly one {_OBJ} document, found {len(configs)}", source=src)
     return parse_config(configs[0], src)

@@ -137,3 +137,22 @@ def state_of(*objs: dict) -> ClusterState:
 
 def snapshot_of(*objs: dict) -> Snapshot:
     return Snapshot(state_of(*objs))
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    """Run ``optisched ARGS`` in-process: (exit status, stdout, stderr)."""
+    import sys
+
+    from optisched import cli
+
+    old = sys.argv
+    sys.argv = ["optisched", *args]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    finally:
+        sys.argv = old
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err

@@ -7,8 +7,7 @@ import sys
 import textwrap
 
 import pytest
-
-from optisched import cli
+from builders import run_cli
 
 NODE = """\
 apiVersion: v1
@@ -155,18 +154,6 @@ CASES: list[tuple[str, str, list[str]]] = [
 ]
 
 
-def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
-    old = sys.argv
-    sys.argv = ["optisched", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    finally:
-        sys.argv = old
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 @pytest.mark.parametrize("case,text,fragments", CASES, ids=[c[0] for c in CASES])

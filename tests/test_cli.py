@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from builders import run_cli as run
 from helpers.replay import CASES, case_names, load_trace
 
 from optisched import cli
@@ -14,18 +14,6 @@ from optisched import cli
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
 
 
-def run(args: list[str], capsys) -> tuple[int, str, str]:
-    old = sys.argv
-    sys.argv = ["optisched", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    finally:
-        sys.argv = old
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 def test_schedule_writes_placements_for_every_pod(tmp_path, capsys):

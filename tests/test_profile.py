@@ -109,5 +109,5 @@ def test_load_config_reads_a_file(tmp_path):
     f.write_text(yaml.safe_dump({**API, "profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {
         "scoringStrategy": {"type": "MostAllocated"}}}]}]}))
     assert load_config(f).profiles[0].fit.strategy == ScoringStrategyType.MOST_ALLOCATED
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match="no such file or folder"):
         load_config(tmp_path / "missing.yaml")

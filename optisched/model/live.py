@@ -43,7 +43,7 @@ def load_live(kubeconfig: str | None = None, context: str | None = None) -> Clus
     source = f"kubeconfig {kubeconfig or '~/.kube/config'}" + (f" context {context}" if context else "")
     try:
         config.load_kube_config(config_file=kubeconfig, context=context)
-    except Exception as e:  # the client raises ConfigException, FileNotFoundError, ...
+    except Exception as e:  # noqa: BLE001 - ConfigException, FileNotFoundError, ... all mean the same to a user
         raise InputError(f"cannot load the kubeconfig: {e}", source=source) from None
     api_client = client.ApiClient()
     objs: list[dict] = []
@@ -52,7 +52,7 @@ def load_live(kubeconfig: str | None = None, context: str | None = None) -> Clus
         try:
             resp = getattr(api, method)(_preload_content=False)
             data = json.loads(resp.data)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - ApiException, urllib3 and TLS errors alike
             raise InputError(f"listing {kind} objects failed: {e}", source=source) from None
         for item in data.get("items", []):
             item.setdefault("kind", kind)

@@ -51,7 +51,8 @@ _SUFFIXES = (".yaml", ".yml", ".json")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _read(path: str) -> tuple[str, str]:
+def read_source(path: str) -> tuple[str, str]:
+    """(name, text) of a file or ``-``; unreadable input becomes an :class:`InputError` naming it."""
     if path == "-":
         return "<stdin>", sys.stdin.read()
     p = Path(path)
@@ -228,7 +229,7 @@ def load_cluster(paths: Iterable[str]) -> Cluster:
     cluster, seen = Cluster(), set()
     with _no_gc():
         for path in _expand(paths):
-            source, text = _read(path)
+            source, text = read_source(path)
             cluster.sources.append(source)
             for i, raw in enumerate(load_documents(source, text)):
                 _add_object(cluster, source, raw, i, seen)
