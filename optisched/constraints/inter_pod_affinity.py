@@ -101,24 +101,38 @@ class AffinityIndex:
         self.state: ClusterState = snapshot.state
         self.terms = [PodTerms.of(p) for p in self.state.pods]
         self.ns_labels = self.state.cluster.namespace_labels()
-        # per kind of term: distinct term -> how many placed pods carry it on each node
-        self.placed: dict[str, dict[AffinityTerm, np.ndarray]] = {k: {} for k in TERM_KINDS}
-        self.placed_total: dict[str, dict[AffinityTerm, int]] = {k: {} for k in TERM_KINDS}
+        # distinct terms are interned to ids; per kind: term id -> placed carriers per node, and in all
+        self.term_list: list[AffinityTerm] = []
+        term_ids: dict[AffinityTerm, int] = {}
+        self.pod_term_ids: list[dict[str, tuple[int, ...]] | None] = []
+        for t in self.terms:
+            if not t.has_affinity:
+                self.pod_term_ids.append(None)
+                continue
+            self.pod_term_ids.append({kind: tuple(term_ids.setdefault(x, len(term_ids)) for x in getattr(t, kind))
+                                      for kind in TERM_KINDS})
+        self.term_list = list(term_ids)
+        self.placed: dict[str, dict[int, np.ndarray]] = {k: {} for k in TERM_KINDS}
+        self.placed_total: dict[str, dict[int, int]] = {k: {} for k in TERM_KINDS}
+        self._kind_terms = {kind: sorted({tid for ids in self.pod_term_ids if ids for tid in ids[kind]})
+                            for kind in TERM_KINDS}
+        self._signature: dict[tuple, int] = {}  # (namespace, labels) -> id
+        self._matching: dict[tuple[str, int], list[int]] = {}  # (kind, signature) -> term ids matching it
         self.counter: MatchCounter = snapshot.shared(MatchCounter)
         snapshot.subscribe(self)
 
     def _update(self, pod: int, node: int, sign: int) -> None:
-        t = self.terms[pod]
-        if not t.has_affinity:
+        ids = self.pod_term_ids[pod]
+        if ids is None:
             return
         for kind in TERM_KINDS:
-            for term in getattr(t, kind):
-                vec = self.placed[kind].get(term)
+            placed, totals = self.placed[kind], self.placed_total[kind]
+            for tid in ids[kind]:
+                vec = placed.get(tid)
                 if vec is None:
-                    vec = self.placed[kind][term] = np.zeros(self.state.num_nodes, dtype=np.int64)
+                    vec = placed[tid] = np.zeros(self.state.num_nodes, dtype=np.int64)
                 vec[node] += sign
-                totals = self.placed_total[kind]
-                totals[term] = totals.get(term, 0) + sign
+                totals[tid] = totals.get(tid, 0) + sign
 
     def on_add(self, pod: int, node: int) -> None:
         self._update(pod, node, 1)
@@ -128,9 +142,21 @@ class AffinityIndex:
 
     def placed_matching(self, kind: str, pod: Pod) -> list[tuple[AffinityTerm, np.ndarray]]:
         """Placed pods' terms of ``kind`` that match ``pod``, each with its per-node carrier count."""
-        ns_labels = self.ns_labels.get(pod.metadata.namespace or "default")
-        totals = self.placed_total[kind]
-        return [(t, vec) for t, vec in self.placed[kind].items() if totals[t] > 0 and t.matches(pod, ns_labels)]
+        totals, placed = self.placed_total[kind], self.placed[kind]
+        return [(self.term_list[tid], placed[tid]) for tid in self._matching_terms(kind, pod)
+                if totals.get(tid, 0) > 0]
+
+    def _matching_terms(self, kind: str, pod: Pod) -> list[int]:
+        """Ids of the ``kind`` terms of any pod that match ``pod`` (``AffinityTerm.Matches``), cached per
+        (namespace, labels): replicas of one workload share the answer."""
+        ns = pod.metadata.namespace or "default"
+        sig = self._signature.setdefault((ns, frozenset(pod.metadata.labels.items())), len(self._signature))
+        hit = self._matching.get((kind, sig))
+        if hit is None:
+            labels = self.ns_labels.get(ns)
+            hit = self._matching[(kind, sig)] = [tid for tid in self._kind_terms[kind]
+                                                  if self.term_list[tid].matches(pod, labels)]
+        return hit
 
     @cached_property
     def namespace_names(self) -> list[str]:

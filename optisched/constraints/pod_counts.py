@@ -88,6 +88,7 @@ class MatchCounter:
         # keys bucketed by one required label pair, so an added pod only checks keys it could match
         self._by_pair: dict[tuple[str, str], list[tuple]] = {}
         self._unbucketed: list[tuple] = []
+        self._placed_by_pair: dict[tuple[str, str], set[int]] = {}  # label pair -> placed pods carrying it
         snapshot.subscribe(self)
 
     def counts(self, namespaces: frozenset[str] | None, selector: Selector) -> np.ndarray:
@@ -98,7 +99,12 @@ class MatchCounter:
             vec = np.zeros(self.snapshot.state.num_nodes, dtype=np.int64)
             if not selector.nothing:
                 node_of = self.snapshot.node_of
-                for p in np.flatnonzero(node_of >= 0):
+                if selector.labels:  # only pods carrying every required pair can match: scan the rarest
+                    pool = min((self._placed_by_pair.get(pair, set()) for pair in selector.labels), key=len)
+                    candidates = sorted(pool)
+                else:
+                    candidates = np.flatnonzero(node_of >= 0).tolist()
+                for p in candidates:
                     if self._match(int(p), namespaces, selector):
                         vec[node_of[p]] += 1
             self._counts[key] = vec
@@ -112,9 +118,15 @@ class MatchCounter:
         return self._alive[p] and (namespaces is None or self._ns[p] in namespaces) and selector.matches(self._labels[p])
 
     def _update(self, pod: int, node: int, sign: int) -> None:
+        labels = self._labels[pod]
+        for pair in labels.items():
+            bucket = self._placed_by_pair.setdefault(pair, set())
+            if sign > 0:
+                bucket.add(pod)
+            else:
+                bucket.discard(pod)
         if not self._counts:
             return
-        labels = self._labels[pod]
         for pair in labels.items():
             for key in self._by_pair.get(pair, ()):
                 if self._match(pod, key[0], key[1]):

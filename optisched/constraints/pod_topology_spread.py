@@ -59,13 +59,24 @@ def default_selector(state: ClusterState, pod: Pod) -> Selector:
     return hit
 
 
+def _services_by_namespace(state: ClusterState) -> dict[str, list[dict[str, str]]]:
+    idx: dict[str, list[dict[str, str]]] | None = state.__dict__.get("_services_by_ns")
+    if idx is None:
+        idx = {}
+        for svc in state.cluster.services:
+            if svc.spec.selector:  # a Service without a selector selects nothing
+                idx.setdefault(svc.metadata.namespace or "default", []).append(svc.spec.selector)
+        state.__dict__["_services_by_ns"] = idx
+    return idx
+
+
 def _default_selector(state: ClusterState, pod: Pod) -> Selector:
     ns = pod.metadata.namespace or "default"
     labels: dict[str, str] = {}
     cluster = state.cluster
-    for svc in cluster.services:
-        sel = svc.spec.selector
-        if svc.metadata.namespace == ns and sel and all(pod.metadata.labels.get(k) == v for k, v in sel.items()):
+    pod_labels = pod.metadata.labels
+    for sel in _services_by_namespace(state).get(ns, ()):
+        if all(pod_labels.get(k) == v for k, v in sel.items()):
             labels.update(sel)
     selector = Selector(frozenset(labels.items()))
     owner = next((o for o in pod.metadata.owner_references if o.controller), None)
