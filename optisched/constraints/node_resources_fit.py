@@ -51,10 +51,12 @@ class NodeResourcesFit:
         return Status()
 
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
-        snap = self.snapshot
-        alloc = snap.state.allocatable[nodes]
-        used = snap.requested[nodes]
-        req = snap.state.pod_requests[cycle.pod]
+        return self.fits(cycle.pod, nodes, self.snapshot.requested[nodes])
+
+    def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray) -> FilterResult:
+        """``fitsRequest`` of pod row ``pod`` on ``nodes`` given what is already requested there."""
+        alloc = self.snapshot.state.allocatable[nodes]
+        req = self.snapshot.state.pod_requests[pod]
         code = np.zeros(len(nodes), dtype=np.int8)
         reasons: list[tuple[np.ndarray, str]] = []
         too_many = used[:, self.pods_col] + 1 > alloc[:, self.pods_col]

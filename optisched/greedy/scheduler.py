@@ -250,8 +250,14 @@ class GreedyScheduler:
             reasons.append("no new claims to deallocate")
         if "DefaultPreemption" in post:
             dp = DefaultPreemption(self.snapshot, cycle.profile.preemption, self.start_time, self.pdbs)
+            fit_failed = None
+            fit_rule = fw.filter_rules.get("NodeResourcesFit")
+            if rec.filters is not None and fit_rule is not None and not self.nominated:
+                fit_failed = np.zeros(self.state.num_nodes, dtype=bool)
+                fit_idx = fw.filter_names.index("NodeResourcesFit")
+                fit_failed[rec.filters.evaluated[rec.filters.fail_plugin == fit_idx]] = True
             outcome = dp.post_filter(cycle, self._node_codes(rec), self.order,
-                                     lambda c, n: self.filter_node(fw, c, n))
+                                     lambda c, n: self.filter_node(fw, c, n), fit_failed, fit_rule)
             rec.post_filter = outcome
             names = self.state.node_names
             if outcome.nominated is not None:
