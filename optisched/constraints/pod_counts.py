@@ -89,6 +89,7 @@ class MatchCounter:
         self._by_pair: dict[tuple[str, str], list[tuple]] = {}
         self._unbucketed: list[tuple] = []
         self._placed_by_pair: dict[tuple[str, str], set[int]] = {}  # label pair -> placed pods carrying it
+        self._pod_keys: dict[int, list[tuple]] = {}  # pod -> registered keys it matches (labels are static)
         snapshot.subscribe(self)
 
     def counts(self, namespaces: frozenset[str] | None, selector: Selector) -> np.ndarray:
@@ -112,7 +113,19 @@ class MatchCounter:
                 self._by_pair.setdefault(min(selector.labels), []).append(key)
             elif not selector.nothing:
                 self._unbucketed.append(key)
+            for p, keys in self._pod_keys.items():  # keep the per-pod memo complete
+                if self._match(p, namespaces, selector):
+                    keys.append(key)
         return vec
+
+    def _keys_of(self, pod: int) -> list[tuple]:
+        keys = self._pod_keys.get(pod)
+        if keys is None:
+            keys = [key for pair in self._labels[pod].items() for key in self._by_pair.get(pair, ())
+                    if self._match(pod, key[0], key[1])]
+            keys += [key for key in self._unbucketed if self._match(pod, key[0], key[1])]
+            self._pod_keys[pod] = keys
+        return keys
 
     def _match(self, p: int, namespaces: frozenset[str] | None, selector: Selector) -> bool:
         return self._alive[p] and (namespaces is None or self._ns[p] in namespaces) and selector.matches(self._labels[p])
@@ -127,13 +140,8 @@ class MatchCounter:
                 bucket.discard(pod)
         if not self._counts:
             return
-        for pair in labels.items():
-            for key in self._by_pair.get(pair, ()):
-                if self._match(pod, key[0], key[1]):
-                    self._counts[key][node] += sign
-        for key in self._unbucketed:
-            if self._match(pod, key[0], key[1]):
-                self._counts[key][node] += sign
+        for key in self._keys_of(pod):
+            self._counts[key][node] += sign
 
     def on_add(self, pod: int, node: int) -> None:
         self._update(pod, node, 1)

@@ -25,6 +25,14 @@ class PDBLedger:
         self.names = [f"{v.pdb.metadata.namespace}/{v.pdb.metadata.name}" for v in views]
 
     def budgets_of(self, pod: int) -> list[int]:
+        """Budgets whose selector matches the pod (static: labels do not change); cached per pod."""
+        cache = self.__dict__.setdefault("_budgets", {})
+        hit = cache.get(pod)
+        if hit is None:
+            hit = cache[pod] = self._budgets_of(pod)
+        return hit
+
+    def _budgets_of(self, pod: int) -> list[int]:
         p = self.state.pods[pod]
         labels = p.metadata.labels
         if not labels:
