@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from builders import run_cli as run
-from helpers.replay import CASES, case_names, load_trace
+from helpers.replay import CASES, case_names
 
 from optisched import cli
 
