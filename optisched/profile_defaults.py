@@ -106,7 +106,7 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[dict, ...] = (
     {"topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "maxSkew": 5},
 )
 
-Entry = tuple[str, "int | None"]
+Entry = tuple[str, int | None]
 
 
 @dataclass(frozen=True)

@@ -59,14 +59,17 @@ def default_selector(state: ClusterState, pod: Pod) -> Selector:
     return hit
 
 
-def _services_by_namespace(state: ClusterState) -> dict[str, list[dict[str, str]]]:
-    idx: dict[str, list[dict[str, str]]] | None = state.__dict__.get("_services_by_ns")
+def _service_index(state: ClusterState) -> dict[tuple[str, str, str], list[dict[str, str]]]:
+    """Service selectors by (namespace, one of their label pairs): a pod only checks plausible Services."""
+    idx: dict[tuple[str, str, str], list[dict[str, str]]] | None = state.__dict__.get("_service_index")
     if idx is None:
         idx = {}
         for svc in state.cluster.services:
-            if svc.spec.selector:  # a Service without a selector selects nothing
-                idx.setdefault(svc.metadata.namespace or "default", []).append(svc.spec.selector)
-        state.__dict__["_services_by_ns"] = idx
+            sel = svc.spec.selector
+            if sel:  # a Service without a selector selects nothing
+                k, v = min(sel.items())
+                idx.setdefault((svc.metadata.namespace or "default", k, v), []).append(sel)
+        state.__dict__["_service_index"] = idx
     return idx
 
 
@@ -75,9 +78,11 @@ def _default_selector(state: ClusterState, pod: Pod) -> Selector:
     labels: dict[str, str] = {}
     cluster = state.cluster
     pod_labels = pod.metadata.labels
-    for sel in _services_by_namespace(state).get(ns, ()):
-        if all(pod_labels.get(k) == v for k, v in sel.items()):
-            labels.update(sel)
+    index = _service_index(state)
+    for k, v in pod_labels.items():
+        for sel in index.get((ns, k, v), ()):
+            if all(pod_labels.get(a) == b for a, b in sel.items()):
+                labels.update(sel)
     selector = Selector(frozenset(labels.items()))
     owner = next((o for o in pod.metadata.owner_references if o.controller), None)
     if owner is None:
