@@ -1,127 +1,75 @@
-"""Scheduler profiles: ``KubeSchedulerConfiguration`` (kubescheduler.config.k8s.io/v1) parsed and defaulted
-exactly as kube-scheduler v1.35 does.
+"""Scheduler profiles: a ``KubeSchedulerConfiguration`` (kubescheduler.config.k8s.io/v1) decoded,
+defaulted and validated as kube-scheduler v1.35 does, into frozen objects the engines read.
 
-Plugin sets are merged as ``mergePlugins`` (``apis/config/v1/default_plugins.go``) and expanded from
-multiPoint as the framework's ``expandMultiPointPlugins`` does (plugins enabled explicitly at a point
-first, in their order; then the multiPoint plugins; ``disabled: [{name: "*"}]`` turns a point's
-defaults off). Argument defaults follow ``apis/config/v1/defaults.go``, checks
-``apis/config/validation``.
+* Decoding is strict, as kube-scheduler's (``apis/config/scheme``): unknown fields are errors.
+* Plugins: ``mergePlugins`` then the framework's multiPoint expansion (see :mod:`.profile_defaults`).
+* Argument defaults: ``pkg/scheduler/apis/config/v1/defaults.go``; checks:
+  ``pkg/scheduler/apis/config/validation/validation.go`` and ``validation_pluginargs.go``.
+
+Every error is an :class:`InputError` naming the file, ``KubeSchedulerConfiguration`` and the field path.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import StrEnum
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
 from .profile_defaults import (
-    DEFAULT_MULTIPOINT,
+    API_VERSION,
+    DEFAULT_PARALLELISM,
     DEFAULT_SCHEDULER_NAME,
-    EXTENSION_POINTS,
+    DEFAULT_SPECS,
+    KIND,
     NOT_MODELLED,
     PLUGIN_POINTS,
+    REMOVED_PLUGINS,
     SYSTEM_DEFAULT_CONSTRAINTS,
+    BalancedAllocationArgs,
+    DefaultPreemptionArgs,
+    FieldReader,
+    FrozenMap,
+    InterPodAffinityArgs,
+    NodeAffinityArgs,
+    NodeResourcesFitArgs,
+    PluginSet,
+    PodTopologySpreadArgs,
+    ResourceSpec,
+    ScoringStrategyType,
+    UtilizationShapePoint,
+    decode_plugins,
 )
 from .version import KUBE_VERSION
 
 __all__ = [
-    "KUBE_VERSION",
-    "NOT_MODELLED",
-    "SYSTEM_DEFAULT_CONSTRAINTS",
-    "BalancedAllocationArgs",
-    "DefaultPreemptionArgs",
-    "InterPodAffinityArgs",
-    "NodeAffinityArgs",
-    "NodeResourcesFitArgs",
-    "PodTopologySpreadArgs",
-    "Profile",
-    "ResourceSpec",
-    "SchedulerConfig",
-    "ScoringStrategyType",
-    "UtilizationShapePoint",
-    "default_config",
-    "load_config",
-    "parse_config",
+    "KUBE_VERSION", "NOT_MODELLED", "SYSTEM_DEFAULT_CONSTRAINTS", "BalancedAllocationArgs", "DefaultPreemptionArgs",
+    "InterPodAffinityArgs", "NodeAffinityArgs", "NodeResourcesFitArgs", "PodTopologySpreadArgs", "Profile",
+    "ResourceSpec", "SchedulerConfig", "ScoringStrategyType", "UtilizationShapePoint", "default_config",
+    "load_config", "parse_config",
 ]
 
-API_VERSION = "kubescheduler.config.k8s.io/v1"
-_OBJ = "KubeSchedulerConfiguration"
-
-
-class ScoringStrategyType(StrEnum):
-    LEAST_ALLOCATED = "LeastAllocated"
-    MOST_ALLOCATED = "MostAllocated"
-    REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
-
-
-@dataclass(frozen=True)
-class ResourceSpec:
-    name: str
-    weight: int
-
-
-@dataclass(frozen=True)
-class UtilizationShapePoint:
-    utilization: int
-    score: int
-
-
-@dataclass(frozen=True)
-class NodeResourcesFitArgs:
-    ignored_resources: tuple[str, ...] = ()
-    ignored_resource_groups: tuple[str, ...] = ()
-    strategy: ScoringStrategyType = ScoringStrategyType.LEAST_ALLOCATED
-    resources: tuple[ResourceSpec, ...] = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
-    shape: tuple[UtilizationShapePoint, ...] = ()
-
-
-@dataclass(frozen=True)
-class BalancedAllocationArgs:
-    resources: tuple[ResourceSpec, ...] = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
-
-
-@dataclass(frozen=True)
-class PodTopologySpreadArgs:
-    default_constraints: tuple[dict, ...] = ()
-    defaulting_type: str = "System"
-
-    @property
-    def effective_default_constraints(self) -> tuple[dict, ...]:
-        """System defaults, or the listed ones (``buildDefaultConstraints``)."""
-        return SYSTEM_DEFAULT_CONSTRAINTS if self.defaulting_type == "System" else self.default_constraints
-
-
-@dataclass(frozen=True)
-class InterPodAffinityArgs:
-    hard_pod_affinity_weight: int = 1
-    ignore_preferred_terms_of_existing_pods: bool = False
-
-
-@dataclass(frozen=True)
-class NodeAffinityArgs:
-    added_affinity: dict | None = None
-
-
-@dataclass(frozen=True)
-class DefaultPreemptionArgs:
-    min_candidate_nodes_percentage: int = 10
-    min_candidate_nodes_absolute: int = 100
+_TYPE_META = ("apiVersion", "kind")
 
 
 @dataclass(frozen=True)
 class Profile:
+    """One resolved scheduling profile: plugins per extension point in execution order, and their args.
+
+    ``plugins`` has every extension point (empty tuples included) and ``multiPoint``: the merged multiPoint
+    list the points were expanded from. ``score_weights`` has exactly the plugins of ``plugins["score"]``.
+    """
+
     scheduler_name: str
     plugins: Mapping[str, tuple[str, ...]]
     score_weights: Mapping[str, int]
     percentage_of_nodes_to_score: int | None = None
-    fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
-    balanced: BalancedAllocationArgs = BalancedAllocationArgs()
-    spread: PodTopologySpreadArgs = PodTopologySpreadArgs()
-    inter_pod_affinity: InterPodAffinityArgs = InterPodAffinityArgs()
-    node_affinity: NodeAffinityArgs = NodeAffinityArgs()
-    preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
+    fit: NodeResourcesFitArgs = field(default_factory=NodeResourcesFitArgs)
+    balanced: BalancedAllocationArgs = field(default_factory=BalancedAllocationArgs)
+    spread: PodTopologySpreadArgs = field(default_factory=PodTopologySpreadArgs)
+    inter_pod_affinity: InterPodAffinityArgs = field(default_factory=InterPodAffinityArgs)
+    node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
+    preemption: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
     not_modelled: tuple[str, ...] = ()
 
     def enabled(self, point: str, plugin: str) -> bool:
@@ -145,292 +93,304 @@ class SchedulerConfig:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
 
 
-# ---------------------------------------------------------------------- parsing helpers
-class _Ctx:
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, path: str, msg: str) -> InputError:
-        return InputError(msg, source=self.source, obj=_OBJ, path=path)
-
-    def mapping(self, v: Any, path: str, *, allow_none: bool = True) -> dict:
-        if v is None and allow_none:
-            return {}
-        if not isinstance(v, dict):
-            raise self.fail(path, f"expected a mapping, got {type(v).__name__}")
-        return v
-
-    def seq(self, v: Any, path: str) -> list:
-        if v is None:
-            return []
-        if not isinstance(v, list):
-            raise self.fail(path, f"expected a list, got {type(v).__name__}")
-        return v
-
-    def integer(self, v: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise self.fail(path, f"{v!r} is not an integer")
-        if lo is not None and v < lo or hi is not None and v > hi:
-            rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-            raise self.fail(path, f"{v} must be {rng}")
-        return v
-
-    def string(self, v: Any, path: str) -> str:
-        if not isinstance(v, str) or not v:
-            raise self.fail(path, f"{v!r} is not a non-empty string")
-        return v
-
-    def boolean(self, v: Any, path: str) -> bool:
-        if not isinstance(v, bool):
-            raise self.fail(path, f"{v!r} is not true or false")
-        return v
-
-
-def _plugin_list(ctx: _Ctx, v: Any, path: str) -> list[tuple[str, int | None]]:
-    out = []
-    for i, entry in enumerate(ctx.seq(v, path)):
+# ------------------------------------------------------------------------------------------ plugin args
+def _resources(r: FieldReader, raw: Any, path: str, *, only_one: bool) -> tuple[ResourceSpec, ...]:
+    """ResourceSpecs; weight 0/unset is 1; weights in [1, 100] (Fit) or exactly 1 (BalancedAllocation)."""
+    out: list[ResourceSpec] = []
+    for i, item in enumerate(r.seq(raw, path)):
         p = f"{path}[{i}]"
-        entry = ctx.mapping(entry, p, allow_none=False)
-        name = ctx.string(entry.get("name"), f"{p}.name")
-        weight = entry.get("weight")
-        if weight is not None:
-            weight = ctx.integer(weight, f"{p}.weight", 0, 100)
-        out.append((name, weight))
-    return out
+        item = r.obj(item, p, ("name", "weight"), required=True)
+        name = r.string(item.get("name"), f"{p}.name")
+        weight = item.get("weight")
+        weight = (0 if weight is None else r.integer(weight, f"{p}.weight", -(2**63), 2**63 - 1)) or 1
+        if only_one and name in (s.name for s in out):
+            raise r.fail(f"{p}.name", f"duplicate resource {name!r}")
+        if only_one and weight != 1:
+            raise r.fail(f"{p}.weight", f"{weight} must be 1")
+        if not 1 <= weight <= 100:
+            raise r.fail(f"{p}.weight", f"resource weight of {name} is {weight}, not in the valid range [1, 100]")
+        out.append(ResourceSpec(name, weight))
+    return tuple(out) or DEFAULT_SPECS
 
 
-def _expand_plugins(ctx: _Ctx, plugins: dict, path: str) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
-    """mergePlugins(defaults, custom) then expandMultiPointPlugins, per extension point."""
-    known_points = set(EXTENSION_POINTS) | {"multiPoint"}
-    for key in plugins:
-        if key not in known_points:
-            raise ctx.fail(f"{path}.{key}", f"unknown extension point; expected one of {', '.join(sorted(known_points))}")
-
-    def sets(point: str) -> tuple[list[tuple[str, int | None]], list[str]]:
-        block = ctx.mapping(plugins.get(point), f"{path}.{point}")
-        enabled = _plugin_list(ctx, block.get("enabled"), f"{path}.{point}.enabled")
-        disabled = [n for n, _ in _plugin_list(ctx, block.get("disabled"), f"{path}.{point}.disabled")]
-        return enabled, disabled
-
-    # mergePluginSet for multiPoint
-    mp_enabled, mp_disabled = sets("multiPoint")
-    custom_idx = {n: (i, (n, w)) for i, (n, w) in enumerate(mp_enabled)}
-    replaced: set[int] = set()
-    multipoint: list[tuple[str, int | None]] = []
-    if "*" not in mp_disabled:
-        for name, weight in DEFAULT_MULTIPOINT:
-            if name in mp_disabled:
-                continue
-            entry: tuple[str, int | None] = (name, weight or None)
-            if name in custom_idx:
-                idx, entry = custom_idx[name]
-                replaced.add(idx)
-            multipoint.append(entry)
-    multipoint += [e for i, e in enumerate(mp_enabled) if i not in replaced]
-
-    result: dict[str, tuple[str, ...]] = {}
-    weights: dict[str, int] = {}
-    for point in EXTENSION_POINTS:
-        enabled, disabled = sets(point)
-        names = [n for n, _ in enabled]
-        if len(set(names)) != len(names):
-            raise ctx.fail(f"{path}.{point}.enabled", "a plugin is enabled twice")
-        order: list[str]
-        if "*" in disabled:
-            order = names
-        else:
-            override = [n for n in names if any(n == m for m, _ in multipoint)]
-            mp = [m for m, _ in multipoint
-                  if m not in disabled and m not in names and point in PLUGIN_POINTS.get(m, {point})]
-            order = override + mp + [n for n in names if n not in override]
-        result[point] = tuple(order)
-        if point == "score":
-            explicit = dict(enabled)
-            mp_w = dict(multipoint)
-            for n in order:
-                w = explicit.get(n) if n in explicit else mp_w.get(n)
-                weights[n] = w if w else 1
-    return result, weights
+def _shape(r: FieldReader, raw: Any, path: str) -> tuple[UtilizationShapePoint, ...]:
+    """``validateFunctionShape``: at least one point, utilization increasing in [0, 100], score in [0, 10]."""
+    raw = r.obj(raw, path, ("shape",))
+    points = []
+    for i, pt in enumerate(r.seq(raw.get("shape"), f"{path}.shape")):
+        pt = r.obj(pt, f"{path}.shape[{i}]", ("utilization", "score"), required=True)
+        u = r.integer(pt.get("utilization", 0), f"{path}.shape[{i}].utilization")
+        points.append(UtilizationShapePoint(u, r.integer(pt.get("score", 0), f"{path}.shape[{i}].score")))
+    if not points:
+        raise r.fail(f"{path}.shape", "at least one point must be specified")
+    for i in range(1, len(points)):
+        if points[i - 1].utilization >= points[i].utilization:
+            raise r.fail(f"{path}.shape[{i}].utilization", "values must be sorted in increasing order")
+    for i, pt in enumerate(points):
+        r.integer(pt.utilization, f"{path}.shape[{i}].utilization", 0, 100)
+        r.integer(pt.score, f"{path}.shape[{i}].score", 0, 10)
+    return tuple(points)
 
 
-def _resources(ctx: _Ctx, v: Any, path: str, default: tuple[ResourceSpec, ...]) -> tuple[ResourceSpec, ...]:
-    items = ctx.seq(v, path)
-    if not items:
-        return default
-    out, seen = [], set()
-    for i, r in enumerate(items):
-        p = f"{path}[{i}]"
-        r = ctx.mapping(r, p, allow_none=False)
-        name = ctx.string(r.get("name"), f"{p}.name")
-        if name in seen:
-            raise ctx.fail(f"{p}.name", f"resource {name!r} is listed twice")
-        seen.add(name)
-        w = r.get("weight", 0)
-        w = ctx.integer(w, f"{p}.weight", 0, 100) if w is not None else 0
-        out.append(ResourceSpec(name, w or 1))
-    return tuple(out)
-
-
-def _fit_args(ctx: _Ctx, args: dict, path: str) -> NodeResourcesFitArgs:
-    ignored = tuple(ctx.string(x, f"{path}.ignoredResources[{i}]")
-                    for i, x in enumerate(ctx.seq(args.get("ignoredResources"), f"{path}.ignoredResources")))
-    groups = tuple(ctx.string(x, f"{path}.ignoredResourceGroups[{i}]")
-                   for i, x in enumerate(ctx.seq(args.get("ignoredResourceGroups"), f"{path}.ignoredResourceGroups")))
+def _fit_args(r: FieldReader, a: Any, path: str) -> NodeResourcesFitArgs:
+    a = r.obj(a, path, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy", *_TYPE_META))
+    ignored = tuple(r.qualified_name(x, f"{path}.ignoredResources[{i}]")
+                    for i, x in enumerate(r.seq(a.get("ignoredResources"), f"{path}.ignoredResources")))
+    groups = tuple(r.qualified_name(x, f"{path}.ignoredResourceGroups[{i}]")
+                   for i, x in enumerate(r.seq(a.get("ignoredResourceGroups"), f"{path}.ignoredResourceGroups")))
     for i, g in enumerate(groups):
         if "/" in g:
-            raise ctx.fail(f"{path}.ignoredResourceGroups[{i}]", f"{g!r}: resource group name can't contain '/'")
-    ss = ctx.mapping(args.get("scoringStrategy"), f"{path}.scoringStrategy")
+            raise r.fail(f"{path}.ignoredResourceGroups[{i}]", f"{g!r}: a resource group name can't contain '/'")
+    if a.get("scoringStrategy") is None:
+        return NodeResourcesFitArgs(ignored, groups)
     sp = f"{path}.scoringStrategy"
-    raw_type = ss.get("type") or "LeastAllocated"
-    try:
-        strategy = ScoringStrategyType(raw_type)
-    except ValueError:
-        raise ctx.fail(f"{sp}.type", f"{raw_type!r} is not one of LeastAllocated, MostAllocated, "
-                                     "RequestedToCapacityRatio") from None
-    resources = _resources(ctx, ss.get("resources"), f"{sp}.resources", NodeResourcesFitArgs.resources)
+    ss = r.obj(a["scoringStrategy"], sp, ("type", "resources", "requestedToCapacityRatio"))
+    strategy = ScoringStrategyType(r.choice(ss.get("type"), f"{sp}.type", tuple(ScoringStrategyType)))
+    resources = _resources(r, ss.get("resources"), f"{sp}.resources", only_one=False)
+    rtcr, rp = ss.get("requestedToCapacityRatio"), f"{sp}.requestedToCapacityRatio"
     shape: tuple[UtilizationShapePoint, ...] = ()
-    if strategy == ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO:
-        rtcr = ctx.mapping(ss.get("requestedToCapacityRatio"), f"{sp}.requestedToCapacityRatio")
-        pts = ctx.seq(rtcr.get("shape"), f"{sp}.requestedToCapacityRatio.shape")
-        if not pts:
-            raise ctx.fail(f"{sp}.requestedToCapacityRatio.shape", "at least one point is required")
-        out = []
-        for i, pt in enumerate(pts):
-            p = f"{sp}.requestedToCapacityRatio.shape[{i}]"
-            pt = ctx.mapping(pt, p, allow_none=False)
-            u = ctx.integer(pt.get("utilization", 0), f"{p}.utilization", 0, 100)
-            s = ctx.integer(pt.get("score", 0), f"{p}.score", 0, 10)
-            if out and u <= out[-1].utilization:
-                raise ctx.fail(f"{p}.utilization", "utilization values must be sorted in increasing order")
-            out.append(UtilizationShapePoint(u, s))
-        shape = tuple(out)
+    if strategy is ScoringStrategyType.RequestedToCapacityRatio:
+        if rtcr is None:
+            raise r.fail(rp, "required when type is RequestedToCapacityRatio")
+        shape = _shape(r, rtcr, rp)
+    elif rtcr is not None:
+        raise r.fail(rp, "must not be set when type is not RequestedToCapacityRatio")
     return NodeResourcesFitArgs(ignored, groups, strategy, resources, shape)
 
 
-def _spread_args(ctx: _Ctx, args: dict, path: str) -> PodTopologySpreadArgs:
-    dtype = args.get("defaultingType") or "System"
-    if dtype not in ("System", "List"):
-        raise ctx.fail(f"{path}.defaultingType", f"{dtype!r} is not one of System, List")
-    cons = []
-    seen = set()
-    for i, c in enumerate(ctx.seq(args.get("defaultConstraints"), f"{path}.defaultConstraints")):
+def _balanced_args(r: FieldReader, a: Any, path: str) -> BalancedAllocationArgs:
+    a = r.obj(a, path, ("resources", *_TYPE_META))
+    return BalancedAllocationArgs(_resources(r, a.get("resources"), f"{path}.resources", only_one=True))
+
+
+_CONSTRAINT_FIELDS = ("maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector", "minDomains",
+                      "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys")
+
+
+def _spread_args(r: FieldReader, a: Any, path: str) -> PodTopologySpreadArgs:
+    """``ValidatePodTopologySpreadArgs``."""
+    a = r.obj(a, path, ("defaultConstraints", "defaultingType", *_TYPE_META))
+    dtype = r.choice(a.get("defaultingType") or "System", f"{path}.defaultingType", ("System", "List"))
+    raw = r.seq(a.get("defaultConstraints"), f"{path}.defaultConstraints")
+    if dtype == "System" and raw:
+        raise r.fail(f"{path}.defaultingType", "'System' is invalid when .defaultConstraints are not empty")
+    seen: list[tuple[str, str]] = []
+    for i, c in enumerate(raw):
         p = f"{path}.defaultConstraints[{i}]"
-        c = ctx.mapping(c, p, allow_none=False)
-        ctx.integer(c.get("maxSkew"), f"{p}.maxSkew", 1)
-        key = ctx.string(c.get("topologyKey"), f"{p}.topologyKey")
-        when = c.get("whenUnsatisfiable")
-        if when not in ("DoNotSchedule", "ScheduleAnyway"):
-            raise ctx.fail(f"{p}.whenUnsatisfiable", f"{when!r} is not one of DoNotSchedule, ScheduleAnyway")
+        c = r.obj(c, p, _CONSTRAINT_FIELDS, required=True)
+        r.integer(c.get("maxSkew", 0), f"{p}.maxSkew", 1)
+        key = r.qualified_name(c.get("topologyKey"), f"{p}.topologyKey")
+        when = r.choice(c.get("whenUnsatisfiable"), f"{p}.whenUnsatisfiable", ("DoNotSchedule", "ScheduleAnyway"))
         if c.get("labelSelector") is not None:
-            raise ctx.fail(f"{p}.labelSelector", "default constraints must not have a labelSelector")
+            raise r.fail(f"{p}.labelSelector", "a default constraint must not have a selector: "
+                                               "it is deduced for each pod")
         if (key, when) in seen:
-            raise ctx.fail(p, f"duplicate constraint for {key} / {when}")
-        seen.add((key, when))
-        cons.append(dict(c))
-    if dtype == "System" and cons:
-        raise ctx.fail(f"{path}.defaultConstraints", 'when .defaultingType is "System", .defaultConstraints must be empty')
-    return PodTopologySpreadArgs(tuple(cons), dtype)
+            raise r.fail(p, f"duplicate constraint {{{key}, {when}}}")
+        seen.append((key, when))
+    return PodTopologySpreadArgs(tuple(dict(c) for c in raw), dtype)
 
 
-def _profile(ctx: _Ctx, raw: Any, path: str) -> Profile:
-    raw = ctx.mapping(raw, path, allow_none=False)
-    name = raw.get("schedulerName") or DEFAULT_SCHEDULER_NAME
-    ctx.string(name, f"{path}.schedulerName")
-    pct = raw.get("percentageOfNodesToScore")
-    if pct is not None:
-        pct = ctx.integer(pct, f"{path}.percentageOfNodesToScore", 0, 100)
-    plugins, weights = _expand_plugins(ctx, ctx.mapping(raw.get("plugins"), f"{path}.plugins"), f"{path}.plugins")
-    if len(plugins["queueSort"]) != 1:
-        raise ctx.fail(f"{path}.plugins.queueSort", "exactly one queueSort plugin must be enabled")
-    args: dict[str, Any] = {}
-    seen: set[str] = set()
-    for i, pc in enumerate(ctx.seq(raw.get("pluginConfig"), f"{path}.pluginConfig")):
-        p = f"{path}.pluginConfig[{i}]"
-        pc = ctx.mapping(pc, p, allow_none=False)
-        pname = ctx.string(pc.get("name"), f"{p}.name")
-        if pname in seen:
-            raise ctx.fail(f"{p}.name", f"pluginConfig for {pname} is given twice")
-        seen.add(pname)
-        a = ctx.mapping(pc.get("args"), f"{p}.args")
-        ap = f"{p}.args"
-        if pname == "NodeResourcesFit":
-            args["fit"] = _fit_args(ctx, a, ap)
-        elif pname == "NodeResourcesBalancedAllocation":
-            args["balanced"] = BalancedAllocationArgs(
-                _resources(ctx, a.get("resources"), f"{ap}.resources", BalancedAllocationArgs.resources))
-        elif pname == "PodTopologySpread":
-            args["spread"] = _spread_args(ctx, a, ap)
-        elif pname == "InterPodAffinity":
-            w = a.get("hardPodAffinityWeight", 1)
-            ign = a.get("ignorePreferredTermsOfExistingPods", False)
-            args["inter_pod_affinity"] = InterPodAffinityArgs(
-                ctx.integer(w, f"{ap}.hardPodAffinityWeight", 0, 100),
-                ctx.boolean(ign, f"{ap}.ignorePreferredTermsOfExistingPods"))
-        elif pname == "NodeAffinity":
-            added = a.get("addedAffinity")
-            if added is not None:
-                _validate_added_affinity(ctx, added, f"{ap}.addedAffinity")
-            args["node_affinity"] = NodeAffinityArgs(added)
-        elif pname == "DefaultPreemption":
-            pctc = ctx.integer(a.get("minCandidateNodesPercentage", 10), f"{ap}.minCandidateNodesPercentage", 0, 100)
-            absn = ctx.integer(a.get("minCandidateNodesAbsolute", 100), f"{ap}.minCandidateNodesAbsolute", 0)
-            if pctc == 0 and absn == 0:
-                raise ctx.fail(ap, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero")
-            args["preemption"] = DefaultPreemptionArgs(pctc, absn)
-    enabled = {n for names in plugins.values() for n in names}
-    not_modelled = tuple(sorted(n for n in enabled if n in NOT_MODELLED or n not in PLUGIN_POINTS))
-    return Profile(name, plugins, weights, pct, not_modelled=not_modelled, **args)
+def _inter_pod_affinity_args(r: FieldReader, a: Any, path: str) -> InterPodAffinityArgs:
+    a = r.obj(a, path, ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods", *_TYPE_META))
+    w = a.get("hardPodAffinityWeight")
+    ignore = a.get("ignorePreferredTermsOfExistingPods")
+    return InterPodAffinityArgs(
+        r.integer(1 if w is None else w, f"{path}.hardPodAffinityWeight", 0, 100),
+        False if ignore is None else r.boolean(ignore, f"{path}.ignorePreferredTermsOfExistingPods"))
 
 
-def _validate_added_affinity(ctx: _Ctx, added: Any, path: str) -> None:
+_NODE_AFFINITY_FIELDS = ("requiredDuringSchedulingIgnoredDuringExecution",
+                         "preferredDuringSchedulingIgnoredDuringExecution")
+
+
+def _node_affinity_args(r: FieldReader, a: Any, path: str) -> NodeAffinityArgs:
+    """``ValidateNodeAffinityArgs``, shallowly: the addedAffinity must be a valid NodeAffinity."""
     from pydantic import ValidationError
 
     from .model.loader import validation_message
     from .model.objects import NodeAffinity
 
-    try:
-        NodeAffinity.model_validate(added)
-    except ValidationError as e:
-        sub, msg = validation_message(e)
-        raise ctx.fail(path + sub, msg) from None
+    a = r.obj(a, path, ("addedAffinity", *_TYPE_META))
+    added = a.get("addedAffinity")
+    if added is not None:
+        try:
+            NodeAffinity.model_validate(r.obj(added, f"{path}.addedAffinity", _NODE_AFFINITY_FIELDS))
+        except ValidationError as e:
+            sub, msg = validation_message(e)
+            raise r.fail(f"{path}.addedAffinity{sub}", msg) from None
+    return NodeAffinityArgs(added)
+
+
+def _preemption_args(r: FieldReader, a: Any, path: str) -> DefaultPreemptionArgs:
+    a = r.obj(a, path, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute", *_TYPE_META))
+    pct, absolute = a.get("minCandidateNodesPercentage"), a.get("minCandidateNodesAbsolute")
+    pct = r.integer(10 if pct is None else pct, f"{path}.minCandidateNodesPercentage", 0, 100)
+    absolute = r.integer(100 if absolute is None else absolute, f"{path}.minCandidateNodesAbsolute", 0)
+    if pct == 0 and absolute == 0:
+        raise r.fail(f"{path}.minCandidateNodesPercentage",
+                     "cannot be zero at the same time as minCandidateNodesAbsolute")
+    return DefaultPreemptionArgs(pct, absolute)
+
+
+def _volume_binding_args(r: FieldReader, a: Any, path: str) -> None:
+    """Checked only (not modelled); StorageCapacityScoring is off in v1.35, so ``shape`` is refused."""
+    a = r.obj(a, path, ("bindTimeoutSeconds", "shape", *_TYPE_META))
+    if a.get("bindTimeoutSeconds") is not None:
+        r.integer(a["bindTimeoutSeconds"], f"{path}.bindTimeoutSeconds", 0, 2**63 - 1)
+    if a.get("shape") is not None:
+        raise r.fail(f"{path}.shape", "unexpected field: the StorageCapacityScoring feature gate is off")
+
+
+def _dynamic_resources_args(r: FieldReader, a: Any, path: str) -> None:
+    """Checked only (not modelled): ``filterTimeout`` >= 0, ``bindingTimeout`` >= 1s."""
+    a = r.obj(a, path, ("filterTimeout", "bindingTimeout", *_TYPE_META))
+    for name, minimum in (("filterTimeout", 0.0), ("bindingTimeout", 1.0)):
+        if a.get(name) is not None:
+            r.duration(a[name], f"{path}.{name}", minimum)
+
+
+_ARGS: dict[str, tuple[str | None, Any]] = {
+    "NodeResourcesFit": ("fit", _fit_args),
+    "NodeResourcesBalancedAllocation": ("balanced", _balanced_args),
+    "PodTopologySpread": ("spread", _spread_args),
+    "InterPodAffinity": ("inter_pod_affinity", _inter_pod_affinity_args),
+    "NodeAffinity": ("node_affinity", _node_affinity_args),
+    "DefaultPreemption": ("preemption", _preemption_args),
+    "VolumeBinding": (None, _volume_binding_args),
+    "DynamicResources": (None, _dynamic_resources_args),
+}
+
+
+def _type_meta(r: FieldReader, args: Any, path: str, plugin: str) -> None:
+    """``decodeNestedObjects``: args that name a type must name this plugin's (``<Plugin>Args``)."""
+    if not isinstance(args, dict):
+        return
+    if args.get("apiVersion") not in (None, API_VERSION):
+        raise r.fail(f"{path}.apiVersion", f"{args['apiVersion']!r} is not supported; expected {API_VERSION}")
+    if args.get("kind") not in (None, f"{plugin}Args"):
+        raise r.fail(f"{path}.kind", f"args for plugin {plugin} must be of kind {plugin}Args, got {args['kind']!r}")
+
+
+def _plugin_configs(r: FieldReader, raw: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(Profile fields of parsed args, raw args by plugin name)."""
+    parsed: dict[str, Any] = {}
+    raw_args: dict[str, Any] = {}
+    for i, pc in enumerate(r.seq(raw, path)):
+        p = f"{path}[{i}]"
+        pc = r.obj(pc, p, ("name", "args"), required=True)
+        name = r.string(pc.get("name"), f"{p}.name")
+        if name in raw_args:
+            raise r.fail(f"{p}.name", f"pluginConfig for {name} is given twice")
+        if name in REMOVED_PLUGINS:
+            raise r.fail(f"{p}.name", f"plugin {name!r} was removed and is invalid in {API_VERSION}")
+        raw_args[name] = pc.get("args")
+        if name in _ARGS:
+            attr, parse = _ARGS[name]
+            _type_meta(r, pc.get("args"), f"{p}.args", name)
+            value = parse(r, pc.get("args"), f"{p}.args")
+            if attr:
+                parsed[attr] = value
+    return parsed, raw_args
+
+
+# ------------------------------------------------------------------------------------------ profiles
+_PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
+_TOP_FIELDS = ("apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling",
+               "enableContentionProfiling", "percentageOfNodesToScore", "podInitialBackoffSeconds",
+               "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive")
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    profile: Profile
+    queue_sort: PluginSet
+    raw_args: dict[str, Any]
+
+
+def _percentage(r: FieldReader, v: Any, path: str) -> int | None:
+    return None if v is None else r.integer(v, path, 0, 100)
+
+
+def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
+    raw = r.obj(raw, path, _PROFILE_FIELDS, required=True)
+    name = raw.get("schedulerName")
+    if name is None and only:  # a default name only when there is a single profile
+        name = DEFAULT_SCHEDULER_NAME
+    elif name is None:
+        raise r.fail(f"{path}.schedulerName", "required: when there are several profiles, each needs a name")
+    name = r.string(name, f"{path}.schedulerName")
+    pct = _percentage(r, raw.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore")
+    plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins")
+    args, raw_args = _plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig")
+    enabled = {n for names in plugins.values() for n in names}
+    not_modelled = tuple(sorted(n for n in enabled if n in NOT_MODELLED or n not in PLUGIN_POINTS))
+    profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled, **args)
+    return _Parsed(profile, queue_sort, raw_args)
+
+
+def _check_profiles(r: FieldReader, parsed: list[_Parsed]) -> None:
+    """Unique scheduler names; one queueSort, configured alike, for all (``validateCommonQueueSort``)."""
+    first = parsed[0]
+    sort_name = first.profile.plugins["queueSort"][0]
+    for i, cur in enumerate(parsed):
+        name = cur.profile.scheduler_name
+        j = next(k for k, o in enumerate(parsed) if o.profile.scheduler_name == name)
+        if j < i:
+            raise r.fail(f".profiles[{i}].schedulerName", f"duplicate schedulerName {name!r} "
+                                                          f"(.profiles[{j}] has it too)")
+        if cur.queue_sort != first.queue_sort or cur.profile.plugins["queueSort"][0] != sort_name:
+            raise r.fail(f".profiles[{i}].plugins.queueSort", "queueSort must be the same for all profiles")
+        if sort_name in cur.raw_args and cur.raw_args[sort_name] != first.raw_args.get(sort_name):
+            raise r.fail(f".profiles[{i}].pluginConfig", f"the args of queueSort plugin {sort_name} "
+                                                         "must be the same for all profiles")
+
+
+def _check_top(r: FieldReader, doc: dict) -> None:
+    """apiVersion and kind, the fields optisched does not use (types only), the backoff bounds."""
+    if doc.get("apiVersion") != API_VERSION:
+        raise r.fail(".apiVersion", f"{doc.get('apiVersion')!r} is not supported; expected apiVersion {API_VERSION}")
+    if doc.get("kind") != KIND:
+        raise r.fail(".kind", f"{doc.get('kind')!r}; expected kind {KIND}")
+    for key in ("leaderElection", "clientConnection"):
+        r.obj(doc.get(key), f".{key}", None)
+    for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
+        if doc.get(key) is not None:
+            r.boolean(doc[key], f".{key}")
+    if r.seq(doc.get("extenders"), ".extenders"):
+        raise r.fail(".extenders", "scheduler extenders are not supported: optisched cannot call them")
+    initial = doc.get("podInitialBackoffSeconds")
+    initial = 1 if initial is None else r.integer(initial, ".podInitialBackoffSeconds", 1, 2**63 - 1)
+    if doc.get("podMaxBackoffSeconds") is not None:
+        r.integer(doc["podMaxBackoffSeconds"], ".podMaxBackoffSeconds", initial, 2**63 - 1)
 
 
 def parse_config(doc: Any, source: str = "<config>") -> SchedulerConfig:
-    """Parse one ``KubeSchedulerConfiguration`` mapping; raise :class:`InputError` on anything invalid."""
-    ctx = _Ctx(source)
-    doc = ctx.mapping(doc, "", allow_none=False)
-    api = doc.get("apiVersion")
-    if api != API_VERSION:
-        raise ctx.fail(".apiVersion", f"{api!r} is not supported; expected {API_VERSION}")
-    if doc.get("kind") != _OBJ:
-        raise ctx.fail(".kind", f"{doc.get('kind')!r}; expected {_OBJ}")
-    pct = doc.get("percentageOfNodesToScore")
-    if pct is not None:
-        pct = ctx.integer(pct, ".percentageOfNodesToScore", 0, 100)
-    par = ctx.integer(doc.get("parallelism", 16), ".parallelism", 1)
-    raw_profiles = ctx.seq(doc.get("profiles"), ".profiles") or [{}]
-    profiles = tuple(_profile(ctx, p, f".profiles[{i}]") for i, p in enumerate(raw_profiles))
-    names = [p.scheduler_name for p in profiles]
-    for i, n in enumerate(names):
-        if n in names[:i]:
-            raise ctx.fail(f".profiles[{i}].schedulerName", f"duplicate schedulerName {n!r}")
-    sorts = {p.plugins["queueSort"] for p in profiles}
-    if len(sorts) > 1:
-        raise ctx.fail(".profiles", "all profiles must use the same queueSort plugin")
-    return SchedulerConfig(pct, par, profiles, source)
+    """Decode, default and validate one ``KubeSchedulerConfiguration`` mapping (a parsed YAML document)."""
+    r = FieldReader(source)
+    doc = r.obj(doc, "", _TOP_FIELDS, required=True)
+    _check_top(r, doc)
+    pct = _percentage(r, doc.get("percentageOfNodesToScore"), ".percentageOfNodesToScore")
+    par = doc.get("parallelism")
+    par = DEFAULT_PARALLELISM if par is None else r.integer(par, ".parallelism", 1)
+    raw_profiles = r.seq(doc.get("profiles"), ".profiles") or [{}]
+    parsed = [_profile(r, p, f".profiles[{i}]", len(raw_profiles) == 1) for i, p in enumerate(raw_profiles)]
+    _check_profiles(r, parsed)
+    return SchedulerConfig(pct, par, tuple(p.profile for p in parsed), source)
 
 
 def default_config() -> SchedulerConfig:
-    """What kube-scheduler runs with no configuration file."""
-    return parse_config({"apiVersion": API_VERSION, "kind": _OBJ}, "<default>")
+    """What kube-scheduler runs with no configuration file: one default profile, nothing else set."""
+    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, "<default>")
 
 
 def load_config(path: str | Path) -> SchedulerConfig:
-    """Read a YAML or JSON file holding one KubeSchedulerConfiguration."""
+    """Read a YAML (or JSON) file holding one KubeSchedulerConfiguration."""
     from .model.loader import load_documents, read_source
 
     src, text = read_source(str(path))
-    configs = [d for d in load_documents(src, text) if isinstance(d, dict) and d.get("kind") == _OBJ]
-    if len(configs) != 1:
-        raise InputError(f"expected exactly one {_OBJ} document, found {len(configs)}", source=src)
-    return parse_config(configs[0], src)
+    docs = [d for d in load_documents(src, text) if d is not None]
+    if len(docs) != 1:
+        docs = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
+    if len(docs) != 1:
+        raise InputError(f"expected exactly one {KIND} document, found {len(docs)}", source=src)
+    return parse_config(docs[0], src)

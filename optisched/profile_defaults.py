@@ -1,4 +1,5 @@
-"""kube-scheduler v1.35's default profile, and the merge and multiPoint expansion of plugin sets.
+"""kube-scheduler v1.35's default profile, plugin-set merging, argument types with their defaults, and the
+strict field reader that :mod:`optisched.profile` decodes a ``KubeSchedulerConfiguration`` with.
 
 Sources (kubernetes v1.35.4):
 
@@ -9,30 +10,28 @@ Sources (kubernetes v1.35.4):
   and ``getScoreWeights``;
 * the interfaces each in-tree plugin implements (``pkg/scheduler/framework/plugins/*``), as the
   conformance traces list them;
+* ``pkg/scheduler/apis/config/v1/defaults.go``: ``SetDefaults_*Args`` (the argument dataclasses' defaults);
 * ``pkg/scheduler/framework/plugins/podtopologyspread/plugin.go``: ``systemDefaultConstraints``;
-* ``pkg/scheduler/apis/config/validation/validation.go``: ``invalidPluginsByVersion``.
+* ``pkg/scheduler/apis/config/validation/validation.go``: ``invalidPluginsByVersion``;
+* ``pkg/scheduler/apis/config/scheme/scheme.go``: strict decoding (unknown fields are errors).
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from .errors import InputError
 
 __all__ = [
-    "API_VERSION",
-    "DEFAULT_MULTIPOINT",
-    "DEFAULT_PARALLELISM",
-    "DEFAULT_RESOURCES",
-    "DEFAULT_SCHEDULER_NAME",
-    "EXTENSION_POINTS",
-    "KIND",
-    "MULTI_POINT",
-    "NOT_MODELLED",
-    "PLUGIN_POINTS",
-    "REMOVED_PLUGINS",
-    "SYSTEM_DEFAULT_CONSTRAINTS",
-    "PluginSet",
-    "expand_point",
-    "merge_plugin_set",
-    "score_weights",
+    "API_VERSION", "DEFAULT_MULTIPOINT", "DEFAULT_PARALLELISM", "DEFAULT_PLUGINS", "DEFAULT_RESOURCES",
+    "DEFAULT_SCHEDULER_NAME", "DEFAULT_SPECS", "EXTENSION_POINTS", "KIND", "MULTI_POINT", "NOT_MODELLED",
+    "PLUGIN_POINTS", "REMOVED_PLUGINS", "SYSTEM_DEFAULT_CONSTRAINTS", "BalancedAllocationArgs",
+    "DefaultPreemptionArgs", "FieldReader", "FrozenMap", "InterPodAffinityArgs", "NodeAffinityArgs",
+    "NodeResourcesFitArgs", "PluginSet", "PodTopologySpreadArgs", "ResourceSpec", "ScoringStrategyType",
+    "UtilizationShapePoint", "decode_plugins", "expand_point", "implements", "merge_plugin_set", "score_weights",
 ]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -175,3 +174,237 @@ def score_weights(score: PluginSet, multipoint: tuple[Entry, ...], enabled: tupl
         if name in enabled and name not in weights:
             weights[name] = weight or 1
     return {name: weights.get(name, 1) for name in enabled}
+
+
+# ------------------------------------------------------------------------ argument types (defaults.go)
+class ScoringStrategyType(StrEnum):
+    """NodeResourcesFit ``scoringStrategy.type`` (the UPPER_CASE names are aliases)."""
+
+    LeastAllocated = "LeastAllocated"
+    MostAllocated = "MostAllocated"
+    RequestedToCapacityRatio = "RequestedToCapacityRatio"
+    LEAST_ALLOCATED = "LeastAllocated"
+    MOST_ALLOCATED = "MostAllocated"
+    REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    name: str
+    weight: int
+
+
+@dataclass(frozen=True)
+class UtilizationShapePoint:
+    utilization: int
+    score: int
+
+
+DEFAULT_SPECS = tuple(ResourceSpec(n, w) for n, w in DEFAULT_RESOURCES)
+
+
+@dataclass(frozen=True)
+class NodeResourcesFitArgs:
+    """Defaults: ``SetDefaults_NodeResourcesFitArgs`` (LeastAllocated, cpu:1, memory:1)."""
+
+    ignored_resources: tuple[str, ...] = ()
+    ignored_resource_groups: tuple[str, ...] = ()
+    strategy: ScoringStrategyType = ScoringStrategyType.LeastAllocated
+    resources: tuple[ResourceSpec, ...] = DEFAULT_SPECS
+    shape: tuple[UtilizationShapePoint, ...] = ()
+
+
+@dataclass(frozen=True)
+class BalancedAllocationArgs:
+    """Defaults: ``SetDefaults_NodeResourcesBalancedAllocationArgs`` (cpu:1, memory:1)."""
+
+    resources: tuple[ResourceSpec, ...] = DEFAULT_SPECS
+
+
+@dataclass(frozen=True)
+class PodTopologySpreadArgs:
+    """Defaults: ``SetDefaults_PodTopologySpreadArgs`` (System); constraints are raw API dicts."""
+
+    default_constraints: tuple[dict, ...] = ()
+    defaulting_type: str = "System"
+
+    @property
+    def effective_default_constraints(self) -> tuple[dict, ...]:
+        """``systemDefaultConstraints`` for System, else the listed ones (``buildDefaultConstraints``)."""
+        return SYSTEM_DEFAULT_CONSTRAINTS if self.defaulting_type == "System" else self.default_constraints
+
+
+@dataclass(frozen=True)
+class InterPodAffinityArgs:
+    """Defaults: ``SetDefaults_InterPodAffinityArgs`` (hardPodAffinityWeight 1)."""
+
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+@dataclass(frozen=True)
+class NodeAffinityArgs:
+    added_affinity: dict | None = None
+
+
+@dataclass(frozen=True)
+class DefaultPreemptionArgs:
+    """Defaults: ``SetDefaults_DefaultPreemptionArgs`` (10 %, 100 nodes)."""
+
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+
+class FrozenMap(Mapping[str, Any]):
+    """A read-only, hashable mapping (keeps insertion order)."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, items: Mapping[str, Any]) -> None:
+        self._d = dict(items)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._d[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._d.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._d)
+
+
+# ------------------------------------------------------------------------ strict field decoding
+INT32_MAX = 2**31 - 1
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _what(v: Any) -> str:
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+             float: "a number", type(None): "null"}
+    return names.get(type(v), type(v).__name__)
+
+
+class FieldReader:
+    """Typed access to the decoded YAML, failing with the field path."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, path: str, msg: str) -> InputError:
+        return InputError(msg, source=self.source, obj=KIND, path=path)
+
+    def obj(self, v: Any, path: str, fields: tuple[str, ...] | None, required: bool = False) -> dict:
+        """A mapping (null = empty unless required) whose keys are all in ``fields`` (None: any)."""
+        if v is None and not required:
+            return {}
+        if not isinstance(v, dict):
+            raise self.fail(path, f"expected a mapping, got {_what(v)}")
+        for key in v:
+            if fields is not None and key not in fields:
+                raise self.fail(f"{path}.{key}", f"unknown field; expected one of {', '.join(fields)}")
+        return v
+
+    def seq(self, v: Any, path: str) -> list:
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise self.fail(path, f"expected a list, got {_what(v)}")
+        return v
+
+    def integer(self, v: Any, path: str, lo: int = -INT32_MAX - 1, hi: int = INT32_MAX) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(path, f"{v!r} is not an integer")
+        if not lo <= v <= hi:
+            raise self.fail(path, f"{v} must be at least {lo}" if v < lo and hi >= INT32_MAX
+                            else f"{v} is not in the valid range [{lo}, {hi}]")
+        return v
+
+    def string(self, v: Any, path: str) -> str:
+        if not isinstance(v, str) or not v:
+            raise self.fail(path, f"expected a non-empty string, got {v!r}" if isinstance(v, str)
+                            else f"expected a non-empty string, got {_what(v)}")
+        return v
+
+    def boolean(self, v: Any, path: str) -> bool:
+        if not isinstance(v, bool):
+            raise self.fail(path, f"{v!r} is not true or false")
+        return v
+
+    def choice(self, v: Any, path: str, options: tuple[str, ...]) -> str:
+        if v not in options:
+            head = "required: one of" if v in (None, "") else f"{v!r} is not one of"
+            raise self.fail(path, f"{head} {', '.join(options)}")
+        return v
+
+    def qualified_name(self, v: Any, path: str) -> str:
+        """``ValidateLabelName``: an optional DNS-subdomain prefix and ``/``, then a name of up to 63 chars."""
+        v = self.string(v, path)
+        prefix, _, name = v.rpartition("/")
+        if not _NAME.fullmatch(name) or len(name) > 63 or "/" in v and not _SUBDOMAIN.fullmatch(prefix):
+            raise self.fail(path, f"{v!r} is not a qualified name (an optional DNS-subdomain prefix and '/', "
+                                  "then up to 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric)")
+        return v
+
+    def duration(self, v: Any, path: str, minimum: float) -> None:
+        """A Go ``time.Duration`` string (``metav1.Duration``) of at least ``minimum`` seconds."""
+        text = v if isinstance(v, str) else ""
+        body = text.lstrip("+-")
+        parts = _DURATION.findall(body)
+        if body != "0" and (not parts or "".join(a + u for a, u in parts) != body):
+            raise self.fail(path, f"{v!r} is not a duration such as '10s' or '1m30s'")
+        seconds = sum(float(a) * _UNIT_SECONDS[u] for a, u in parts) * (-1 if text.startswith("-") else 1)
+        if seconds < minimum:
+            raise self.fail(path, f"{v!r} must be at least {minimum:g}s")
+
+
+# ------------------------------------------------------------------------ decoding .profiles[*].plugins
+def _plugin(r: FieldReader, raw: Any, path: str, enabling: bool) -> tuple[str, int | None]:
+    raw = r.obj(raw, path, ("name", "weight"), required=True)
+    name = r.string(raw.get("name"), f"{path}.name")
+    if enabling and name in REMOVED_PLUGINS:
+        raise r.fail(f"{path}.name", f"plugin {name!r} was removed and is invalid in {API_VERSION}")
+    weight = raw.get("weight")
+    weight = r.integer(weight, f"{path}.weight", 0) if weight is not None else None
+    return name, weight or None  # an unset weight and 0 both mean 1 (getScoreWeights)
+
+
+def _plugin_set(r: FieldReader, raw: Any, path: str, point: str) -> PluginSet:
+    raw = r.obj(raw, path, ("enabled", "disabled"))
+    enabled: list[tuple[str, int | None]] = []
+    for i, entry in enumerate(r.seq(raw.get("enabled"), f"{path}.enabled")):
+        p = f"{path}.enabled[{i}]"
+        name, weight = _plugin(r, entry, p, True)
+        if name in (n for n, _ in enabled):  # updatePluginList / expandMultiPointPlugins
+            raise r.fail(f"{p}.name", f"plugin {name!r} is already enabled at {point}")
+        if point != MULTI_POINT and name in PLUGIN_POINTS and not implements(name, point):
+            raise r.fail(f"{p}.name", f"plugin {name!r} does not extend {point}")
+        enabled.append((name, weight))
+    disabled = tuple(_plugin(r, e, f"{path}.disabled[{i}]", False)[0]
+                     for i, e in enumerate(r.seq(raw.get("disabled"), f"{path}.disabled")))
+    return PluginSet(tuple(enabled), disabled)
+
+
+def decode_plugins(r: FieldReader, raw: Any, path: str) -> tuple[dict[str, tuple[str, ...]], dict[str, int],
+                                                                PluginSet]:
+    """(plugins per point incl. multiPoint, score weights, the configured queueSort set): ``mergePlugins``,
+    then ``NewFramework``'s expansion and its queueSort/bind checks."""
+    raw = r.obj(raw, path, (*EXTENSION_POINTS, MULTI_POINT))
+    custom = {p: _plugin_set(r, raw.get(p), f"{path}.{p}", p) for p in (MULTI_POINT, *EXTENSION_POINTS)}
+    multipoint = merge_plugin_set(DEFAULT_PLUGINS, custom[MULTI_POINT]).enabled
+    lists = {p: expand_point(p, custom[p], multipoint) for p in EXTENSION_POINTS}
+    lists[MULTI_POINT] = tuple(n for n, _ in multipoint)
+    if len(lists["queueSort"]) != 1:
+        raise r.fail(f"{path}.queueSort", f"exactly one queueSort plugin must be enabled, got "
+                                          f"{len(lists['queueSort'])}: {', '.join(lists['queueSort']) or 'none'}")
+    if not lists["bind"]:
+        raise r.fail(f"{path}.bind", "at least one bind plugin must be enabled")
+    return lists, score_weights(custom["score"], multipoint, lists["score"]), custom["queueSort"]
