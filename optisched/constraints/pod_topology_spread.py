@@ -17,6 +17,7 @@ import numpy as np
 from ..framework import Code, CycleState, FilterResult, Status
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
 from ..model.snapshot import Snapshot
+from ..model.state import HOSTNAME_LABEL as HOSTNAME
 from ..model.state import ClusterState
 from .node_affinity import required_mask
 from .pod_counts import MatchCounter, Selector, selector_of
@@ -34,7 +35,6 @@ __all__ = [
 
 REASON = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = REASON + " (missing required label)"
-HOSTNAME = "kubernetes.io/hostname"
 MAX_INT32 = 2**31 - 1
 
 

@@ -8,6 +8,7 @@ selectors over one pod's labels, as ``metav1.LabelSelectorAsSelector`` does
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,7 +22,8 @@ from ..model.objects import (
 )
 from ..model.state import ClusterState
 
-__all__ = ["label_selector_matches", "labels_mask", "node_selector_mask", "requirement_mask", "term_mask"]
+__all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask", "requirement_mask",
+           "selector_of", "term_mask"]
 
 _Op = NodeSelectorOperator
 
@@ -78,20 +80,61 @@ def labels_mask(state: ClusterState, labels: Mapping[str, str]) -> np.ndarray:
 
 def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
     """``metav1.LabelSelectorAsSelector(selector).Matches(labels)``."""
-    if selector is None:
-        return False
-    for k, v in selector.match_labels.items():
-        if labels.get(k) != v:
+    return selector_of(selector).matches(labels)
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A hashable label selector: required label pairs and expressions (``None`` = matches nothing)."""
+
+    labels: frozenset[tuple[str, str]] | None
+    exprs: tuple[tuple[str, str, frozenset[str]], ...] = ()
+
+    @property
+    def nothing(self) -> bool:
+        return self.labels is None
+
+    @property
+    def empty(self) -> bool:
+        """``labels.Selector.Empty()``: no requirement at all (matches every pod)."""
+        return self.labels is not None and not self.labels and not self.exprs
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.labels is None:
             return False
-    for r in selector.match_expressions:
-        present = r.key in labels
-        op = r.operator
-        if op == SelectorOperator.IN and not (present and labels[r.key] in r.values):
-            return False
-        if op == SelectorOperator.NOT_IN and present and labels[r.key] in r.values:
-            return False
-        if op == SelectorOperator.EXISTS and not present:
-            return False
-        if op == SelectorOperator.DOES_NOT_EXIST and present:
-            return False
-    return True
+        for k, v in self.labels:
+            if labels.get(k) != v:
+                return False
+        for key, op, values in self.exprs:
+            present = key in labels
+            if op == "In" and not (present and labels[key] in values):
+                return False
+            if op == "NotIn" and present and labels[key] in values:
+                return False
+            if op == "Exists" and not present:
+                return False
+            if op == "DoesNotExist" and present:
+                return False
+        return True
+
+    def with_labels(self, extra: Mapping[str, str]) -> Selector:
+        """Add ``key=value`` requirements (``mergeLabelSetWithSelector``); nothing stays nothing."""
+        if self.labels is None or not extra:
+            return self
+        return Selector(self.labels | frozenset(extra.items()), self.exprs)
+
+    def with_exprs(self, exprs: tuple[tuple[str, str, frozenset[str]], ...]) -> Selector:
+        if self.labels is None or not exprs:
+            return self
+        return Selector(self.labels, self.exprs + exprs)
+
+
+NOTHING = Selector(None)
+
+
+def selector_of(sel: LabelSelector | None) -> Selector:
+    """``metav1.LabelSelectorAsSelector``: nil matches nothing, empty matches everything."""
+    if sel is None:
+        return NOTHING
+    exprs = tuple((r.key, SelectorOperator(r.operator).value, frozenset(r.values)) for r in sel.match_expressions)
+    return Selector(frozenset(sel.match_labels.items()), exprs)

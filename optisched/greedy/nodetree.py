@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.objects import Node
+from ..model.state import REGION_LABEL, ZONE_LABEL
 
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
@@ -27,8 +28,8 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 def zone_key(node: Node) -> str:
     """``GetZoneKey``: region and zone (GA labels, else the beta failure-domain labels)."""
     labels = node.metadata.labels
-    zone = labels.get("topology.kubernetes.io/zone", labels.get("failure-domain.beta.kubernetes.io/zone", ""))
-    region = labels.get("topology.kubernetes.io/region", labels.get("failure-domain.beta.kubernetes.io/region", ""))
+    zone = labels.get(ZONE_LABEL, labels.get("failure-domain.beta.kubernetes.io/zone", ""))
+    region = labels.get(REGION_LABEL, labels.get("failure-domain.beta.kubernetes.io/region", ""))
     if not region and not zone:
         return ""
     return f"{region}:\x00:{zone}"

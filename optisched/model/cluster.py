@@ -45,14 +45,6 @@ class Cluster:
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    @property
-    def bound_pods(self) -> list[Pod]:
-        return [p for p in self.pods if p.spec.node_name]
-
-    @property
-    def pending_pods(self) -> list[Pod]:
-        return [p for p in self.pods if not p.spec.node_name]
-
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         """Labels per namespace; namespaces only referenced by pods get ``kubernetes.io/metadata.name``."""
         out = {ns.metadata.name: {**ns.metadata.labels, "kubernetes.io/metadata.name": ns.metadata.name}

@@ -77,21 +77,22 @@ class DefaultPreemption:
         return min(max(k, self.args.min_candidate_nodes_absolute), n)
 
     # ----------------------------------------------------------------- per node
-    def select_victims(self, cycle: CycleState, node: int, filter_node: NodeFilter) -> tuple[Candidate | None, str]:
+    def select_victims(self, cycle: CycleState, node: int,
+                       filter_node: NodeFilter) -> tuple[Candidate | None, tuple[Code, list[str]]]:
         """``SelectVictimsOnNode`` on the live snapshot, restored before returning."""
         snap = self.snapshot
         prio = int(self.state.pod_priority[cycle.pod])
         saved = snap.save_node(node)
         potential = [p for p in snap.pods_on[node] if self.state.pod_priority[p] < prio]
         if not potential:
-            return None, f"{Code.UNSCHEDULABLE_AND_UNRESOLVABLE.label}: {NO_VICTIMS}"
+            return None, (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NO_VICTIMS])
         for p in potential:
             snap.remove(p)
         removed = set(potential)
         try:
             fits, _, code, reasons = filter_node(cycle, node)
             if not fits:
-                return None, f"{code.label}: {', '.join(reasons)}"
+                return None, (code, reasons)
             potential.sort(key=self._importance_key)
             violating, ok = self.ledger.split_by_violation(potential)
             victims: list[int] = []
@@ -108,7 +109,7 @@ class DefaultPreemption:
                         n_violating += is_violating
             if violating and ok:
                 victims.sort(key=self._importance_key)
-            return Candidate(node, victims, n_violating), ""
+            return Candidate(node, victims, n_violating), (Code.SUCCESS, [])
         finally:
             for p in removed:
                 snap.add(p, node)
@@ -140,7 +141,8 @@ class DefaultPreemption:
         return pool[0]
 
     # ----------------------------------------------------------------- PostFilter
-    def _hopeless(self, cycle: CycleState, nodes: np.ndarray, fit_rule: object) -> dict[int, str]:
+    def _hopeless(self, cycle: CycleState, nodes: np.ndarray,
+                  fit_rule: object) -> dict[int, tuple[Code, list[str]]]:
         """Nodes rejected by NodeResourcesFit that stay short even with every lower-priority pod gone.
 
         The filters before NodeResourcesFit passed and cannot fail when pods leave, so the dry run would
@@ -152,8 +154,7 @@ class DefaultPreemption:
         freed = np.zeros_like(snap.requested)
         np.add.at(freed, snap.node_of[placed], state.pod_requests[placed])
         res = fit_rule.fits(cycle.pod, nodes, snap.requested[nodes] - freed[nodes])  # type: ignore[attr-defined]
-        return {int(n): f"{Code(int(res.code[i])).label}: {', '.join(res.reasons_of(i))}"
-                for i, n in enumerate(nodes) if res.code[i]}
+        return {int(n): (Code(int(res.code[i])), res.reasons_of(i)) for i, n in enumerate(nodes) if res.code[i]}
 
     def post_filter(self, cycle: CycleState, node_codes: np.ndarray, order: np.ndarray,
                     filter_node: NodeFilter, fit_failed: np.ndarray | None = None,
@@ -165,11 +166,11 @@ class DefaultPreemption:
             return PreemptionOutcome(None, message=f"preemption: {NEVER}")
         potential = order[node_codes[order] == Code.UNSCHEDULABLE]
         n_all = self.state.num_nodes
-        statuses: dict[int, str] = {}
+        statuses: dict[int, tuple[Code, list[str]]] = {}
         table: dict[int, dict] = {}
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        hopeless: dict[int, str] = {}
+        hopeless: dict[int, tuple[Code, list[str]]] = {}
         if fit_failed is not None and fit_rule is not None and len(potential):
             quick = potential[fit_failed[potential]]
             if len(quick):
@@ -192,17 +193,14 @@ class DefaultPreemption:
                         break
                     continue
                 statuses[node] = status
-                table[node] = {"numPDBViolations": 0, "status": status}
+                table[node] = {"numPDBViolations": 0, "status": f"{status[0].label}: {', '.join(status[1])}"}
         candidates = non_violating + violating
         if not candidates:
             hist: Counter = Counter()
             for node in range(n_all):
                 status = statuses.get(node)
-                if status is None:
-                    hist[NOT_HELPFUL] += 1
-                else:
-                    for r in status.split(": ", 1)[1].split(", "):
-                        hist[r] += 1
+                for r in (status[1] if status is not None else [NOT_HELPFUL]):
+                    hist[r] += 1
             from ..greedy.fiterror import fit_error_message
 
             return PreemptionOutcome(None, message="preemption: " + fit_error_message(n_all, hist), table=table)
