@@ -137,6 +137,43 @@ def explain(
 
 
 @app.command()
+def preempt(
+    cluster: ClusterArg = None,
+    pod: Annotated[str | None, typer.Option("--pod", help="Only this pending pod (namespace/name).")] = None,
+    all_pending: Annotated[bool, typer.Option("--all-pending", help="Every pending pod (the default).")] = False,
+    mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler's DefaultPreemption).")] = "greedy",
+    profile: ProfileOpt = None,
+    output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML).")] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Show which pods preemption evicts for which preemptors, with priorities and PDBs."""
+    import yaml
+
+    from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .preemption.plan import eviction_objects, preemptions
+    from .render import render_preemptions
+
+    if mode != "greedy":
+        raise InputError(f"--mode: {mode!r} is not available yet; modes: greedy")
+    if pod and all_pending:
+        raise InputError("give --pod or --all-pending, not both")
+    state, config = _load(cluster, profile, kubeconfig, context)
+    key = None
+    if pod:
+        key = pod if "/" in pod else f"default/{pod}"
+        if key not in state.pod_index:
+            raise InputError(f"no pod {key!r} in the input", obj=f"Pod/{key}")
+    sched = GreedyScheduler(state, config, GreedyOptions())
+    result = sched.run()
+    plan = preemptions(result, sched.pdbs, key)
+    render_preemptions(out, plan)
+    if output is not None:
+        with open(output, "w", encoding="utf-8") as f:
+            yaml.safe_dump_all(eviction_objects(plan), f, sort_keys=False, explicit_start=True)
+
+
+@app.command()
 def generate(
     output: Annotated[Path, typer.Argument(help="Output file (.yaml or .json).")],
     nodes: Annotated[int, typer.Option(min=5, max=10_000)] = 20,

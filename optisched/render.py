@@ -169,3 +169,16 @@ def render_explain(console: Console, result: Any, rec: Any) -> None:
         console.print(f"Score plugins skipped: {', '.join(sp.skipped)}")
     if rec.message:
         console.print(rec.message, highlight=False, markup=False)
+
+
+def render_preemptions(console: Console, plan: list) -> None:
+    if not plan:
+        console.print("No preemption: every pod that could be placed fitted without evicting anything.")
+        return
+    t = Table(title="Preemptions (kube-scheduler DefaultPreemption)")
+    for c in ("preemptor", "priority", "node", "victims (priority, PDBs)", "placed"):
+        t.add_column(c)
+    for p in plan:
+        victims = "\n".join(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})" for v, prio, pdbs in p.victims)
+        t.add_row(p.preemptor, str(p.priority), p.node, victims, "yes" if p.placed else "no")
+    console.print(t)
