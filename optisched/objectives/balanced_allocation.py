@@ -12,7 +12,7 @@ import numpy as np
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..model.snapshot import Snapshot
 from ..profile import BalancedAllocationArgs
-from .resource_allocation import allocation_matrix, pod_request_list
+from .resource_allocation import cycle_allocation, pod_request_list
 
 __all__ = ["BalancedAllocation", "balanced_score"]
 
@@ -56,10 +56,7 @@ class BalancedAllocation:
         return Status()
 
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
-        pod_req = cycle.data.get(self.name)
-        if pod_req is None:
-            pod_req = pod_request_list(self.snapshot, cycle.pod, self.resources, use_requested=True)
-        req, alloc = allocation_matrix(self.snapshot, nodes, self.resources, pod_req, use_requested=True)
+        req, alloc = cycle_allocation(self.snapshot, cycle, self.name, nodes, self.resources, use_requested=True)
         return balanced_score(req, alloc)
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:

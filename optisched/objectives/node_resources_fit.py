@@ -12,7 +12,7 @@ import numpy as np
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..model.snapshot import Snapshot
 from ..profile import NodeResourcesFitArgs, ScoringStrategyType
-from .resource_allocation import allocation_matrix, pod_request_list
+from .resource_allocation import cycle_allocation, pod_request_list
 
 __all__ = [
     "NodeResourcesFitScore",
@@ -102,10 +102,7 @@ class NodeResourcesFitScore:
         return Status()
 
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
-        pod_req = cycle.data.get(self.name)
-        if pod_req is None:
-            pod_req = pod_request_list(self.snapshot, cycle.pod, self.resources, use_requested=False)
-        req, alloc = allocation_matrix(self.snapshot, nodes, self.resources, pod_req, use_requested=False)
+        req, alloc = cycle_allocation(self.snapshot, cycle, self.name, nodes, self.resources, use_requested=False)
         strategy = self.args.strategy
         if strategy == ScoringStrategyType.MOST_ALLOCATED:
             return most_allocated(req, alloc, self.weights)

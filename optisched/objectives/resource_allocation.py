@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..framework import CycleState
 from ..model.snapshot import Snapshot
 
 __all__ = ["allocation_matrix", "is_scalar_resource", "pod_request_list"]
@@ -52,3 +53,12 @@ def allocation_matrix(snapshot: Snapshot, nodes: np.ndarray, resources: list[str
         alloc[:, i] = a
         req[:, i] = np.where(present, used + pod_req[i], 0)
     return req, alloc
+
+
+def cycle_allocation(snapshot: Snapshot, cycle: CycleState, key: str, nodes: np.ndarray, resources: list[str],
+                     use_requested: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(requested, allocatable) for the cycle's pod, reusing the request list its PreScore stored under ``key``."""
+    pod_req = cycle.data.get(key)
+    if pod_req is None:
+        pod_req = pod_request_list(snapshot, cycle.pod, resources, use_requested)
+    return allocation_matrix(snapshot, nodes, resources, pod_req, use_requested)
