@@ -41,7 +41,7 @@ def test_greedy_never_overcommits_and_preempts_only_lower_priority(spec, requeue
     for p in np.flatnonzero(state.pod_node >= 0):
         assert snap.node_of[p] == state.pod_node[p] or p in result.preempted
     # a pod with preemptionPolicy Never never caused an eviction
-    for _, (preemptor, _) in result.preempted.items():
+    for preemptor, _ in result.preempted.values():
         assert state.pods[preemptor].spec.preemption_policy != "Never"
 
 
