@@ -1,10 +1,21 @@
-"""NodeResourcesFit filter: the node must have room for the pod's requests.
+"""NodeResourcesFit, PreFilter and Filter: the node must have room for the pod's requests.
 
-Upstream: ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (``fitsRequest``): "Too many pods"
-first, then every requested resource (cpu, memory, ephemeral-storage, then scalar resources: extended,
-hugepages) whose free amount is below the request; ignored extended resources and resource groups are
-skipped. A request larger than the node's whole allocatable makes the failure
-UnschedulableAndUnresolvable (no preemption can help), otherwise Unschedulable.
+Upstream (v1.35): ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (``PreFilter``,
+``computePodResourceRequest``, ``Filter``, ``fitsRequest``), the resource-name helpers of
+``pkg/apis/core/v1/helper/helpers.go`` and ``pkg/scheduler/util/utils.go`` (``IsScalarResourceName``).
+
+* PreFilter computes ``resource.PodRequests`` (the compiled ``ClusterState.pod_requests``). It rejects
+  nothing in v1.35: its only rejection needs the SidecarContainers gate off.
+* Filter, in ``fitsRequest``'s order: ``Too many pods`` when the pods already on the node plus this one
+  exceed the allocatable pod count; then ``Insufficient cpu``, ``memory``, ``ephemeral-storage`` and
+  ``Insufficient <name>`` for each scalar resource (extended, hugepages-*, ``*kubernetes.io/*``,
+  attachable-volumes-*), each only when the pod requests a non-zero amount that exceeds
+  allocatable − requested. A node without the resource at all has allocatable 0. Extended resources
+  listed in ``ignoredResources``, or whose name prefix (before ``/``) is in ``ignoredResourceGroups``,
+  are not checked; hugepages and native resources cannot be ignored. A node may get several reasons.
+* Code: Unschedulable, or UnschedulableAndUnresolvable when any insufficient resource is requested
+  beyond the node's whole allocatable (preemption cannot help). ``Too many pods`` is never unresolvable.
+* Upstream walks the scalar resources in Go map order (random); they are checked here in name order.
 """
 from __future__ import annotations
 
@@ -13,22 +24,54 @@ import numpy as np
 from ..framework import Code, CycleState, FilterResult, Status
 from ..model.snapshot import Snapshot
 
-__all__ = ["TOO_MANY_PODS", "NodeResourcesFit", "is_extended_resource"]
+__all__ = [
+    "TOO_MANY_PODS",
+    "NodeResourcesFit",
+    "is_attachable_volume",
+    "is_extended_resource",
+    "is_hugepages",
+    "is_prefixed_native_resource",
+    "is_scalar_resource_name",
+]
 
 TOO_MANY_PODS = "Too many pods"
-_NATIVE = ("cpu", "memory", "ephemeral-storage", "pods")
+_CHECKED_NATIVE = ("cpu", "memory", "ephemeral-storage")
+
+
+def is_prefixed_native_resource(name: str) -> bool:
+    """``v1helper.IsPrefixedNativeResource``: the name contains ``kubernetes.io/``."""
+    return "kubernetes.io/" in name
+
+
+def is_hugepages(name: str) -> bool:
+    """``v1helper.IsHugePageResourceName``."""
+    return name.startswith("hugepages-")
+
+
+def is_attachable_volume(name: str) -> bool:
+    """``v1helper.IsAttachableVolumeResourceName``."""
+    return name.startswith("attachable-volumes-")
 
 
 def is_extended_resource(name: str) -> bool:
-    """``v1helper.IsExtendedResourceName``: namespaced, not ``kubernetes.io/``, not ``requests.`` prefixed."""
-    if name.startswith("hugepages-") or "/" not in name:
-        return False
-    if name.startswith("kubernetes.io/") or ".kubernetes.io/" in name.split("/")[0] + "/":
+    """``v1helper.IsExtendedResourceName``: not native (has a ``/`` and no ``kubernetes.io/``) and not
+    ``requests.``-prefixed. (Upstream also requires ``requests.<name>`` to be a qualified name, which API
+    validation already guarantees for names that reach the scheduler.)"""
+    if "/" not in name or is_prefixed_native_resource(name):
         return False
     return not name.startswith("requests.")
 
 
+def is_scalar_resource_name(name: str) -> bool:
+    """``schedutil.IsScalarResourceName``: the names ``framework.Resource`` keeps in ``ScalarResources``."""
+    return (is_extended_resource(name) or is_hugepages(name) or is_prefixed_native_resource(name)
+            or is_attachable_volume(name))
+
+
 class NodeResourcesFit:
+    """PreFilter + Filter of ``NodeResourcesFit``; ``fits`` is ``fitsRequest`` for any "used" matrix
+    (preemption calls it with the lower-priority pods taken away)."""
+
     name = "NodeResourcesFit"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
@@ -38,39 +81,52 @@ class NodeResourcesFit:
         ignored = set(getattr(fit, "ignored_resources", ()))
         groups = set(getattr(fit, "ignored_resource_groups", ()))
         self.pods_col = state.resource_col("pods")
-        # columns checked, in upstream's order: cpu, memory, ephemeral-storage, then scalars by name
-        self.check_cols: list[tuple[int, str]] = []
+        # Columns checked, in fitsRequest's order: cpu, memory, ephemeral-storage, then the scalar
+        # resources (ClusterState sorts the extra columns by name).
+        cols: list[int] = [state.resource_col(r) for r in _CHECKED_NATIVE]
         for j, r in enumerate(state.resources):
-            if r == "pods":
+            if r in _CHECKED_NATIVE or r == "pods" or not is_scalar_resource_name(r):
                 continue
-            if r not in _NATIVE and is_extended_resource(r) and (r in ignored or r.split("/")[0] in groups):
+            if is_extended_resource(r) and (r in ignored or r.split("/")[0] in groups):
                 continue
-            self.check_cols.append((j, f"Insufficient {r}"))
+            cols.append(j)
+        self.check_cols = np.array(cols, dtype=np.int64)
+        self.reasons = [f"Insufficient {state.resources[j]}" for j in cols]
+        self._per_pod: dict[int, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+
+    def _checks(self, pod: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(columns, requested amounts, reasons) of the checked resources the pod requests (> 0)."""
+        hit = self._per_pod.get(pod)
+        if hit is None:
+            need = self.snapshot.state.pod_requests[pod, self.check_cols]
+            keep = np.flatnonzero(need > 0)
+            hit = (self.check_cols[keep], need[keep], [self.reasons[k] for k in keep])
+            self._per_pod[pod] = hit
+        return hit
 
     def pre_filter(self, cycle: CycleState) -> Status:
+        self._checks(cycle.pod)
         return Status()
 
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         return self.fits(cycle.pod, nodes, self.snapshot.requested[nodes])
 
     def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray) -> FilterResult:
-        """``fitsRequest`` of pod row ``pod`` on ``nodes`` given what is already requested there."""
+        """``fitsRequest`` of pod row ``pod`` on ``nodes``, given ``used[i]`` = what is requested on
+        ``nodes[i]`` (the "pods" column counts the pods there)."""
         alloc = self.snapshot.state.allocatable[nodes]
-        req = self.snapshot.state.pod_requests[pod]
         code = np.zeros(len(nodes), dtype=np.int8)
         reasons: list[tuple[np.ndarray, str]] = []
         too_many = used[:, self.pods_col] + 1 > alloc[:, self.pods_col]
         if too_many.any():
             code[too_many] = Code.UNSCHEDULABLE
             reasons.append((too_many, TOO_MANY_PODS))
-        for j, text in self.check_cols:
-            need = req[j]
-            if need <= 0:
+        cols, need, texts = self._checks(pod)
+        for j, amount, text in zip(cols, need, texts):
+            short = amount > alloc[:, j] - used[:, j]
+            if not short.any():
                 continue
-            short = need > alloc[:, j] - used[:, j]
-            if short.any():
-                code[short] = np.maximum(code[short], Code.UNSCHEDULABLE)
-                never = short & (need > alloc[:, j])
-                code[never] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-                reasons.append((short, text))
+            reasons.append((short, text))
+            code[short] = np.maximum(code[short], np.int8(Code.UNSCHEDULABLE))
+            code[short & (amount > alloc[:, j])] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(code, reasons)

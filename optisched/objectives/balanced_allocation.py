@@ -1,9 +1,17 @@
 """NodeResourcesBalancedAllocation: favour nodes whose resource fractions stay balanced.
 
-Upstream: ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go``: fractions of the
-pod's actual requests (``useRequested``) plus the node's requested over allocatable, capped at 1;
-``(1 - std) * 100`` truncated, with std = |f1 - f2| / 2 for two resources. Best-effort pods (no
-request for any configured resource) skip the plugin. No NormalizeScore.
+Upstream (v1.35): ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go``
+(``PreScore``, ``Score``, ``balancedResourceScorer``; no NormalizeScore) on the shared
+``resource_allocation.go`` with ``useRequested: true``.
+
+* PreScore: the pod's *actual* requests (``resource.PodRequests``, no 100m / 200 MiB defaults) for the
+  configured resources (default cpu, memory); when all are zero the pod is "best effort" for this
+  plugin and it returns Skip (issue #129138), so it adds nothing to any node's score.
+* Score, per node: for each configured resource the node has (allocatable ≠ 0; a scalar resource the
+  pod does not request is left out), fraction = (requested on the node + the pod's request) /
+  allocatable as float64, capped at 1. With two fractions std = |f1 − f2| / 2; with more, the
+  population standard deviation (mean and sum of squares accumulated in resource order, as Go does);
+  with fewer, 0. Score = ``int64((1 − std) · MaxNodeScore)``, truncated.
 """
 from __future__ import annotations
 
@@ -12,51 +20,68 @@ import numpy as np
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..model.snapshot import Snapshot
 from ..profile import BalancedAllocationArgs
-from .resource_allocation import cycle_allocation, pod_request_list
+from .node_resources_fit import ResourceAllocationScorer
 
 __all__ = ["BalancedAllocation", "balanced_score"]
 
 
 def balanced_score(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
-    """``balancedResourceScorer`` over rows of (requested, allocatable), float64 as Go."""
+    """``balancedResourceScorer`` over rows of (requested, allocatable) per resource, float64 as Go."""
+    n, k = req.shape
     present = alloc != 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(present, np.minimum(req / np.where(present, alloc, 1).astype(np.float64), 1.0), 0.0)
-    k = present.sum(axis=1)
-    std = np.zeros(len(req))
-    two = k == 2
+        frac = req.astype(np.float64) / np.where(present, alloc, 1).astype(np.float64)
+    frac = np.where(present, np.minimum(frac, 1.0), 0.0)
+    count = present.sum(axis=1)
+    # sequential float sums in resource order (Go's loop), not numpy's pairwise summation
+    total = np.zeros(n)
+    for j in range(k):
+        total = total + frac[:, j]
+    std = np.zeros(n)
+    two = count == 2
     if two.any():
-        # the two present fractions, in resource order
-        idx = np.argsort(~present[two], axis=1, kind="stable")[:, :2]
-        f = np.take_along_axis(frac[two], idx, axis=1)
-        std[two] = np.abs((f[:, 0] - f[:, 1]) / 2)
-    many = k > 2
+        first = np.argmax(present, axis=1)
+        rest = present.copy()
+        rest[np.arange(n), first] = False
+        second = np.argmax(rest, axis=1)
+        rows = np.arange(n)
+        std[two] = np.abs((frac[rows, first] - frac[rows, second]) / 2)[two]
+    many = count > 2
     if many.any():
-        fr = frac[many]
-        pr = present[many]
-        mean = fr.sum(axis=1) / k[many]
-        dev = np.where(pr, (fr - mean[:, None]) ** 2, 0.0)
-        std[many] = np.sqrt(dev.sum(axis=1) / k[many])
+        mean = total / np.maximum(count, 1)
+        sq = np.zeros(n)
+        for j in range(k):
+            d = frac[:, j] - mean
+            sq = sq + np.where(present[:, j], d * d, 0.0)
+        std[many] = np.sqrt(sq / np.maximum(count, 1))[many]
     return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
 
 class BalancedAllocation:
+    """PreScore + Score of ``NodeResourcesBalancedAllocation``."""
+
     name = "NodeResourcesBalancedAllocation"
+    state_key = "PreScoreNodeResourcesBalancedAllocation"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.snapshot = snapshot
-        args: BalancedAllocationArgs = getattr(profile, "balanced", BalancedAllocationArgs())
-        self.resources = [r.name for r in args.resources]
+        args: BalancedAllocationArgs = getattr(profile, "balanced", None) or BalancedAllocationArgs()
+        self.scorer = ResourceAllocationScorer(snapshot, args.resources, use_requested=True)
 
     def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
-        req = pod_request_list(self.snapshot, cycle.pod, self.resources, use_requested=True)
-        if not req.any():
+        req = self.scorer.pod_requests(cycle.pod)
+        if not req.any():  # isBestEffortPod
             return Status.skip()
-        cycle.data[self.name] = req
+        cycle.data[self.state_key] = req
         return Status()
 
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
-        req, alloc = cycle_allocation(self.snapshot, cycle, self.name, nodes, self.resources, use_requested=True)
+        pod_req = cycle.data.get(self.state_key)
+        if pod_req is None:
+            pod_req = self.scorer.pod_requests(cycle.pod)
+            if not pod_req.any():  # Score without PreScore returns 0 for a best-effort pod
+                return np.zeros(len(nodes), dtype=np.int64)
+        req, alloc = self.scorer.inputs(nodes, pod_req)
         return balanced_score(req, alloc)
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:

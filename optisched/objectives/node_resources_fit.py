@@ -1,62 +1,142 @@
-"""NodeResourcesFit scoring: LeastAllocated, MostAllocated, RequestedToCapacityRatio.
+"""NodeResourcesFit, PreScore and Score: LeastAllocated, MostAllocated, RequestedToCapacityRatio.
 
-Upstream: ``pkg/scheduler/framework/plugins/noderesources/{least_allocated,most_allocated,
-requested_to_capacity_ratio}.go`` and ``helper/shape_score.go``; integer math as Go (truncating
-division; ``math.Round`` half away from zero). Scores use non-zero cpu/memory requests.
-No NormalizeScore.
+Upstream (v1.35): ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (``PreScore``, ``Score``;
+no ``ScoreExtensions``, so no NormalizeScore), ``resource_allocation.go`` (``score``,
+``calculateResourceAllocatableRequest``, ``calculatePodResourceRequest``), ``least_allocated.go``,
+``most_allocated.go``, ``requested_to_capacity_ratio.go`` and ``helper/shape_score.go``.
+
+For each configured resource (``scoringStrategy.resources``, default cpu:1, memory:1) and node:
+
+* requested = what the node's pods request + what this pod requests. For cpu and memory both are the
+  *non-zero* requests (100m / 200 MiB for containers that set none: ``NodeInfo.NonZeroRequested``,
+  ``useRequested`` is false); every other resource uses the actual requests.
+* a resource is left out of the node's score (allocatable 0) when the node does not have it, when it
+  is a scalar resource (extended, hugepages…) the pod does not request, or when the scheduler cannot
+  account it at all (``pods``, or a name that is neither native nor scalar).
+* LeastAllocated: ``(capacity - requested) * 100 / capacity`` (0 when requested > capacity);
+  MostAllocated: ``min(requested, capacity) * 100 / capacity``; both averaged with the weights,
+  integer division (``nodeScore / weightSum``, 0 when no resource counts).
+* RequestedToCapacityRatio: utilization ``requested * 100 / capacity`` (integer; 100 when requested
+  > capacity) through ``BuildBrokenLinearFunction`` of the shape, whose scores (0..10) are scaled by
+  ``MaxNodeScore / MaxCustomPriorityScore`` = 10; resources scoring 0 leave both sums; the result is
+  ``math.Round(nodeScore / weightSum)``.
+
+PreScore never skips (only the DRA extended-resource path, off in v1.35, can fail it).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..constraints.node_resources_fit import is_scalar_resource_name
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..model.snapshot import Snapshot
-from ..profile import NodeResourcesFitArgs, ScoringStrategyType
-from .resource_allocation import cycle_allocation, pod_request_list
+from ..profile import NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType
+from .resource_allocation import allocation_matrix, pod_request_list
 
 __all__ = [
+    "MAX_CUSTOM_PRIORITY_SCORE",
+    "MAX_UTILIZATION",
     "NodeResourcesFitScore",
+    "ResourceAllocationScorer",
     "broken_linear",
     "go_div",
+    "go_round",
     "least_allocated",
     "most_allocated",
     "requested_to_capacity_ratio",
+    "scorable_resource",
 ]
 
-MAX_UTILIZATION = 100
-MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100  # requested_to_capacity_ratio.go maxUtilization
+MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 
 
+# ------------------------------------------------------------------------------- Go arithmetic
 def go_div(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
-    """Go's integer division (truncates toward zero)."""
+    """Go's integer division: the quotient truncated toward zero."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
     q = np.abs(a) // np.abs(b)
-    return np.where((np.sign(a) * np.sign(b)) < 0, -q, q)
+    return np.where((a < 0) != (b < 0), -q, q)
 
 
-def _weighted(per_resource: np.ndarray, alloc: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    present = alloc != 0
-    w = np.where(present, weights, 0)
+def go_round(x: np.ndarray) -> np.ndarray:
+    """``math.Round``: to the nearest integer, halves away from zero (exact: ``x - trunc(x)`` is exact)."""
+    x = np.asarray(x, dtype=np.float64)
+    t = np.trunc(x)
+    return (t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0.0)).astype(np.int64)
+
+
+# ------------------------------------------------------------------ resourceAllocationScorer inputs
+def scorable_resource(name: str) -> bool:
+    """Whether ``calculateResourceAllocatableRequest`` can return a non-zero allocatable for ``name``:
+    cpu, memory, ephemeral-storage, or a name ``framework.Resource`` keeps as a scalar resource."""
+    return name in ("cpu", "memory", "ephemeral-storage") or is_scalar_resource_name(name)
+
+
+class ResourceAllocationScorer:
+    """``resourceAllocationScorer``: the per-resource (requested, allocatable) inputs both resource
+    scorers read, for the configured ``resources``; ``use_requested`` picks actual over non-zero
+    cpu/memory requests (true for BalancedAllocation, false for NodeResourcesFit)."""
+
+    def __init__(self, snapshot: Snapshot, resources: tuple[ResourceSpec, ...], use_requested: bool) -> None:
+        self.snapshot = snapshot
+        self.resources = [r.name for r in resources]
+        self.weights = np.array([r.weight for r in resources], dtype=np.int64)
+        self.use_requested = use_requested
+        self.scorable = np.array([scorable_resource(r) for r in self.resources], dtype=bool)
+
+    def pod_requests(self, pod: int) -> np.ndarray:
+        """``calculatePodResourceRequestList``: the pod's request per configured resource."""
+        req = pod_request_list(self.snapshot, pod, self.resources, self.use_requested)
+        req[~self.scorable] = 0
+        return req
+
+    def inputs(self, nodes: np.ndarray, pod_req: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(requested [n, k], allocatable [n, k]): requested includes the pod; both 0 for a resource the
+        node's score leaves out."""
+        req, alloc = allocation_matrix(self.snapshot, nodes, self.resources, pod_req, self.use_requested)
+        req[:, ~self.scorable] = 0
+        alloc[:, ~self.scorable] = 0
+        return req, alloc
+
+    def cycle_inputs(self, cycle: CycleState, key: str, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``inputs`` with the request list PreScore stored under ``key`` (computed if PreScore did not run)."""
+        pod_req = cycle.data.get(key)
+        if pod_req is None:
+            pod_req = self.pod_requests(cycle.pod)
+        return self.inputs(nodes, pod_req)
+
+
+# ------------------------------------------------------------------------------- the strategies
+def _weighted_mean(per_resource: np.ndarray, counted: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``nodeScore / weightSum`` over the counted resources, integer division; 0 when none counts."""
+    w = np.where(counted, weights, 0)
     total = (per_resource * w).sum(axis=1)
     wsum = w.sum(axis=1)
     return np.where(wsum > 0, total // np.maximum(wsum, 1), 0)
 
 
 def least_allocated(req: np.ndarray, alloc: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``(capacity - requested) * 100 / capacity`` per resource (0 when over capacity), weighted mean."""
-    cap = np.maximum(alloc, 1)
-    s = np.where((alloc == 0) | (req > alloc), 0, (alloc - req) * MAX_NODE_SCORE // cap)
-    return _weighted(s, alloc, weights)
+    """``leastResourceScorer`` over rows of (requested, allocatable) per resource."""
+    present = alloc != 0
+    cap = np.where(present, alloc, 1)
+    s = np.where(present & (req <= alloc), (alloc - req) * MAX_NODE_SCORE // cap, 0)
+    return _weighted_mean(s, present, weights)
 
 
 def most_allocated(req: np.ndarray, alloc: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``requested * 100 / capacity`` per resource (requested capped at capacity), weighted mean."""
-    cap = np.maximum(alloc, 1)
-    s = np.where(alloc == 0, 0, np.minimum(req, alloc) * MAX_NODE_SCORE // cap)
-    return _weighted(s, alloc, weights)
+    """``mostResourceScorer``: requested is capped at capacity (non-zero defaults can exceed it)."""
+    present = alloc != 0
+    cap = np.where(present, alloc, 1)
+    s = np.where(present, np.minimum(req, alloc) * MAX_NODE_SCORE // cap, 0)
+    return _weighted_mean(s, present, weights)
 
 
 def broken_linear(points: list[tuple[int, int]], p: np.ndarray) -> np.ndarray:
-    """``helper.BuildBrokenLinearFunction``: piecewise linear through (utilization, score) points."""
+    """``helper.BuildBrokenLinearFunction``: the first point's score up to its utilization, linear
+    between points (Go integer division), the last point's score beyond."""
+    p = np.asarray(p, dtype=np.int64)
     out = np.full(p.shape, points[-1][1], dtype=np.int64)
     done = np.zeros(p.shape, dtype=bool)
     for i, (u, s) in enumerate(points):
@@ -72,43 +152,53 @@ def broken_linear(points: list[tuple[int, int]], p: np.ndarray) -> np.ndarray:
 
 def requested_to_capacity_ratio(req: np.ndarray, alloc: np.ndarray, weights: np.ndarray,
                                 shape: list[tuple[int, int]]) -> np.ndarray:
-    """Shape scores (scaled ×10) of integer-percent utilization; resources scoring 0 leave the weight
-    sum; rounded weighted mean."""
-    pts = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
-    cap = np.maximum(alloc, 1)
-    util = np.where((alloc == 0) | (req > alloc), MAX_UTILIZATION, req * MAX_UTILIZATION // cap)
-    s = broken_linear(pts, util)
-    counted = (alloc != 0) & (s > 0)
+    """``requestedToCapacityRatioScorer`` with ``shape`` as configured (scores 0..10, scaled here)."""
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    points = [(int(u), int(s) * scale) for u, s in shape]
+    present = alloc != 0
+    cap = np.where(present, alloc, 1)
+    util = np.where(present & (req <= alloc), req * MAX_UTILIZATION // cap, MAX_UTILIZATION)
+    s = broken_linear(points, util)
+    counted = present & (s > 0)
     w = np.where(counted, weights, 0)
     total = (s * w).sum(axis=1)
     wsum = w.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(wsum > 0, total / np.maximum(wsum, 1), 0.0)
-    return np.floor(mean + 0.5).astype(np.int64)  # math.Round on non-negative values
+    mean = total.astype(np.float64) / np.maximum(wsum, 1).astype(np.float64)
+    return np.where(wsum > 0, go_round(mean), 0)
 
 
+# ------------------------------------------------------------------------------------ the plugin
 class NodeResourcesFitScore:
+    """PreScore + Score of ``NodeResourcesFit`` with the profile's scoring strategy."""
+
     name = "NodeResourcesFit"
+    state_key = "PreScoreNodeResourcesFit"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.snapshot = snapshot
-        self.args: NodeResourcesFitArgs = getattr(profile, "fit", NodeResourcesFitArgs())
-        self.resources = [r.name for r in self.args.resources]
-        self.weights = np.array([r.weight for r in self.args.resources], dtype=np.int64)
+        self.args: NodeResourcesFitArgs = getattr(profile, "fit", None) or NodeResourcesFitArgs()
+        self.scorer = ResourceAllocationScorer(snapshot, self.args.resources, use_requested=False)
+        self.strategy = ScoringStrategyType(self.args.strategy)
         self.shape = [(p.utilization, p.score) for p in self.args.shape]
+        if self.strategy == ScoringStrategyType.RequestedToCapacityRatio and not self.shape:
+            raise ValueError("RequestedToCapacityRatio needs a shape")
 
     def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
-        cycle.data[self.name] = pod_request_list(self.snapshot, cycle.pod, self.resources, use_requested=False)
+        cycle.data[self.state_key] = self.scorer.pod_requests(cycle.pod)
         return Status()
 
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
-        req, alloc = cycle_allocation(self.snapshot, cycle, self.name, nodes, self.resources, use_requested=False)
-        strategy = self.args.strategy
-        if strategy == ScoringStrategyType.MOST_ALLOCATED:
-            return most_allocated(req, alloc, self.weights)
-        if strategy == ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO:
-            return requested_to_capacity_ratio(req, alloc, self.weights, self.shape)
-        return least_allocated(req, alloc, self.weights)
+        req, alloc = self.scorer.cycle_inputs(cycle, self.state_key, nodes)
+        return self.score_inputs(req, alloc)
+
+    def score_inputs(self, req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+        """The strategy over (requested, allocatable) rows."""
+        weights = self.scorer.weights
+        if self.strategy == ScoringStrategyType.MostAllocated:
+            return most_allocated(req, alloc, weights)
+        if self.strategy == ScoringStrategyType.RequestedToCapacityRatio:
+            return requested_to_capacity_ratio(req, alloc, weights, self.shape)
+        return least_allocated(req, alloc, weights)
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
         return scores
