@@ -1,16 +1,33 @@
-"""PodTopologySpread filter, and the constraint resolution its scoring shares.
+"""PodTopologySpread: PreFilter + Filter (hard constraints), and the helpers its scoring shares.
 
-Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/{common,filtering,plugin}.go`` and
-``helper/spread.go`` (``DefaultSelector``). Hard constraints (DoNotSchedule) come from the pod or,
-when it has none, from the profile's default constraints with the selector of the Services,
-ReplicationControllers, ReplicaSets and StatefulSets that select the pod. ``matchLabelKeys`` values are
-merged into the selector. Domain counts cover nodes that carry every constraint's topology key and
-pass the constraint's nodeAffinityPolicy / nodeTaintsPolicy; when two constraints share a topology key,
-a node's count comes from the last of them that includes the node, as upstream's pair map does.
+Upstream (kubernetes v1.35.4), ``pkg/scheduler/framework/plugins/podtopologyspread/``:
+
+* ``plugin.go``: the reasons, ``systemDefaultConstraints`` (in :mod:`optisched.profile_defaults`), and
+  ``systemDefaulted`` (defaultingType System);
+* ``common.go``: ``filterTopologySpreadConstraints`` (defaults: minDomains 1, nodeAffinityPolicy Honor,
+  nodeTaintsPolicy Ignore; ``matchLabelKeys`` values merged into the selector by
+  ``mergeLabelSetWithSelector``, a nil selector staying "nothing"), ``buildDefaultConstraints`` (the
+  profile's defaults take the selector of :func:`default_selector`, replacing any merged keys; none when
+  that selector is empty), ``nodeLabelsMatchSpreadConstraints`` (a node counts only when it carries the
+  topology keys of *all* constraints), ``matchNodeInclusionPolicies`` and ``countPodsMatchSelector``
+  (same namespace, terminating pods skipped, an empty selector counts nothing);
+* ``filtering.go``: ``calPreFilterState`` counts matching pods per domain **per constraint** (since
+  v1.33 a constraint's counts are its own even when two constraints share a key), over every node with
+  all keys that passes that constraint's inclusion policies; the domains are the values of those nodes;
+  ``minMatchNum`` is the smallest domain count, or 0 when there are fewer domains than ``minDomains``.
+  ``Filter`` walks the constraints in order: a node without the key is UnschedulableAndUnresolvable
+  ``(missing required label)``; ``count + selfMatch - min > maxSkew`` is Unschedulable.
+  ``AddPod``/``RemovePod`` (nominated pods, preemption dry runs) move a domain's count by ±1 for a pod
+  whose labels match, without the terminating and empty-selector exceptions of the PreFilter count;
+* ``pkg/scheduler/framework/plugins/helper/spread.go``: ``DefaultSelector``.
+
+Pods added to or removed from the snapshot after the cycle's PreFilter are applied to its counts as
+``AddPod``/``RemovePod`` deltas (the rule keeps a log of snapshot changes), so Filter always answers
+for the snapshot as it is now, as upstream's cloned, updated state does.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,121 +41,145 @@ from .pod_counts import MatchCounter, Selector, selector_of
 from .taint_toleration import untolerated
 
 __all__ = [
+    "DO_NOT_SCHEDULE",
     "HOSTNAME",
     "REASON",
     "REASON_MISSING_LABEL",
+    "SCHEDULE_ANYWAY",
+    "NodeEligibility",
     "PodTopologySpread",
     "SpreadConstraint",
     "default_selector",
+    "domain_counts",
+    "matching_pods_per_node",
     "resolve_constraints",
 ]
 
-REASON = "node(s) didn't match pod topology spread constraints"
-REASON_MISSING_LABEL = REASON + " (missing required label)"
-MAX_INT32 = 2**31 - 1
+REASON = "node(s) didn't match pod topology spread constraints"  # ErrReasonConstraintsNotMatch
+REASON_MISSING_LABEL = REASON + " (missing required label)"  # ErrReasonNodeLabelNotMatch
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
 
 
+# ----------------------------------------------------------------------------- constraints
 @dataclass(frozen=True)
 class SpreadConstraint:
+    """``topologySpreadConstraint``: a constraint with its selector parsed and defaults applied."""
+
     max_skew: int
     topology_key: str
     selector: Selector
     min_domains: int = 1
-    honor_affinity: bool = True
-    honor_taints: bool = False
+    honor_affinity: bool = True  # nodeAffinityPolicy Honor
+    honor_taints: bool = False  # nodeTaintsPolicy Honor
 
 
-def default_selector(state: ClusterState, pod: Pod) -> Selector:
-    """``helper.DefaultSelector``: the union of selectors of the Services, RC, RS, StatefulSet selecting ``pod``.
-
-    Cached per pod: workloads and Services do not change during a run."""
-    cache: dict[str, Selector] = state.__dict__.setdefault("_default_selectors", {})
-    hit = cache.get(pod.key)
-    if hit is None:
-        hit = cache[pod.key] = _default_selector(state, pod)
-    return hit
+def _namespace(pod: Pod) -> str:
+    return pod.metadata.namespace or "default"
 
 
-def _service_index(state: ClusterState) -> dict[tuple[str, str, str], list[dict[str, str]]]:
-    """Service selectors by (namespace, one of their label pairs): a pod only checks plausible Services."""
-    idx: dict[tuple[str, str, str], list[dict[str, str]]] | None = state.__dict__.get("_service_index")
-    if idx is None:
-        idx = {}
-        for svc in state.cluster.services:
+class _DefaultSelectors:
+    """``helper.DefaultSelector`` per pod, cached for the run (Services and workloads do not change).
+
+    One instance per snapshot (``snapshot.shared``), so the filter and score rules share it."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.state = snapshot.state
+        self._cache: dict[str, Selector] = {}
+        # Service selectors by (namespace, one of their pairs): a pod only checks the plausible ones
+        self._services: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+        for svc in self.state.cluster.services:
             sel = svc.spec.selector
-            if sel:  # a Service without a selector selects nothing
+            if sel:  # nil selects nothing; an empty selector selects every pod but merges no label
                 k, v = min(sel.items())
-                idx.setdefault((svc.metadata.namespace or "default", k, v), []).append(sel)
-        state.__dict__["_service_index"] = idx
-    return idx
+                self._services.setdefault((svc.metadata.namespace or "default", k, v), []).append(sel)
 
+    def of(self, pod: Pod) -> Selector:
+        hit = self._cache.get(pod.key)
+        if hit is None:
+            hit = self._cache[pod.key] = self._compute(pod)
+        return hit
 
-def _default_selector(state: ClusterState, pod: Pod) -> Selector:
-    ns = pod.metadata.namespace or "default"
-    labels: dict[str, str] = {}
-    cluster = state.cluster
-    pod_labels = pod.metadata.labels
-    index = _service_index(state)
-    for k, v in pod_labels.items():
-        for sel in index.get((ns, k, v), ()):
-            if all(pod_labels.get(a) == b for a, b in sel.items()):
-                labels.update(sel)
-    selector = Selector(frozenset(labels.items()))
-    owner = next((o for o in pod.metadata.owner_references if o.controller), None)
-    if owner is None:
+    def _compute(self, pod: Pod) -> Selector:
+        ns = _namespace(pod)
+        labels: dict[str, str] = {}
+        pod_labels = pod.metadata.labels
+        for k, v in pod_labels.items():  # GetPodServices: every Service whose selector matches the pod
+            for sel in self._services.get((ns, k, v), ()):
+                if all(pod_labels.get(a) == b for a, b in sel.items()):
+                    labels.update(sel)
+        selector = Selector(frozenset(labels.items()))
+        owner = next((o for o in pod.metadata.owner_references if o.controller), None)  # GetControllerOf
+        if owner is None:
+            return selector
+        cluster = self.state.cluster
+        if owner.api_version == "v1" and owner.kind == "ReplicationController":
+            for rc in cluster.replication_controllers:
+                if (rc.metadata.namespace or "default") == ns and rc.metadata.name == owner.name:
+                    labels.update(rc.spec.selector)  # labels.Merge: the RC's values win
+                    return Selector(frozenset(labels.items()))
+        elif owner.api_version == "apps/v1" and owner.kind in ("ReplicaSet", "StatefulSet"):
+            objs = cluster.replica_sets if owner.kind == "ReplicaSet" else cluster.stateful_sets
+            for o in objs:
+                if (o.metadata.namespace or "default") == ns and o.metadata.name == owner.name:
+                    other = selector_of(o.spec.selector)
+                    if other.nothing:  # a nil selector has no requirements to add
+                        return selector
+                    assert selector.labels is not None and other.labels is not None
+                    return Selector(selector.labels | other.labels, selector.exprs + other.exprs)
         return selector
-    if owner.kind == "ReplicationController" and owner.api_version == "v1":
-        for rc in cluster.replication_controllers:
-            if rc.metadata.namespace == ns and rc.metadata.name == owner.name:
-                labels.update(rc.spec.selector)
-                return Selector(frozenset(labels.items()))
-    if owner.api_version == "apps/v1" and owner.kind in ("ReplicaSet", "StatefulSet"):
-        objs = cluster.replica_sets if owner.kind == "ReplicaSet" else cluster.stateful_sets
-        for o in objs:
-            if o.metadata.namespace == ns and o.metadata.name == owner.name:
-                other = selector_of(o.spec.selector)
-                if other.nothing:
-                    return selector
-                return Selector(selector.labels | other.labels, selector.exprs + other.exprs)  # type: ignore
-    return selector
 
 
-def _from_api(c: TopologySpreadConstraint | dict, pod: Pod, selector: Selector | None) -> SpreadConstraint:
+def default_selector(snapshot: Snapshot, pod: Pod) -> Selector:
+    """``helper.DefaultSelector``: Services selecting ``pod`` (merged), then its controller's selector
+    (ReplicationController v1, ReplicaSet or StatefulSet apps/v1, looked up by owner reference)."""
+    return snapshot.shared(_DefaultSelectors).of(pod)
+
+
+def _parse(c: TopologySpreadConstraint | dict, pod: Pod, selector: Selector | None) -> SpreadConstraint:
     if isinstance(c, dict):
         c = TopologySpreadConstraint.model_validate(c)
-    sel = selector if selector is not None else selector_of(c.label_selector)
-    if c.match_label_keys:
-        extra = {k: pod.metadata.labels[k] for k in c.match_label_keys if k in pod.metadata.labels}
-        sel = sel.with_labels(extra)
-    return SpreadConstraint(c.max_skew, c.topology_key, sel, c.min_domains or 1,
+    if selector is None:
+        selector = selector_of(c.label_selector)
+        if c.match_label_keys:  # MatchLabelKeysInPodTopologySpread
+            extra = {k: pod.metadata.labels[k] for k in c.match_label_keys if k in pod.metadata.labels}
+            selector = selector.with_labels(extra)
+    return SpreadConstraint(c.max_skew, c.topology_key, selector, c.min_domains or 1,
                             c.node_affinity_policy == "Honor", c.node_taints_policy == "Honor")
 
 
-def resolve_constraints(state: ClusterState, pod: Pod, defaults: tuple[dict, ...], action: str) -> list[SpreadConstraint]:
-    """The pod's constraints with ``whenUnsatisfiable == action``, or the defaults (``buildDefaultConstraints``)."""
+def resolve_constraints(snapshot: Snapshot, pod: Pod, defaults: tuple[dict, ...], action: str) -> list[SpreadConstraint]:
+    """The pod's constraints with ``whenUnsatisfiable == action``; when the pod has none at all, the
+    profile's ``defaults`` with that action and the pod's default selector (``buildDefaultConstraints``)."""
     own = pod.spec.topology_spread_constraints
     if own:
-        return [_from_api(c, pod, None) for c in own if c.when_unsatisfiable == action]
+        return [_parse(c, pod, None) for c in own if c.when_unsatisfiable == action]
     wanted = [c for c in defaults if c.get("whenUnsatisfiable") == action]
     if not wanted:
         return []
-    sel = default_selector(state, pod)
+    sel = default_selector(snapshot, pod)
     if sel.empty:
         return []
-    return [_from_api(c, pod, sel) for c in wanted]
+    return [_parse(c, pod, sel) for c in wanted]
 
 
+# ----------------------------------------------------------------------------- nodes and counts
 class NodeEligibility:
-    """Which nodes count for a constraint: all topology keys present, and the inclusion policies."""
+    """Which nodes count for a pod's constraints, as masks over all nodes.
+
+    ``all_keys``: the node carries every constraint's topology key (``nodeLabelsMatchSpreadConstraints``);
+    ``policy_mask(c)``: the node passes ``c``'s inclusion policies (``matchNodeInclusionPolicies``:
+    Honor affinity = the pod's nodeSelector and required node affinity match; Honor taints = the pod
+    tolerates the node's NoSchedule and NoExecute taints)."""
 
     def __init__(self, state: ClusterState, pod: Pod, constraints: list[SpreadConstraint]) -> None:
         self.state = state
+        self.pod = pod
         self.all_keys = np.ones(state.num_nodes, dtype=bool)
-        for c in constraints:
-            self.all_keys &= state.label(c.topology_key).has()
+        for key in dict.fromkeys(c.topology_key for c in constraints):
+            self.all_keys &= state.label(key).has()
         self._affinity: np.ndarray | None = None
         self._taints: np.ndarray | None = None
-        self.pod = pod
 
     def policy_mask(self, c: SpreadConstraint) -> np.ndarray:
         mask = np.ones(self.state.num_nodes, dtype=bool)
@@ -149,93 +190,168 @@ class NodeEligibility:
         if c.honor_taints:
             if self._taints is None:
                 taints, matrix = self.state.distinct_taints
-                bad = untolerated(self.pod.spec.tolerations, taints, {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE})
-                self._taints = ~(matrix[:, bad].any(axis=1)) if len(taints) else np.ones(self.state.num_nodes, bool)
+                if taints:
+                    bad = untolerated(self.pod.spec.tolerations, taints,
+                                      {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE})
+                    self._taints = np.asarray(~matrix[:, bad].any(axis=1), dtype=bool)
+                else:
+                    self._taints = np.ones(self.state.num_nodes, dtype=bool)
             mask &= self._taints
         return mask
+
+    def counted(self, c: SpreadConstraint) -> np.ndarray:
+        """Nodes whose pods count for ``c`` in filtering: all keys and ``c``'s policies."""
+        return self.all_keys & self.policy_mask(c)
+
+
+def matching_pods_per_node(counter: MatchCounter, pod: Pod, selector: Selector) -> np.ndarray:
+    """``countPodsMatchSelector`` on every node: placed, non-terminating pods of ``pod``'s namespace that
+    ``selector`` matches; an empty selector counts nothing (do not modify the result)."""
+    if selector.empty:
+        return np.zeros(counter.snapshot.state.num_nodes, dtype=np.int64)
+    return counter.counts(frozenset({_namespace(pod)}), selector)
+
+
+def domain_counts(codes: np.ndarray, counted: np.ndarray, per_node: np.ndarray,
+                  num_values: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sum ``per_node`` by topology value over the ``counted`` nodes: (count per value code int64,
+    domain present per value code) — a domain exists when a counted node carries its value."""
+    c = codes[counted]
+    totals = np.bincount(c, weights=per_node[counted], minlength=num_values).astype(np.int64)
+    present = np.bincount(c, minlength=num_values) > 0
+    return totals, present
+
+
+# ----------------------------------------------------------------------------- the filter
+@dataclass
+class _Hard:
+    """One hard constraint's PreFilter state: ``TpValueToMatchNum[i]`` as a vector over value codes."""
+
+    c: SpreadConstraint
+    codes: np.ndarray  # int32 [N]: the node's value code for the key, -1 absent
+    counted: np.ndarray  # bool [N]: nodes updated by AddPod/RemovePod (all keys + policies)
+    counts: np.ndarray  # int64 [V]: matching pods per domain, with the deltas applied so far
+    present: np.ndarray  # bool [V]: the constraint's domains (fixed: deltas only touch counted nodes)
+    self_match: int
 
 
 @dataclass
 class _FilterState:
-    constraints: list[SpreadConstraint]
-    pair_count: dict[str, np.ndarray]  # topology key -> count per value code
-    min_match: dict[str, int]
-    domains: dict[str, int]
+    pod: int
+    namespace: str
+    hard: list[_Hard]
+    version: int  # snapshot changes applied up to here (see PodTopologySpread._log)
+    minimum: list[int] = field(default_factory=list)
 
 
 class PodTopologySpread:
+    """PreFilter + Filter of ``PodTopologySpread``."""
+
     name = "PodTopologySpread"
-    depends_on_placement = True  # PreFilter state changes when pods are added or removed
+    depends_on_placement = True  # Filter follows pods added/removed after PreFilter (AddPod/RemovePod)
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.snapshot = snapshot
         self.state = snapshot.state
         spread = getattr(profile, "spread", None)
-        self.defaults = spread.effective_default_constraints if spread is not None else ()
+        self.defaults: tuple[dict, ...] = spread.effective_default_constraints if spread is not None else ()
         self.counter: MatchCounter = snapshot.shared(MatchCounter)
+        # snapshot changes since the last fresh PreFilter: (pod, node, +1/-1); version = base + len
+        self._log: list[tuple[int, int, int]] = []
+        self._log_base = 0
+        self._replaying = True
+        snapshot.subscribe(self)
+        self._replaying = False
 
-    def _node_counts(self, pod: Pod, c: SpreadConstraint) -> np.ndarray:
-        if c.selector.empty:  # countPodsMatchSelector counts nothing for an empty selector
-            return np.zeros(self.state.num_nodes, dtype=np.int64)
-        return self.counter.counts(frozenset({pod.metadata.namespace or "default"}), c.selector)
+    # snapshot listener: remember what changes after a PreFilter
+    def on_add(self, pod: int, node: int) -> None:
+        if not self._replaying:
+            self._log.append((pod, node, 1))
+
+    def on_remove(self, pod: int, node: int) -> None:
+        self._log.append((pod, node, -1))
+
+    @property
+    def _version(self) -> int:
+        return self._log_base + len(self._log)
 
     def pre_filter(self, cycle: CycleState) -> Status:
+        """``calPreFilterState``; Skip without hard constraints. Called again in the same cycle (as the
+        engines do after adding or removing pods) it keeps the cycle's state: Filter applies the changes."""
+        if self.name in cycle.data:
+            return Status.skip() if cycle.data[self.name] is None else Status()
+        # a fresh PreFilter: earlier cycles' changes are no longer needed
+        self._log_base += len(self._log)
+        self._log.clear()
         pod = cycle.pod_obj
-        cons = resolve_constraints(self.state, pod, self.defaults, "DoNotSchedule")
-        if not cons:
-            cycle.data[self.name] = None
-            return Status.skip()
+        cons = resolve_constraints(self.snapshot, pod, self.defaults, DO_NOT_SCHEDULE)
+        cycle.data[self.name] = self._compute(cycle.pod, pod, cons) if cons else None
+        return Status() if cons else Status.skip()
+
+    def _compute(self, row: int, pod: Pod, cons: list[SpreadConstraint]) -> _FilterState:
         elig = NodeEligibility(self.state, pod, cons)
-        pair_count: dict[str, np.ndarray] = {}
-        min_match: dict[str, int] = {}
-        domains: dict[str, int] = {}
-        for key in dict.fromkeys(c.topology_key for c in cons):
-            col = self.state.label(key)
-            source = np.full(self.state.num_nodes, -1, dtype=np.int64)  # last including constraint per node
-            for i, c in enumerate(cons):
-                if c.topology_key == key:
-                    source[elig.all_keys & elig.policy_mask(c)] = i
-            node_value = np.zeros(self.state.num_nodes, dtype=np.int64)
-            for i, c in enumerate(cons):
-                sel = source == i
-                if sel.any():
-                    node_value[sel] = self._node_counts(pod, c)[sel]
-            included = source >= 0
-            counts = np.bincount(col.codes[included], weights=node_value[included], minlength=len(col.values))
-            present = np.zeros(len(col.values), dtype=bool)
-            present[col.codes[included]] = True
-            pair_count[key] = counts.astype(np.int64)
-            domains[key] = int(present.sum())
-            min_match[key] = int(counts[present].min()) if present.any() else MAX_INT32
-        cycle.data[self.name] = _FilterState(cons, pair_count, min_match, domains)
-        return Status()
+        hard = []
+        for c in cons:
+            col = self.state.label(c.topology_key)
+            counted = elig.counted(c)
+            per_node = matching_pods_per_node(self.counter, pod, c.selector)
+            counts, present = domain_counts(col.codes, counted, per_node, len(col.values))
+            hard.append(_Hard(c, col.codes, counted, counts, present, int(c.selector.matches(pod.metadata.labels))))
+        st = _FilterState(row, _namespace(pod), hard, self._version)
+        st.minimum = [self._min_match(h) for h in hard]
+        return st
+
+    @staticmethod
+    def _min_match(h: _Hard) -> int:
+        """``minMatchNum``: the smallest domain count (``criticalPaths[0]``, exact as long as the changes
+        since PreFilter touch one node, as upstream's are); 0 with fewer domains than minDomains."""
+        num_domains = int(h.present.sum())
+        if num_domains < h.c.min_domains:
+            return 0
+        return int(h.counts[h.present].min())
+
+    def _catch_up(self, st: _FilterState) -> None:
+        """Apply the snapshot changes since ``st.version`` as ``updateWithPod`` does."""
+        if st.version == self._version:
+            return
+        if st.version < self._log_base:  # a state from an earlier cycle: its base is gone
+            fresh = self._compute(st.pod, self.state.pods[st.pod], [h.c for h in st.hard])
+            st.hard, st.minimum, st.version = fresh.hard, fresh.minimum, fresh.version
+            return
+        events = self._log[st.version - self._log_base:]
+        pods = self.state.pods
+        changed = set()
+        for p, node, sign in events:
+            obj = pods[p]
+            if _namespace(obj) != st.namespace:
+                continue
+            for i, h in enumerate(st.hard):
+                if h.counted[node] and h.c.selector.matches(obj.metadata.labels):
+                    h.counts[h.codes[node]] += sign
+                    changed.add(i)
+        for i in changed:
+            st.minimum[i] = self._min_match(st.hard[i])
+        st.version = self._version
 
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         st: _FilterState | None = cycle.data.get(self.name)
         n = len(nodes)
         if st is None:
             return FilterResult.passing(n)
-        labels = cycle.pod_obj.metadata.labels
+        self._catch_up(st)
         code = np.zeros(n, dtype=np.int8)
         missing = np.zeros(n, dtype=bool)
         skewed = np.zeros(n, dtype=bool)
-        for c in st.constraints:
+        for h, minimum in zip(st.hard, st.minimum):
             undecided = code == 0
-            codes = self.state.label(c.topology_key).codes[nodes]
-            lacks = undecided & (codes < 0)
+            codes = h.codes[nodes]
+            has = codes >= 0
+            lacks = undecided & ~has
             code[lacks] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             missing |= lacks
-            minimum = st.min_match[c.topology_key]
-            if st.domains[c.topology_key] < c.min_domains:
-                minimum = 0
-            self_match = 1 if c.selector.matches(labels) else 0
-            counts = st.pair_count[c.topology_key]
-            has = codes >= 0
-            match = np.where(has, counts[np.where(has, codes, 0)] if len(counts) else 0, 0)
-            bad = undecided & has & (match + self_match - minimum > c.max_skew)
+            match = h.counts[np.where(has, codes, 0)] if len(h.counts) else np.zeros(n, dtype=np.int64)
+            bad = undecided & has & (match + h.self_match - minimum > h.c.max_skew)
             code[bad] = Code.UNSCHEDULABLE
             skewed |= bad
         reasons = [(m, r) for m, r in ((missing, REASON_MISSING_LABEL), (skewed, REASON)) if m.any()]
         return FilterResult(code, reasons)
-
-

@@ -1,11 +1,24 @@
-"""PodTopologySpread scoring: prefer nodes whose domains hold fewer matching pods (soft constraints).
+"""PodTopologySpread: PreScore + Score + NormalizeScore (soft constraints).
 
-Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/scoring.go``. Constraints are the pod's
-ScheduleAnyway ones or the defaults (System: hostname maxSkew 3, zone maxSkew 5) with the selector of
-the workloads selecting the pod. Per constraint, domain totals sum matching pods over every node that
-qualifies (all topology keys when the constraints are the pod's own or listed defaults, plus the
-inclusion policies) and whose domain holds a feasible node; hostname counts are per node. Score =
-round(Σ cnt·log(size+2) + maxSkew−1); NormalizeScore maps it to ``100·(max+min−s)/max``.
+Upstream (kubernetes v1.35.4): ``pkg/scheduler/framework/plugins/podtopologyspread/scoring.go``, with
+the constraint resolution and counting of ``common.go`` shared with the filter
+(:mod:`optisched.constraints.pod_topology_spread`).
+
+* Constraints: the pod's ScheduleAnyway ones or, when it has none at all, the profile's default ones
+  (System: hostname maxSkew 3, zone maxSkew 5) with the selector of the Services / workloads selecting
+  the pod. None: Skip (so a pod with only DoNotSchedule constraints skips scoring too).
+* ``requireAllTopologies`` (the pod's own constraints or List defaulting): a feasible node lacking any
+  topology key is ignored (raw 0, normalized 0, left out of min/max); with System defaulting nothing is
+  ignored and a node without the zone label forms the ``""`` zone among the feasible ones.
+* ``TopologyNormalizingWeight`` = ``log(size + 2)``: size = the distinct values of the key among the
+  non-ignored feasible nodes (the ``""`` value included), for hostname the number of non-ignored
+  feasible nodes.
+* Domain totals (``processAllNode``): over **all** nodes (not just feasible ones) that carry every key
+  when required and pass the constraint's inclusion policies, for domains holding a feasible node.
+  Hostname constraints skip this: Score counts the node's own matching pods, without the policies.
+* Score: ``round(Σ over the constraints whose key the node has of cnt·weight + (maxSkew − 1))`` in
+  float64, ``math.Round``. NormalizeScore: ``100·(max + min − s) / max`` over the non-ignored nodes
+  (integer division), 100 for all when max is 0.
 """
 from __future__ import annotations
 
@@ -17,104 +30,118 @@ import numpy as np
 from ..constraints.pod_counts import MatchCounter
 from ..constraints.pod_topology_spread import (
     HOSTNAME,
+    SCHEDULE_ANYWAY,
     NodeEligibility,
     SpreadConstraint,
+    domain_counts,
+    matching_pods_per_node,
     resolve_constraints,
 )
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..model.snapshot import Snapshot
 
-__all__ = ["PodTopologySpreadScore"]
+__all__ = ["PodTopologySpreadScore", "go_round"]
+
+
+def go_round(x: np.ndarray) -> np.ndarray:
+    """``math.Round`` (half away from zero) on float64, exactly (``x - floor(x)`` is exact)."""
+    a = np.abs(x)
+    f = np.floor(a)
+    r = f + (a - f >= 0.5)
+    return np.copysign(r, x)
 
 
 @dataclass
-class _ScoreState:
+class _SoftState:
     constraints: list[SpreadConstraint]
-    ignored: np.ndarray  # bool over all nodes
-    value_counts: list[np.ndarray | None]  # per constraint: count per value code (None for hostname)
+    ignored: np.ndarray  # bool [N]: IgnoredNodes (feasible nodes lacking a key, when all are required)
+    totals: list[np.ndarray | None]  # per constraint: matching pods per value code (None for hostname)
     weights: list[float]
-    node_counts: list[np.ndarray]
+    scored_ignored: np.ndarray | None = None  # ignored[nodes] of the last score() call, for normalize
 
 
 class PodTopologySpreadScore:
+    """PreScore + Score + NormalizeScore of ``PodTopologySpread``."""
+
     name = "PodTopologySpread"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.snapshot = snapshot
         self.state = snapshot.state
         spread = getattr(profile, "spread", None)
-        self.defaults = spread.effective_default_constraints if spread is not None else ()
+        self.defaults: tuple[dict, ...] = spread.effective_default_constraints if spread is not None else ()
         self.system_defaulted = spread is None or spread.defaulting_type == "System"
         self.counter: MatchCounter = snapshot.shared(MatchCounter)
 
     def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
         state = self.state
-        pod = cycle.pod_obj
-        if len(nodes) == 0 or state.num_nodes == 0:
+        cycle.data[self.name] = None
+        if state.num_nodes == 0:
             return Status.skip()
-        cons = resolve_constraints(state, pod, self.defaults, "ScheduleAnyway")
+        pod = cycle.pod_obj
+        cons = resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
         if not cons:
             return Status.skip()
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
         elig = NodeEligibility(state, pod, cons)
+        nodes = np.asarray(nodes, dtype=np.int64)
         ignored = np.zeros(state.num_nodes, dtype=bool)
         if require_all:
             ignored[nodes[~elig.all_keys[nodes]]] = True
         considered = nodes[~ignored[nodes]]
         qualifies = elig.all_keys if require_all else np.ones(state.num_nodes, dtype=bool)
-        ns = frozenset({pod.metadata.namespace or "default"})
-        value_counts: list[np.ndarray | None] = []
+        totals: list[np.ndarray | None] = []
         weights: list[float] = []
-        node_counts: list[np.ndarray] = []
         for c in cons:
-            counts = (np.zeros(state.num_nodes, dtype=np.int64) if c.selector.empty
-                      else self.counter.counts(ns, c.selector))
-            node_counts.append(counts)
-            if c.topology_key == HOSTNAME:
-                value_counts.append(None)
-                weights.append(math.log(len(nodes) - int(ignored.sum()) + 2))
+            if c.topology_key == HOSTNAME:  # per-node counts, taken in Score
+                totals.append(None)
+                weights.append(math.log(len(considered) + 2))
                 continue
             col = state.label(c.topology_key)
-            cand = col.codes[considered]  # a node without the label makes the "" domain (upstream quirk)
+            # the values of the considered nodes; a node without the label (System defaulting only)
+            # makes the "" value, code -1, which lands on the extra last slot
             in_play = np.zeros(len(col.values) + 1, dtype=bool)
-            in_play[cand] = True  # code -1 (no label) lands on the extra slot
-            size = int(in_play.sum())
-            weights.append(math.log(size + 2))
-            member = qualifies & elig.policy_mask(c) & (col.codes >= 0)
-            member &= in_play[col.codes]
-            totals = np.bincount(col.codes[member], weights=counts[member], minlength=len(col.values))
-            value_counts.append(totals.astype(np.int64))
-        cycle.data[self.name] = _ScoreState(cons, ignored, value_counts, weights, node_counts)
+            in_play[col.codes[considered]] = True
+            weights.append(math.log(int(in_play.sum()) + 2))
+            # the "" domain's total is never read (Score needs the label), so it is not summed
+            counted = qualifies & elig.policy_mask(c) & (col.codes >= 0)
+            counted &= in_play[col.codes]
+            per_node = matching_pods_per_node(self.counter, pod, c.selector)
+            totals.append(domain_counts(col.codes, counted, per_node, len(col.values))[0])
+        cycle.data[self.name] = _SoftState(cons, ignored, totals, weights)
         return Status()
 
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
-        st: _ScoreState = cycle.data[self.name]
-        cycle.data[self.name + "/ignored_of_scored"] = st.ignored[nodes]
+        st: _SoftState = cycle.data[self.name]
+        pod = cycle.pod_obj
+        nodes = np.asarray(nodes, dtype=np.int64)
         total = np.zeros(len(nodes), dtype=np.float64)
-        for i, c in enumerate(st.constraints):
+        for c, tot, w in zip(st.constraints, st.totals, st.weights):
             codes = self.state.label(c.topology_key).codes[nodes]
             has = codes >= 0
-            if st.value_counts[i] is None:
-                cnt = st.node_counts[i][nodes]
+            if tot is None:
+                cnt = matching_pods_per_node(self.counter, pod, c.selector)[nodes]
+            elif len(tot):
+                cnt = tot[np.where(has, codes, 0)]
             else:
-                vc = st.value_counts[i]
-                cnt = np.where(has, vc[np.where(has, codes, 0)], 0) if len(vc) else np.zeros(len(nodes), np.int64)
-            total += np.where(has, cnt * st.weights[i] + (c.max_skew - 1), 0.0)
-        out = np.where(total >= 0, np.floor(total + 0.5), np.ceil(total - 0.5)).astype(np.int64)
-        return np.where(st.ignored[nodes], 0, out)
+                cnt = np.zeros(len(nodes), dtype=np.int64)
+            # float64(cnt)*weight + float64(maxSkew-1), added per constraint in order
+            total = total + np.where(has, cnt.astype(np.float64) * w + float(c.max_skew - 1), 0.0)
+        st.scored_ignored = st.ignored[nodes]
+        return np.where(st.scored_ignored, 0, go_round(total).astype(np.int64))
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
-        st: _ScoreState | None = cycle.data.get(self.name)
+        st: _SoftState | None = cycle.data.get(self.name)
+        scores = np.asarray(scores, dtype=np.int64)
         if st is None:
             return scores
-        nodes_ignored = cycle.data.get(self.name + "/ignored_of_scored")
-        ignored = nodes_ignored if nodes_ignored is not None else np.zeros(len(scores), dtype=bool)
+        ignored = st.scored_ignored if st.scored_ignored is not None else np.zeros(len(scores), dtype=bool)
         live = scores[~ignored]
         if len(live) == 0:
             return np.zeros_like(scores)
-        lo, hi = int(live.min()), int(live.max())
+        lo, hi = int(live.min()), max(int(live.max()), 0)
         if hi == 0:
             out = np.full_like(scores, MAX_NODE_SCORE)
         else:
-            out = MAX_NODE_SCORE * (hi + lo - scores) // hi
+            out = MAX_NODE_SCORE * (hi + lo - scores) // hi  # operands are non-negative: // is Go's /
         return np.where(ignored, 0, out)
