@@ -22,6 +22,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..preemption.default_preemption import DefaultPreemption, PreemptionOutcome
 from ..preemption.pdb import PDBLedger
+from ..preemption.vector_dry_run import VectorPreemption
 from ..profile import Profile, SchedulerConfig
 from .fiterror import fit_error_message
 from .framework_runner import FilterPass, Framework, ScorePass
@@ -38,6 +39,7 @@ class GreedyOptions:
     seed: int = 0
     requeue: bool = True
     record: bool = True  # keep per-cycle records (traces, explain); off for large benchmark runs
+    reference: bool = False  # the plain per-node code paths the optimized ones are tested against
 
 
 @dataclass
@@ -258,15 +260,7 @@ class GreedyScheduler:
         if "DynamicResources" in post:
             reasons.append("no new claims to deallocate")
         if "DefaultPreemption" in post:
-            dp = DefaultPreemption(self.snapshot, cycle.profile.preemption, self.start_time, self.pdbs)
-            fit_failed = None
-            fit_rule = fw.filter_rules.get("NodeResourcesFit")
-            if rec.filters is not None and fit_rule is not None and not self.nominated:
-                fit_failed = np.zeros(self.state.num_nodes, dtype=bool)
-                fit_idx = fw.filter_names.index("NodeResourcesFit")
-                fit_failed[rec.filters.evaluated[rec.filters.fail_plugin == fit_idx]] = True
-            outcome = dp.post_filter(cycle, self._node_codes(rec), self.order,
-                                     lambda c, n: self.filter_node(fw, c, n), fit_failed, fit_rule)
+            outcome = self._preemption(fw, cycle, rec)
             rec.post_filter = outcome
             names = self.state.node_names
             if outcome.nominated is not None:
@@ -281,6 +275,27 @@ class GreedyScheduler:
             msg = ", ".join(reasons)
             rec.message = f"{rec.message} {msg}" + ("" if msg.endswith(".") else ".")
         return rec
+
+    def _preemption(self, fw: Framework, cycle: CycleState, rec: CycleRecord) -> PreemptionOutcome:
+        """DefaultPreemption's dry runs: all candidate nodes at once, or node by node (the reference)."""
+        args = (self.snapshot, cycle.profile.preemption, self.start_time, self.pdbs)
+        codes = self._node_codes(rec)
+        filter_node = lambda c, n: self.filter_node(fw, c, n)
+        if not self.options.reference:
+            prio = self.state.pod_priority[cycle.pod]
+            nominated = {n for p, n in self.nominated.items()
+                         if p != cycle.pod and self.state.pod_priority[p] >= prio and self.snapshot.node_of[p] < 0}
+            outcome = VectorPreemption(*args).post_filter_all(cycle, codes, self.order, filter_node, fw,
+                                                              rec.skipped_filters, nominated, self.options.record)
+            if outcome is not None:
+                return outcome
+        fit_failed = None
+        fit_rule = fw.filter_rules.get("NodeResourcesFit")
+        if rec.filters is not None and fit_rule is not None and not self.nominated:
+            fit_failed = np.zeros(self.state.num_nodes, dtype=bool)
+            fit_idx = fw.filter_names.index("NodeResourcesFit")
+            fit_failed[rec.filters.evaluated[rec.filters.fail_plugin == fit_idx]] = True
+        return DefaultPreemption(*args).post_filter(cycle, codes, self.order, filter_node, fit_failed, fit_rule)
 
     # ------------------------------------------------------------------ the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> GreedyResult:

@@ -25,7 +25,8 @@ class Snapshot:
 
     ``requested[n]`` sums the effective requests of the pods on node ``n`` (the "pods" column counts
     them), ``nonzero[n]`` their non-zero (cpu, memory) used by scoring, ``node_of[p]`` is pod ``p``'s
-    node or -1, ``pods_on[n]`` the pods on node ``n`` in the order they were added.
+    node or -1, ``pods_on[n]`` the pods on node ``n`` in the order they were added (``NodeInfo.Pods``,
+    whose removal moves the last pod into the gap) and ``slot[p]`` pod ``p``'s index in that list.
     """
 
     def __init__(self, state: ClusterState, *, with_bound: bool = True) -> None:
@@ -35,6 +36,7 @@ class Snapshot:
         self.nonzero = np.zeros((n, 2), dtype=np.int64)
         self.node_of = np.full(len(state.pods), -1, dtype=np.int64)
         self.pods_on: list[list[int]] = [[] for _ in range(n)]
+        self.slot = np.full(len(state.pods), -1, dtype=np.int64)
         self._listeners: list[SnapshotListener] = []
         self._shared: dict[object, object] = {}
         if with_bound:
@@ -64,6 +66,8 @@ class Snapshot:
         """Put back what :meth:`save_node` saved (after the same pods were re-added)."""
         pods, saved = token
         self.pods_on[node][:] = pods
+        for i, p in enumerate(pods):
+            self.slot[p] = i
         for listener, state in saved:
             listener.restore_node(node, state)
 
@@ -73,6 +77,7 @@ class Snapshot:
         self.node_of[pod] = node
         self.requested[node] += self.state.pod_requests[pod]
         self.nonzero[node] += self.state.pod_nonzero[pod]
+        self.slot[pod] = len(self.pods_on[node])
         self.pods_on[node].append(pod)
         for listener in self._listeners:
             listener.on_add(pod, node)
@@ -86,9 +91,12 @@ class Snapshot:
         self.nonzero[node] -= self.state.pod_nonzero[pod]
         # NodeInfo.RemovePod: the last pod takes the removed one's place
         lst = self.pods_on[node]
-        i = lst.index(pod)
-        lst[i] = lst[-1]
-        lst.pop()
+        i = int(self.slot[pod])
+        last = lst.pop()
+        if last != pod:
+            lst[i] = last
+            self.slot[last] = i
+        self.slot[pod] = -1
         for listener in self._listeners:
             listener.on_remove(pod, node)
         return node

@@ -1,0 +1,254 @@
+"""DefaultPreemption's PostFilter with the dry runs of all candidate nodes computed together.
+
+Same decisions, statuses and messages as :meth:`DefaultPreemption.post_filter` (which stays the
+reference, one ``SelectVictimsOnNode`` per node), in numpy passes over the candidate nodes:
+
+1. the pods of lower priority on each candidate node (none: "No preemption victims found");
+2. every candidate node with all of them taken off, through the profile's filters in order, each
+   dynamic filter answering from a per-node world (:mod:`optisched.preemption.worlds`);
+3. for the nodes where the pod then fits, as many as the candidate search needs, the reprieve loop
+   run for all of them at once, one victim rank per step: rank *k* puts back each node's *k*-th
+   pod (PDB-violating ones first, each group from the most important) and takes it off again when
+   the pod no longer fits;
+4. the candidate search's stopping rule and ``pickOneNodeForPreemption`` over the results.
+
+Nodes holding nominated pods the filters must count, and pods with host ports, go through the
+reference path (per node, or whole).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from ..constraints.node_ports import host_ports
+from ..framework import Code, CycleState, FilterResult
+from ..greedy.fiterror import fit_error_message
+from ..greedy.framework_runner import FilterPass
+from .default_preemption import (
+    MAX_INT32,
+    NEVER,
+    NO_VICTIMS,
+    NOT_HELPFUL,
+    DefaultPreemption,
+    PreemptionOutcome,
+)
+from .pod_index import PodIndex
+from .reprieve import Reprieved, reprieve
+from .worlds import AffinityWorld, ResourceWorld, SpreadWorld
+
+__all__ = ["VectorPreemption"]
+
+STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
+Check = Callable[[np.ndarray], FilterResult]
+
+
+def _static_check(res: FilterResult) -> Check:
+    return lambda qs: FilterResult(res.code[qs], [(m[qs], t) for m, t in res.reasons])
+
+
+class VectorPreemption(DefaultPreemption):
+    """:class:`DefaultPreemption` (offset 0) with vectorized dry runs; ``post_filter_all`` answers as
+    ``post_filter`` does, or None when this pod needs the reference path."""
+
+    def _checks(self, fw, cycle: CycleState, skipped: set[str],  # type: ignore[no-untyped-def]
+                nodes: np.ndarray) -> tuple[list[tuple[str, Check]], list] | None:
+        """The filters a dry run evaluates, in profile order, and the worlds that move with victims."""
+        checks: list[tuple[str, Check]] = []
+        worlds: list = []
+        index: PodIndex = self.snapshot.shared(PodIndex)
+        dynamic_seen = False
+        for name in fw.filter_names:
+            if name in skipped:
+                continue
+            rule = fw.filter_rules[name]
+            if name in STATIC_FILTERS:
+                if dynamic_seen:  # otherwise the node passed it in the cycle's filter pass
+                    checks.append((name, _static_check(rule.filter(cycle, nodes))))
+                continue
+            dynamic_seen = True
+            if name == "NodePorts":
+                if host_ports(cycle.pod_obj):
+                    return None
+                continue
+            if name == "NodeResourcesFit":
+                world = ResourceWorld(rule, cycle, nodes)
+            elif name == "PodTopologySpread":
+                world = SpreadWorld(rule, cycle, nodes, index)
+            elif name == "InterPodAffinity":
+                world = AffinityWorld(rule, cycle, nodes, index)
+            else:
+                return None
+            worlds.append(world)
+            checks.append((name, world.check))
+        return checks, worlds
+
+    def pick_keys(self, victims: list[int], violations: int) -> tuple:
+        """``pickOneNodeForPreemption``'s criteria for one candidate, each to maximize (as :meth:`pick`)."""
+        pr = [int(self.state.pod_priority[v]) for v in victims]
+        top = max(pr)
+        return (-violations, -pr[0], -sum(x + MAX_INT32 + 1 for x in pr), -len(victims),
+                min(float(self.start_time[v]) for v, x in zip(victims, pr) if x == top))
+
+    @staticmethod
+    def pick_index(keys: list[tuple]) -> int:
+        """The first candidate best on each criterion in turn (ties go to the earlier candidate)."""
+        table = np.array(keys, dtype=np.float64)
+        pool = np.arange(len(keys))
+        for j in range(table.shape[1]):
+            col = table[pool, j]
+            pool = pool[col == col.max()]
+            if len(pool) == 1:
+                break
+        return int(pool[0])
+
+    @staticmethod
+    def _evaluate(checks: list[tuple[str, Check]], qs: np.ndarray) -> FilterPass:
+        """The filters in order over the nodes at positions ``qs``, each stopping at its first failure."""
+        n = len(qs)
+        fp = FilterPass(qs, np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int16), np.zeros(n, dtype=np.int8),
+                        [], [name for name, _ in checks])
+        for j, (name, check) in enumerate(checks):
+            positions = np.flatnonzero(fp.passed)
+            if len(positions) == 0:
+                break
+            res = check(qs[positions])
+            failed = res.code != 0
+            if failed.any():
+                bad = positions[failed]
+                fp.passed[bad] = False
+                fp.fail_plugin[bad] = j
+                fp.fail_code[bad] = res.code[failed]
+                fp.results.append((name, positions, res))
+        return fp
+
+    def post_filter_all(self, cycle: CycleState, node_codes: np.ndarray, order: np.ndarray, filter_node,  # type: ignore[no-untyped-def]
+                        fw, skipped: set[str], nominated_nodes: set[int], with_table: bool) -> PreemptionOutcome | None:
+        """``Evaluator.Preempt``; ``nominated_nodes``: nodes whose filters must count nominated pods."""
+        if cycle.pod_obj.spec.preemption_policy == "Never":
+            return PreemptionOutcome(None, message=f"preemption: {NEVER}")
+        snap, state = self.snapshot, self.state
+        potential = order[node_codes[order] == Code.UNSCHEDULABLE]
+        prio = int(state.pod_priority[cycle.pod])
+        at = np.full(state.num_nodes, -1, dtype=np.int64)
+        at[potential] = np.arange(len(potential))
+        lower = np.flatnonzero((snap.node_of >= 0) & (state.pod_priority < prio))
+        pos = at[snap.node_of[lower]]
+        pairs_pos, pairs_pod = pos[pos >= 0], lower[pos >= 0]
+        kind = np.where(np.bincount(pairs_pos, minlength=len(potential)) > 0, 1, 0)  # 0 no victims, 1 dry run
+        if nominated_nodes:
+            kind[np.isin(potential, list(nominated_nodes))] = 3  # reference dry run
+        live = np.flatnonzero(kind == 1)
+        built = self._checks(fw, cycle, skipped, potential[live])
+        if built is None:
+            return None
+        checks, worlds = built
+        wpos = np.full(len(potential), -1, dtype=np.int64)
+        wpos[live] = np.arange(len(live))
+        keep = wpos[pairs_pos] >= 0
+        wpairs_pos, wpairs_pod = wpos[pairs_pos[keep]], pairs_pod[keep]
+        for w in worlds:
+            w.move(wpairs_pos, wpairs_pod, -1)
+        first = self._evaluate(checks, np.arange(len(live)))
+        kind[live[first.passed]] = 2
+        walk = _Walk(self, cycle, potential, kind, filter_node, first, live, (wpairs_pos, wpairs_pod), checks, worlds)
+        return walk.run(with_table)
+
+
+class _Walk:
+    """The candidate search over the nodes in order (``DryRunPreemption``), stopping as upstream does."""
+
+    def __init__(self, dp: VectorPreemption, cycle, potential, kind, filter_node, first: FilterPass,  # type: ignore[no-untyped-def]
+                 live, pairs, checks, worlds) -> None:
+        self.dp, self.cycle, self.potential, self.kind = dp, cycle, potential, kind
+        self.filter_node, self.first, self.live, self.pairs = filter_node, first, live, pairs
+        self.checks = [c for c in checks if c[0] not in STATIC_FILTERS]
+        self.worlds = worlds
+        self.want = dp.num_candidates(len(potential))
+        self.results: dict[int, tuple[list[int] | None, int, tuple[Code, list[str]]]] = {}
+        self.world_of = {int(p): i for i, p in enumerate(live)}
+        self.keys: dict[int, tuple] = {}
+
+    def _run_reprieve(self, todo: list[int]) -> None:
+        """Phase 3 for the positions ``todo`` (all needing it), storing victims and PDB violations."""
+        qs = np.array([self.world_of[p] for p in todo], dtype=np.int64)
+        got: Reprieved = reprieve(self.dp, qs, self.pairs, self.checks, self.worlds)
+        for p, q in zip(todo, qs):
+            victims = got.victims.get(int(q), [])
+            self.results[p] = (victims, got.violations.get(int(q), 0), (Code.SUCCESS, []))
+            if victims:
+                self.keys[p] = got.keys[int(q)]
+
+    def _fallback(self, p: int) -> None:
+        cand, status = self.dp.select_victims(self.cycle, int(self.potential[p]), self.filter_node)
+        if cand is None:
+            self.results[p] = (None, 0, status)
+            return
+        self.results[p] = (cand.victims, cand.pdb_violations, status)
+        if cand.victims:
+            self.keys[p] = self.dp.pick_keys(cand.victims, cand.pdb_violations)
+
+    def run(self, with_table: bool) -> PreemptionOutcome:
+        interesting = np.flatnonzero(self.kind >= 2).tolist()
+        found: list[int] = []
+        n_ok = 0
+        last = len(self.potential) - 1
+        for i, p in enumerate(interesting):
+            if p not in self.results:
+                if self.kind[p] == 3:
+                    self._fallback(p)
+                else:
+                    need = max(self.want - len(found), 16)
+                    self._run_reprieve([q for q in interesting[i:] if self.kind[q] == 2][:need])
+            victims, violations, _ = self.results[p]
+            if victims:
+                found.append(p)
+                n_ok += violations == 0
+                if n_ok and len(found) >= self.want:
+                    last = p
+                    break
+        table = self._table(last, with_table)
+        if not found:
+            return PreemptionOutcome(None, message="preemption: " + self._message(), table=table)
+        best = found[self.dp.pick_index([self.keys[p] for p in found])]
+        return PreemptionOutcome(int(self.potential[best]), self.results[best][0], "", table)
+
+    def _status(self, p: int) -> tuple[Code, list[str]]:
+        if self.kind[p] == 0:
+            return Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NO_VICTIMS]
+        if self.kind[p] == 1:
+            q = self.world_of[p]
+            return Code(int(self.first.fail_code[q])), self.first.reasons_at(q)
+        return self.results[p][2]
+
+    def _table(self, last: int, with_table: bool) -> dict[int, dict]:
+        if not with_table:
+            return {}
+        keys = self.dp.state.pods
+        table: dict[int, dict] = {}
+        for p in range(last + 1):
+            node = int(self.potential[p])
+            hit = self.results.get(p)
+            if hit is not None and hit[0]:
+                table[node] = {"victims": [keys[v].key for v in hit[0]], "numPDBViolations": hit[1]}
+            else:
+                code, reasons = self._status(p)
+                table[node] = {"numPDBViolations": 0, "status": f"{code.label}: {', '.join(reasons)}"}
+        return table
+
+    def _message(self) -> str:
+        """The FitError of the dry runs when no node qualified: every node's reasons, or "not helpful"."""
+        n_all = self.dp.state.num_nodes
+        hist: Counter = Counter()
+        no_victims = int(np.count_nonzero(self.kind == 0))
+        if no_victims:
+            hist[NO_VICTIMS] += no_victims
+        hist.update(self.first.histogram())
+        dry_run = len(self.potential)
+        for _, _, status in self.results.values():
+            for r in status[1]:
+                hist[r] += 1
+        if n_all > dry_run:
+            hist[NOT_HELPFUL] += n_all - dry_run
+        return fit_error_message(n_all, hist)
