@@ -30,6 +30,7 @@ class MatchCounter:
         self._unbucketed: list[tuple] = []
         self._placed_by_pair: dict[tuple[str, str], set[int]] = {}  # label pair -> placed pods carrying it
         self._pod_keys: dict[int, list[tuple]] = {}  # pod -> registered keys it matches (labels are static)
+        self._memo_by_pair: dict[tuple[str, str], list[int]] = {}  # label pair -> pods in _pod_keys carrying it
         snapshot.subscribe(self)
 
     def counts(self, namespaces: frozenset[str] | None, selector: Selector) -> np.ndarray:
@@ -53,9 +54,12 @@ class MatchCounter:
                 self._by_pair.setdefault(min(selector.labels), []).append(key)
             elif not selector.nothing:
                 self._unbucketed.append(key)
-            for p, keys in self._pod_keys.items():  # keep the per-pod memo complete
+            # keep the per-pod memo complete: a pod matching the key carries its bucket pair
+            memo = self._memo_by_pair.get(min(selector.labels), ()) if selector.labels else \
+                () if selector.nothing else self._pod_keys
+            for p in memo:
                 if self._match(p, namespaces, selector):
-                    keys.append(key)
+                    self._pod_keys[p].append(key)
         return vec
 
     def _keys_of(self, pod: int) -> list[tuple]:
@@ -65,6 +69,8 @@ class MatchCounter:
                     if self._match(pod, key[0], key[1])]
             keys += [key for key in self._unbucketed if self._match(pod, key[0], key[1])]
             self._pod_keys[pod] = keys
+            for pair in self._labels[pod].items():
+                self._memo_by_pair.setdefault(pair, []).append(pod)
         return keys
 
     def _match(self, p: int, namespaces: frozenset[str] | None, selector: Selector) -> bool:

@@ -12,8 +12,7 @@ reference, one ``SelectVictimsOnNode`` per node), in numpy passes over the candi
    the pod no longer fits;
 4. the candidate search's stopping rule and ``pickOneNodeForPreemption`` over the results.
 
-Nodes holding nominated pods the filters must count, and pods with host ports, go through the
-reference path (per node, or whole).
+Nodes holding nominated pods the filters must count go through the reference path, node by node.
 """
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..constraints.node_ports import host_ports
 from ..framework import Code, CycleState, FilterResult
 from ..greedy.fiterror import fit_error_message
 from ..greedy.framework_runner import FilterPass
@@ -36,7 +34,7 @@ from .default_preemption import (
 )
 from .pod_index import PodIndex
 from .reprieve import Reprieved, reprieve
-from .worlds import AffinityWorld, ResourceWorld, SpreadWorld
+from .worlds import AffinityWorld, PortsWorld, ResourceWorld, SpreadWorld
 
 __all__ = ["VectorPreemption"]
 
@@ -69,10 +67,8 @@ class VectorPreemption(DefaultPreemption):
                 continue
             dynamic_seen = True
             if name == "NodePorts":
-                if host_ports(cycle.pod_obj):
-                    return None
-                continue
-            if name == "NodeResourcesFit":
+                world = PortsWorld(rule, cycle, nodes, index)
+            elif name == "NodeResourcesFit":
                 world = ResourceWorld(rule, cycle, nodes)
             elif name == "PodTopologySpread":
                 world = SpreadWorld(rule, cycle, nodes, index)

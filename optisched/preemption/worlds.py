@@ -7,6 +7,8 @@ removals and returns can move, and answers the filter for those nodes as the rul
 modified snapshot:
 
 * NodeResourcesFit: what is requested on the node;
+* NodePorts: whether each host port the pod could conflict with is marked used on the node (a pod
+  taken off clears its ports and a pod put back sets them, as ``HostPortInfo`` does);
 * PodTopologySpread: per hard constraint, the count of the node's domain and the minimum over the
   domains (the other domains keep their counts, so the minimum is theirs or the node's domain's),
   moved as ``AddPod``/``RemovePod`` move them (same namespace, selector match, counted node);
@@ -22,12 +24,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.inter_pod_affinity import REASON_AFFINITY, REASON_ANTI, REASON_EXISTING, AffinityIndex
+from ..constraints.node_ports import ANY_IP, host_ports
+from ..constraints.node_ports import REASON as REASON_PORTS
 from ..constraints.pod_topology_spread import REASON, REASON_MISSING_LABEL
 from ..constraints.selectors import NOTHING, Selector
 from ..framework import Code, CycleState, FilterResult
 from .pod_index import PodIndex, count_in
 
-__all__ = ["AffinityWorld", "ResourceWorld", "SpreadWorld"]
+__all__ = ["AffinityWorld", "PortsWorld", "ResourceWorld", "SpreadWorld"]
 
 
 def _at(counts: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -50,6 +54,44 @@ class ResourceWorld:
 
     def check(self, qs: np.ndarray) -> FilterResult:
         return self.rule.fits(self.pod, self.nodes[qs], self.used[qs])
+
+
+class _PortUsers:
+    """Pod rows declaring each (hostIP, protocol, hostPort), per snapshot."""
+
+    def __init__(self, snapshot) -> None:  # type: ignore[no-untyped-def]
+        rows: dict[tuple[str, str, int], list[int]] = {}
+        for i, p in enumerate(snapshot.state.pods):
+            for key in host_ports(p):
+                rows.setdefault(key, []).append(i)
+        self.rows = {k: np.array(v, dtype=np.int64) for k, v in rows.items()}
+
+
+class PortsWorld:
+    """NodePorts' Filter over each node's own used-port marks."""
+
+    def __init__(self, rule, cycle: CycleState, nodes: np.ndarray, index: PodIndex) -> None:  # type: ignore[no-untyped-def]
+        users: _PortUsers = cycle.snapshot.shared(_PortUsers)
+        self.index = index
+        self.marks = []  # (pods declaring the port, used mark per node)
+        for ip, proto, port in host_ports(cycle.pod_obj):
+            others = rule.ips.get((proto, port), ()) if ip == ANY_IP else (ANY_IP, ip)
+            for other in others:
+                used = rule.used.get((other, proto, port))
+                if used is not None:
+                    members = users.rows.get((other, proto, port), np.zeros(0, dtype=np.int64))
+                    self.marks.append((members, used[nodes].copy()))
+
+    def move(self, pos: np.ndarray, pods: np.ndarray, sign: int) -> None:
+        for members, used in self.marks:
+            hit = count_in(self.index, members, pods) > 0
+            used[pos[hit]] = sign > 0
+
+    def check(self, qs: np.ndarray) -> FilterResult:
+        conflict = np.zeros(len(qs), dtype=bool)
+        for _, used in self.marks:
+            conflict |= used[qs]
+        return FilterResult.from_mask(conflict, REASON_PORTS)
 
 
 class SpreadWorld:
