@@ -116,6 +116,13 @@ class AffinityIndex:
         self.placed_total: dict[str, dict[int, int]] = {k: {} for k in TERM_KINDS}
         self._kind_terms = {kind: sorted({tid for ids in self.pod_term_ids if ids for tid in ids[kind]})
                             for kind in TERM_KINDS}
+        # per kind: term ids by one label pair their selector requires (a pod without it cannot match)
+        self._buckets: dict[str, dict[tuple[str, str] | None, list[int]]] = {kind: {} for kind in TERM_KINDS}
+        for kind, tids in self._kind_terms.items():
+            for tid in tids:
+                sel = self.term_list[tid].selector
+                if not sel.nothing:
+                    self._buckets[kind].setdefault(min(sel.labels) if sel.labels else None, []).append(tid)
         self._signature: dict[tuple, int] = {}  # (namespace, labels) -> id
         self._matching: dict[tuple[str, int], list[int]] = {}  # (kind, signature) -> term ids matching it
         self.counter: MatchCounter = snapshot.shared(MatchCounter)
@@ -154,7 +161,9 @@ class AffinityIndex:
         hit = self._matching.get((kind, sig))
         if hit is None:
             labels = self.ns_labels.get(ns)
-            hit = self._matching[(kind, sig)] = [tid for tid in self._kind_terms[kind]
+            buckets = self._buckets[kind]
+            plausible = {tid for pair in [None, *pod.metadata.labels.items()] for tid in buckets.get(pair, ())}
+            hit = self._matching[(kind, sig)] = [tid for tid in sorted(plausible)
                                                   if self.term_list[tid].matches(pod, labels)]
         return hit
 

@@ -28,6 +28,7 @@ for the snapshot as it is now, as upstream's cloned, updated state does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,14 @@ class _DefaultSelectors:
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.state = snapshot.state
-        self._cache: dict[str, Selector] = {}
+        self._cache: dict[tuple, Selector] = {}
+        # controllers by (kind, namespace, name), the first of each as the lists hold them
+        self._owners: dict[tuple[str, str, str], Any] = {}
+        cluster = self.state.cluster
+        for kind, objs in (("ReplicationController", cluster.replication_controllers),
+                           ("ReplicaSet", cluster.replica_sets), ("StatefulSet", cluster.stateful_sets)):
+            for o in objs:
+                self._owners.setdefault((kind, o.metadata.namespace or "default", o.metadata.name), o)
         # Service selectors by (namespace, one of their pairs): a pod only checks the plausible ones
         self._services: dict[tuple[str, str, str], list[dict[str, str]]] = {}
         for svc in self.state.cluster.services:
@@ -95,9 +103,13 @@ class _DefaultSelectors:
                 self._services.setdefault((svc.metadata.namespace or "default", k, v), []).append(sel)
 
     def of(self, pod: Pod) -> Selector:
-        hit = self._cache.get(pod.key)
+        # the answer depends on the namespace, the labels and the controller: replicas share it
+        owner = next((o for o in pod.metadata.owner_references if o.controller), None)
+        key = (_namespace(pod), frozenset(pod.metadata.labels.items()),
+               None if owner is None else (owner.api_version, owner.kind, owner.name))
+        hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[pod.key] = self._compute(pod)
+            hit = self._cache[key] = self._compute(pod)
         return hit
 
     def _compute(self, pod: Pod) -> Selector:
@@ -112,21 +124,19 @@ class _DefaultSelectors:
         owner = next((o for o in pod.metadata.owner_references if o.controller), None)  # GetControllerOf
         if owner is None:
             return selector
-        cluster = self.state.cluster
         if owner.api_version == "v1" and owner.kind == "ReplicationController":
-            for rc in cluster.replication_controllers:
-                if (rc.metadata.namespace or "default") == ns and rc.metadata.name == owner.name:
-                    labels.update(rc.spec.selector)  # labels.Merge: the RC's values win
-                    return Selector(frozenset(labels.items()))
+            rc = self._owners.get((owner.kind, ns, owner.name))
+            if rc is not None:
+                labels.update(rc.spec.selector)  # labels.Merge: the RC's values win
+                return Selector(frozenset(labels.items()))
         elif owner.api_version == "apps/v1" and owner.kind in ("ReplicaSet", "StatefulSet"):
-            objs = cluster.replica_sets if owner.kind == "ReplicaSet" else cluster.stateful_sets
-            for o in objs:
-                if (o.metadata.namespace or "default") == ns and o.metadata.name == owner.name:
-                    other = selector_of(o.spec.selector)
-                    if other.nothing:  # a nil selector has no requirements to add
-                        return selector
-                    assert selector.labels is not None and other.labels is not None
-                    return Selector(selector.labels | other.labels, selector.exprs + other.exprs)
+            o = self._owners.get((owner.kind, ns, owner.name))
+            if o is not None:
+                other = selector_of(o.spec.selector)
+                if other.nothing:  # a nil selector has no requirements to add
+                    return selector
+                assert selector.labels is not None and other.labels is not None
+                return Selector(selector.labels | other.labels, selector.exprs + other.exprs)
         return selector
 
 

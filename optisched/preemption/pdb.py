@@ -23,6 +23,12 @@ class PDBLedger:
         self.selectors = [selector_of(v.pdb.spec.selector) for v in views]
         self.namespaces = [v.pdb.metadata.namespace for v in views]
         self.names = [f"{v.pdb.metadata.namespace}/{v.pdb.metadata.name}" for v in views]
+        # budgets by (namespace, one label pair their selector requires); None: selectors without pairs
+        self._buckets: dict[tuple[str, tuple[str, str] | None], list[int]] = {}
+        for i, sel in enumerate(self.selectors):
+            if not sel.nothing and not sel.empty:
+                pair = min(sel.labels) if sel.labels else None
+                self._buckets.setdefault((self.namespaces[i], pair), []).append(i)
 
     def budgets_of(self, pod: int) -> list[int]:
         """Budgets whose selector matches the pod (static: labels do not change); cached per pod."""
@@ -38,8 +44,8 @@ class PDBLedger:
         if not labels:
             return []
         ns = p.metadata.namespace or "default"
-        return [i for i, sel in enumerate(self.selectors)
-                if self.namespaces[i] == ns and not sel.empty and sel.matches(labels)]
+        plausible = {i for pair in [None, *labels.items()] for i in self._buckets.get((ns, pair), ())}
+        return [i for i in sorted(plausible) if self.selectors[i].matches(labels)]
 
     def split_by_violation(self, pods: list[int]) -> tuple[list[int], list[int]]:
         """(violating, non-violating), keeping order; budgets are decremented per pod taken."""
