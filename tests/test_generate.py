@@ -45,3 +45,12 @@ def test_bound_pods_fit_and_references_resolve():
         if state.pod_requests[i, gpu]:
             assert any(t.key == "nvidia.com/gpu" for t in p.spec.tolerations)
     assert np.isin(["Service", "PodDisruptionBudget", "StatefulSet"], [o["kind"] for o in objs]).all()
+
+
+def test_replicas_never_share_a_name():
+    """Seed 238 once drew the same random suffix for two replicas of one workload."""
+    objs = generate(GenerateSpec(nodes=23, pods=20, pending_fraction=0.5, load=1.0, zones=1, gpu_fraction=0.25,
+                                 seed=238))
+    keys = [(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objs if o["kind"] == "Pod"]
+    assert len(keys) == len(set(keys))
+    cluster_from_objects(objs)

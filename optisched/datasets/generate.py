@@ -231,8 +231,12 @@ class _Gen:
         prio = rng.choices(["critical", "high", None, "batch"], [0.1, 0.25, 0.45, 0.2])[0]
         template = self.template(app, kind, shape, prio)
         pods = []
+        names: set[str] = set()
         for r in range(replicas):
             suffix = str(r) if kind == "sts" else f"{rng.getrandbits(20):05x}"
+            while suffix in names:  # two replicas drew the same suffix: draw again
+                suffix = f"{rng.getrandbits(20):05x}"
+            names.add(suffix)
             pod = json.loads(json.dumps(template))
             pod["metadata"] = {"name": f"{app}-{suffix}", "namespace": ns, "uid": self.uid(), "labels": dict(labels),
                                "creationTimestamp": self.ts()}
