@@ -60,6 +60,15 @@ class FilterPass:
                     hist[text] += n
         return hist
 
+    def extend(self, tail: FilterPass) -> FilterPass:
+        """This pass followed by ``tail``, a pass over the nodes evaluated next (filters answer per node)."""
+        off = len(self.evaluated)
+        return FilterPass(np.concatenate([self.evaluated, tail.evaluated]), np.concatenate([self.passed, tail.passed]),
+                          np.concatenate([self.fail_plugin, tail.fail_plugin]),
+                          np.concatenate([self.fail_code, tail.fail_code]),
+                          self.results + [(name, positions + off, res) for name, positions, res in tail.results],
+                          self.plugin_names)
+
     def truncate(self, upto: int) -> FilterPass:
         """Keep only the first ``upto`` evaluated positions (the scheduler stopped there)."""
         return FilterPass(self.evaluated[:upto], self.passed[:upto], self.fail_plugin[:upto], self.fail_code[:upto],

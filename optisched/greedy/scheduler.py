@@ -178,17 +178,14 @@ class GreedyScheduler:
         rotated = np.roll(nodes, -start)
         pct = cycle.profile.effective_percentage(self.config.percentage_of_nodes_to_score)
         to_find = num_feasible_nodes_to_find(pct, n_all)
-        fp = None
-        head = 2 * (to_find + 1) + 64
-        if head < len(rotated):
-            # most cycles find enough feasible nodes early: filter a head first, everything only if needed
-            fp = fw.filter(cycle, rotated[:head], skipped)
-            self._apply_nominated(fw, cycle, fp)
-            if np.count_nonzero(fp.passed) <= to_find:
-                fp = None
-        if fp is None:
-            fp = fw.filter(cycle, rotated, skipped)
-            self._apply_nominated(fw, cycle, fp)
+        # most cycles find enough feasible nodes early: filter a head first, the rest only if needed
+        head = min(2 * (to_find + 1) + 64, len(rotated))
+        fp = fw.filter(cycle, rotated[:head], skipped)
+        self._apply_nominated(fw, cycle, fp)
+        if head < len(rotated) and np.count_nonzero(fp.passed) <= to_find:
+            tail = fw.filter(cycle, rotated[head:], skipped)
+            self._apply_nominated(fw, cycle, tail)
+            fp = fp.extend(tail)
         feasible_pos = np.flatnonzero(fp.passed)
         if len(feasible_pos) > to_find:
             # the (to_find+1)-th feasible node cancels the search and is not kept
