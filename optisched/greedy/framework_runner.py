@@ -125,11 +125,15 @@ class Framework:
     def filter(self, cycle: CycleState, nodes: np.ndarray, skipped: set[str]) -> FilterPass:
         """Run every Filter plugin over ``nodes``; each node stops at its first failing plugin."""
         n = len(nodes)
-        alive = np.ones(n, dtype=bool)
-        fail_plugin = np.full(n, -1, dtype=np.int16)
-        fail_code = np.zeros(n, dtype=np.int8)
-        fp = FilterPass(nodes, alive, fail_plugin, fail_code, [], self.filter_names)
-        for j, name in enumerate(self.filter_names):
+        fp = FilterPass(nodes, np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int16), np.zeros(n, dtype=np.int8),
+                        [], self.filter_names)
+        return self._filter_from(cycle, fp, 0, skipped)
+
+    def _filter_from(self, cycle: CycleState, fp: FilterPass, first: int, skipped: set[str]) -> FilterPass:
+        """Run the Filter plugins from index ``first`` on over the nodes of ``fp`` still passing."""
+        nodes, alive = fp.evaluated, fp.passed
+        for j in range(first, len(self.filter_names)):
+            name = self.filter_names[j]
             if name in skipped:
                 continue
             positions = np.flatnonzero(alive)
@@ -140,8 +144,8 @@ class Framework:
             if failed.any():
                 bad = positions[failed]
                 alive[bad] = False
-                fail_plugin[bad] = j
-                fail_code[bad] = res.code[failed]
+                fp.fail_plugin[bad] = j
+                fp.fail_code[bad] = res.code[failed]
                 fp.results.append((name, positions, res))
         return fp
 
@@ -163,9 +167,12 @@ class Framework:
             if name in skipped:
                 continue
             rule = self.score_rules[name]
-            r = np.asarray(rule.score(cycle, nodes), dtype=np.int64)
+            r = np.asarray(self._raw_score(name, cycle, nodes), dtype=np.int64)
             s = np.asarray(rule.normalize(cycle, r), dtype=np.int64)
             w = s * int(self.profile.score_weights.get(name, 1))
             raw[name], normalized[name], weighted[name] = r, s, w
             total += w
         return ScorePass(nodes, total, weighted, normalized, raw, skipped)
+
+    def _raw_score(self, name: str, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        return self.score_rules[name].score(cycle, nodes)

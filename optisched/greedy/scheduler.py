@@ -24,6 +24,7 @@ from ..preemption.default_preemption import DefaultPreemption, PreemptionOutcome
 from ..preemption.pdb import PDBLedger
 from ..preemption.vector_dry_run import VectorPreemption
 from ..profile import Profile, SchedulerConfig
+from .cached_framework import CachedFramework
 from .fiterror import fit_error_message
 from .framework_runner import FilterPass, Framework, ScorePass
 from .nodetree import node_tree_order, num_feasible_nodes_to_find
@@ -124,7 +125,8 @@ class GreedyScheduler:
     def framework(self, profile: Profile) -> Framework:
         fw = self._frameworks.get(profile.scheduler_name)
         if fw is None:
-            fw = self._frameworks[profile.scheduler_name] = Framework(self.snapshot, profile)
+            kind = Framework if self.options.reference else CachedFramework
+            fw = self._frameworks[profile.scheduler_name] = kind(self.snapshot, profile)
         return fw
 
     # ------------------------------------------------------------------ nominated pods

@@ -1,0 +1,122 @@
+"""A :class:`Framework` that computes the placement-independent part of a cycle once per pod shape.
+
+NodeUnschedulable, NodeName, TaintToleration and NodeAffinity filter on the pod's spec and the nodes'
+fixed labels, taints and flags; TaintToleration, NodeAffinity and ImageLocality score on them too. Their
+answer for every node is computed once per distinct (tolerations, nodeName, nodeSelector, node
+affinity, images) and read back for the nodes a cycle evaluates: the leading run of these filters in
+the profile's order becomes one lookup, with each node's first failing plugin, code and reasons as
+the plugins themselves gave them, so FitError histograms and traces are unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..framework import CycleState, FilterResult
+from ..model.objects import Pod
+from ..model.snapshot import Snapshot
+from ..profile import Profile
+from .framework_runner import FilterPass, Framework
+
+__all__ = ["STATIC_FILTERS", "STATIC_SCORES", "CachedFramework"]
+
+STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
+STATIC_SCORES = frozenset({"TaintToleration", "NodeAffinity", "ImageLocality"})
+MAX_ENTRIES = 512  # per cache: distinct pod shapes are few; a bound keeps memory flat on odd inputs
+
+
+def _node_affinity(pod: Pod) -> str | None:
+    aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    return aff.model_dump_json() if aff is not None else None
+
+
+def filter_key(pod: Pod) -> tuple:
+    """What the static filters read of a pod."""
+    spec = pod.spec
+    return (spec.node_name, tuple(spec.tolerations), frozenset(spec.node_selector.items()), _node_affinity(pod))
+
+
+def score_key(name: str, pod: Pod) -> tuple:
+    """What static score ``name`` reads of a pod."""
+    if name == "TaintToleration":
+        return tuple(pod.spec.tolerations),
+    if name == "NodeAffinity":
+        return _node_affinity(pod),
+    return tuple(c.image for c in (*pod.spec.init_containers, *pod.spec.containers)),
+
+
+@dataclass
+class _StaticPass:
+    """The static filter prefix over all nodes: first failing plugin (-1: passes), its code, results."""
+
+    first: np.ndarray  # int16 [N]
+    code: np.ndarray  # int8 [N]
+    results: list[tuple[str, FilterResult]]
+
+
+def _put(cache: dict, key: tuple, value: object) -> None:
+    if len(cache) >= MAX_ENTRIES:
+        cache.clear()
+    cache[key] = value
+
+
+class CachedFramework(Framework):
+    """:class:`Framework` with the static filters and scores cached per pod shape."""
+
+    def __init__(self, snapshot: Snapshot, profile: Profile) -> None:
+        super().__init__(snapshot, profile)
+        prefix = 0
+        while prefix < len(self.filter_names) and self.filter_names[prefix] in STATIC_FILTERS:
+            prefix += 1
+        self.static_prefix = prefix
+        self.all_nodes = np.arange(snapshot.state.num_nodes, dtype=np.int64)
+        self._filters: dict[tuple, _StaticPass] = {}
+        self._scores: dict[tuple, np.ndarray] = {}
+
+    def _static_pass(self, cycle: CycleState, skipped: set[str]) -> _StaticPass:
+        names = self.filter_names[:self.static_prefix]
+        key = (filter_key(cycle.pod_obj), frozenset(skipped.intersection(names)))
+        hit = self._filters.get(key)
+        if hit is None:
+            fp = super().filter(cycle, self.all_nodes, skipped | set(self.filter_names[self.static_prefix:]))
+            hit = _StaticPass(fp.fail_plugin, fp.fail_code,
+                              [(name, self._spread(res, positions)) for name, positions, res in fp.results])
+            _put(self._filters, key, hit)
+        return hit
+
+    def _spread(self, res: FilterResult, positions: np.ndarray) -> FilterResult:
+        """A result over ``positions`` as one over all nodes (elsewhere: passes, no reason)."""
+        n = len(self.all_nodes)
+        code = np.zeros(n, dtype=np.int8)
+        code[positions] = res.code
+        reasons = []
+        for mask, text in res.reasons:
+            full = np.zeros(n, dtype=bool)
+            full[positions] = mask
+            reasons.append((full, text))
+        return FilterResult(code, reasons)
+
+    def filter(self, cycle: CycleState, nodes: np.ndarray, skipped: set[str]) -> FilterPass:
+        if self.static_prefix == 0:
+            return super().filter(cycle, nodes, skipped)
+        st = self._static_pass(cycle, skipped)
+        first = st.first[nodes]
+        fp = FilterPass(nodes, first < 0, first, st.code[nodes], [], self.filter_names)
+        if len(st.results):
+            everywhere = np.arange(len(nodes))
+            for name, res in st.results:
+                code = res.code[nodes]
+                if code.any():
+                    fp.results.append((name, everywhere, FilterResult(code, [(m[nodes], t) for m, t in res.reasons])))
+        return self._filter_from(cycle, fp, self.static_prefix, skipped)
+
+    def _raw_score(self, name: str, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        if name not in STATIC_SCORES:
+            return super()._raw_score(name, cycle, nodes)
+        key = (name, *score_key(name, cycle.pod_obj))
+        raw = self._scores.get(key)
+        if raw is None:
+            raw = np.asarray(super()._raw_score(name, cycle, self.all_nodes), dtype=np.int64)
+            _put(self._scores, key, raw)
+        return raw[nodes]
