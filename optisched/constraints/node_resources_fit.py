@@ -93,6 +93,7 @@ class NodeResourcesFit:
         self.check_cols = np.array(cols, dtype=np.int64)
         self.reasons = [f"Insufficient {state.resources[j]}" for j in cols]
         self._per_pod: dict[int, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+        self._alloc_cols = np.ascontiguousarray(state.allocatable.T)  # one row per resource: column reads
 
     def _checks(self, pod: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """(columns, requested amounts, reasons) of the checked resources the pod requests (> 0)."""
@@ -109,24 +110,26 @@ class NodeResourcesFit:
         return Status()
 
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
-        return self.fits(cycle.pod, nodes, self.snapshot.requested[nodes])
+        return self.fits(cycle.pod, nodes, None)
 
-    def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray) -> FilterResult:
+    def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray | None) -> FilterResult:
         """``fitsRequest`` of pod row ``pod`` on ``nodes``, given ``used[i]`` = what is requested on
-        ``nodes[i]`` (the "pods" column counts the pods there)."""
-        alloc = self.snapshot.state.allocatable[nodes]
+        ``nodes[i]`` (the "pods" column counts the pods there); None: what the snapshot holds."""
+        requested = self.snapshot.requested
         code = np.zeros(len(nodes), dtype=np.int8)
         reasons: list[tuple[np.ndarray, str]] = []
-        too_many = used[:, self.pods_col] + 1 > alloc[:, self.pods_col]
+        taken = requested[nodes, self.pods_col] if used is None else used[:, self.pods_col]
+        too_many = taken + 1 > self._alloc_cols[self.pods_col][nodes]
         if too_many.any():
             code[too_many] = Code.UNSCHEDULABLE
             reasons.append((too_many, TOO_MANY_PODS))
         cols, need, texts = self._checks(pod)
         for j, amount, text in zip(cols, need, texts):
-            short = amount > alloc[:, j] - used[:, j]
+            alloc = self._alloc_cols[j][nodes]
+            short = amount > alloc - (requested[nodes, j] if used is None else used[:, j])
             if not short.any():
                 continue
             reasons.append((short, text))
             code[short] = np.maximum(code[short], np.int8(Code.UNSCHEDULABLE))
-            code[short & (amount > alloc[:, j])] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            code[short & (amount > alloc)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(code, reasons)

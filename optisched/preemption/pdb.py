@@ -6,6 +6,8 @@ matches nothing here, as upstream says.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..constraints.pod_counts import selector_of
 from ..model.pdb import budget_views
 from ..model.state import ClusterState
@@ -46,6 +48,26 @@ class PDBLedger:
         ns = p.metadata.namespace or "default"
         plausible = {i for pair in [None, *labels.items()] for i in self._buckets.get((ns, pair), ())}
         return [i for i in sorted(plausible) if self.selectors[i].matches(labels)]
+
+    def budget_pairs(self, pods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index into ``pods``, budget) for every budget covering each of ``pods``, in order."""
+        csr = self.__dict__.get("_csr")
+        if csr is None:  # per pod: where its budgets start in a flat list, and how many (-1: not known yet)
+            csr = self._csr = (np.zeros(len(self.state.pods), dtype=np.int64),
+                               np.full(len(self.state.pods), -1, dtype=np.int64), [])
+        start, count, flat = csr
+        for p in np.unique(pods[count[pods] < 0]).tolist():
+            found = self.budgets_of(p)
+            start[p], count[p] = len(flat), len(found)
+            flat.extend(found)
+        n = count[pods]
+        rows = np.repeat(np.arange(len(pods)), n)
+        if len(rows) == 0:
+            return rows, rows
+        if len(self.__dict__.get("_flat", ())) != len(flat):
+            self._flat = np.asarray(flat, dtype=np.int64)
+        offsets = np.arange(len(rows)) - np.repeat(np.cumsum(n) - n, n)
+        return rows, self._flat[np.repeat(start[pods], n) + offsets]
 
     def split_by_violation(self, pods: list[int]) -> tuple[list[int], list[int]]:
         """(violating, non-violating), keeping order; budgets are decremented per pod taken."""

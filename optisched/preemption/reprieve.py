@@ -8,7 +8,7 @@ independent, so step *k* treats the *k*-th pod of every node together.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,9 +20,23 @@ __all__ = ["Reprieved", "pdb_violating", "reprieve"]
 
 @dataclass
 class Reprieved:
-    victims: dict[int, list[int]] = field(default_factory=dict)  # world position -> victims, in order
-    violations: dict[int, int] = field(default_factory=dict)
-    keys: dict[int, tuple] = field(default_factory=dict)  # pickOneNodeForPreemption's criteria
+    """Per world position: victims found, PDB violations among them, ``pickOneNodeForPreemption``'s
+    criteria (to maximize, in order) and where its victims sit in ``victims`` (in order)."""
+
+    count: np.ndarray
+    violations: np.ndarray
+    keys: np.ndarray  # float64 [positions, 5]
+    start: np.ndarray
+    victims: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> Reprieved:
+        z = np.zeros(n, dtype=np.int64)
+        return cls(z, z.copy(), np.zeros((n, 5)), z.copy(), z[:0])
+
+    def of(self, q: int) -> list[int]:
+        s = int(self.start[q])
+        return self.victims[s:s + int(self.count[q])].tolist()
 
 
 def _group_starts(sorted_pos: np.ndarray) -> np.ndarray:
@@ -32,15 +46,10 @@ def _group_starts(sorted_pos: np.ndarray) -> np.ndarray:
 def pdb_violating(ledger, pos: np.ndarray, pods: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     """``filterPodsWithPDBViolation`` per node for pairs sorted by node then importance: a pod violates
     when one of its budgets has no disruption left after the node's earlier pods took theirs."""
-    rows, budgets = [], []
-    for i, p in enumerate(pods.tolist()):
-        for b in ledger.budgets_of(p):
-            rows.append(i)
-            budgets.append(b)
+    r, b = ledger.budget_pairs(pods)
     out = np.zeros(len(pods), dtype=bool)
-    if not rows:
+    if len(r) == 0:
         return out
-    r, b = np.array(rows, dtype=np.int64), np.array(budgets, dtype=np.int64)
     o = np.lexsort((r, b, pos[r]))
     r, b = r[o], b[o]
     key = pos[r] * (int(b.max()) + 1) + b
@@ -61,11 +70,14 @@ def _fits(checks, qs: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     return ok
 
 
-def reprieve(dp, qs: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checks, worlds) -> Reprieved:  # type: ignore[no-untyped-def]
-    """Victims of the nodes at world positions ``qs`` (their worlds hold every lower-priority pod
-    taken off); ``pairs`` = (world position, pod) of those pods; ``checks`` the dynamic filters."""
+def reprieve(dp, qs: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checks, worlds,  # type: ignore[no-untyped-def]
+             n: int) -> Reprieved:
+    """Victims of the nodes at world positions ``qs`` (of ``n``; their worlds hold every lower-priority
+    pod taken off); ``pairs`` = (world position, pod) of those pods; ``checks`` the dynamic filters."""
     state, snap = dp.state, dp.snapshot
-    sel = np.isin(pairs[0], qs)
+    wanted = np.zeros(n, dtype=bool)
+    wanted[qs] = True
+    sel = wanted[pairs[0]]
     pp, pv = pairs[0][sel], pairs[1][sel]
     prio, start = state.pod_priority[pv], dp.start_time[pv]
     o = np.lexsort((snap.slot[pv], start, -prio, pp))  # importance; ties keep NodeInfo order
@@ -76,9 +88,11 @@ def reprieve(dp, qs: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checks, w
     starts = _group_starts(pp)
     sizes = np.diff(np.r_[starts, len(pp)])
     rank = np.arange(len(pp)) - np.repeat(starts, sizes)
+    by_rank = np.argsort(rank, kind="stable")
+    bounds = np.searchsorted(rank[by_rank], np.arange(int(sizes.max()) + 1 if len(sizes) else 1))
     victim = np.zeros(len(pp), dtype=bool)
-    for r in range(int(sizes.max()) if len(sizes) else 0):
-        idx = np.flatnonzero(rank == r)
+    for r in range(len(bounds) - 1):
+        idx = by_rank[bounds[r]:bounds[r + 1]]
         for w in worlds:
             w.move(pp[idx], pv[idx], 1)
         bad = idx[~_fits(checks, pp[idx])]
@@ -88,27 +102,29 @@ def reprieve(dp, qs: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checks, w
             victim[bad] = True
     n_viol = np.add.reduceat(viol.astype(np.int64), starts) if len(sizes) else sizes
     mixed = np.repeat((n_viol > 0) & (n_viol < sizes), sizes)
-    return _collect(pp, pv, prio, start, viol, victim, mixed)
+    return _collect(n, pp, pv, prio, start, viol, victim, mixed)
 
 
-def _collect(pp, pv, prio, start, viol, victim, mixed) -> Reprieved:  # type: ignore[no-untyped-def]
+def _collect(n, pp, pv, prio, start, viol, victim, mixed) -> Reprieved:  # type: ignore[no-untyped-def]
     """Victims per node: in reprieve order, re-sorted by importance when both groups were present."""
     v = np.flatnonzero(victim)
     o = np.lexsort((v, np.where(mixed[v], start[v], 0.0), np.where(mixed[v], -prio[v], 0), pp[v]))
     v = v[o]
-    out = Reprieved()
+    out = Reprieved.empty(n)
     if len(v) == 0:
         return out
     starts = _group_starts(pp[v])
-    ends = np.r_[starts[1:], len(v)]
+    sizes = np.diff(np.r_[starts, len(v)])
+    q = pp[v[starts]]
     pr = prio[v]
-    total = np.add.reduceat(pr + MAX_INT32 + 1, starts)
     top = np.maximum.reduceat(pr, starts)
-    earliest = np.minimum.reduceat(np.where(pr == np.repeat(top, ends - starts), start[v], np.inf), starts)
-    nviol = np.add.reduceat(viol[v].astype(np.int64), starts)
-    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):
-        q = int(pp[v[s]])
-        out.victims[q] = pv[v[s:e]].tolist()
-        out.violations[q] = int(nviol[i])
-        out.keys[q] = (-int(nviol[i]), -int(pr[s]), -int(total[i]), -(e - s), float(earliest[i]))
+    out.count[q] = sizes
+    out.start[q] = starts
+    out.violations[q] = np.add.reduceat(viol[v].astype(np.int64), starts)
+    out.keys[q, 0] = -out.violations[q]
+    out.keys[q, 1] = -pr[starts]
+    out.keys[q, 2] = -np.add.reduceat(pr + MAX_INT32 + 1, starts)
+    out.keys[q, 3] = -sizes
+    out.keys[q, 4] = np.minimum.reduceat(np.where(pr == np.repeat(top, sizes), start[v], np.inf), starts)
+    out.victims = pv[v]
     return out

@@ -88,10 +88,9 @@ class VectorPreemption(DefaultPreemption):
                 min(float(self.start_time[v]) for v, x in zip(victims, pr) if x == top))
 
     @staticmethod
-    def pick_index(keys: list[tuple]) -> int:
+    def pick_index(table: np.ndarray) -> int:
         """The first candidate best on each criterion in turn (ties go to the earlier candidate)."""
-        table = np.array(keys, dtype=np.float64)
-        pool = np.arange(len(keys))
+        pool = np.arange(len(table))
         for j in range(table.shape[1]):
             col = table[pool, j]
             pool = pool[col == col.max()]
@@ -153,81 +152,123 @@ class VectorPreemption(DefaultPreemption):
 
 
 class _Walk:
-    """The candidate search over the nodes in order (``DryRunPreemption``), stopping as upstream does."""
+    """The candidate search over the nodes in order (``DryRunPreemption``), stopping as upstream does:
+    once it holds ``numCandidates`` candidates, one of them violating no PDB."""
 
     def __init__(self, dp: VectorPreemption, cycle, potential, kind, filter_node, first: FilterPass,  # type: ignore[no-untyped-def]
                  live, pairs, checks, worlds) -> None:
         self.dp, self.cycle, self.potential, self.kind = dp, cycle, potential, kind
-        self.filter_node, self.first, self.live, self.pairs = filter_node, first, live, pairs
+        self.filter_node, self.first, self.pairs = filter_node, first, pairs
         self.checks = [c for c in checks if c[0] not in STATIC_FILTERS]
         self.worlds = worlds
         self.want = dp.num_candidates(len(potential))
-        self.results: dict[int, tuple[list[int] | None, int, tuple[Code, list[str]]]] = {}
-        self.world_of = {int(p): i for i, p in enumerate(live)}
-        self.keys: dict[int, tuple] = {}
+        self.world_of = np.full(len(potential), -1, dtype=np.int64)
+        self.world_of[live] = np.arange(len(live))
+        self.batches: list[Reprieved] = []
+        self.batch_of = np.full(len(live), -1, dtype=np.int64)  # which batch reprieved a world position
+        self.fallback: dict[int, tuple[list[int] | None, int, tuple[Code, list[str]]]] = {}
+        self.found: list[int] = []
+        self.n_ok = 0
 
-    def _run_reprieve(self, todo: list[int]) -> None:
-        """Phase 3 for the positions ``todo`` (all needing it), storing victims and PDB violations."""
-        qs = np.array([self.world_of[p] for p in todo], dtype=np.int64)
-        got: Reprieved = reprieve(self.dp, qs, self.pairs, self.checks, self.worlds)
-        for p, q in zip(todo, qs):
-            victims = got.victims.get(int(q), [])
-            self.results[p] = (victims, got.violations.get(int(q), 0), (Code.SUCCESS, []))
-            if victims:
-                self.keys[p] = got.keys[int(q)]
+    def _reprieve(self, chunk: np.ndarray) -> Reprieved:
+        qs = self.world_of[chunk]
+        got = reprieve(self.dp, qs, self.pairs, self.checks, self.worlds, len(self.batch_of))
+        self.batch_of[qs] = len(self.batches)
+        self.batches.append(got)
+        return got
 
-    def _fallback(self, p: int) -> None:
+    def _add(self, ps: np.ndarray, violations: np.ndarray) -> int:
+        """Take the candidates ``ps`` in order; the index where the search stops, or -1."""
+        n_found = len(self.found) + np.arange(1, len(ps) + 1)
+        n_ok = self.n_ok + np.cumsum(violations == 0)
+        stop = np.flatnonzero((n_ok > 0) & (n_found >= self.want))
+        end = int(stop[0]) + 1 if len(stop) else len(ps)
+        self.found.extend(ps[:end].tolist())
+        self.n_ok = int(n_ok[end - 1]) if end else self.n_ok
+        return end - 1 if len(stop) else -1
+
+    def _segment(self, seg: np.ndarray) -> int:
+        """Reprieve nodes of ``seg`` (all dry-run in this path) chunk by chunk; the stopping position or -1."""
+        i = 0
+        while i < len(seg):
+            chunk = seg[i:i + max(self.want - len(self.found), 16)]
+            got = self._reprieve(chunk)
+            qs = self.world_of[chunk]
+            has = got.count[qs] > 0
+            k = self._add(chunk[has], got.violations[qs][has])
+            if k >= 0:
+                return int(chunk[has][k])
+            i += len(chunk)
+        return -1
+
+    def _fallback_one(self, p: int) -> int:
         cand, status = self.dp.select_victims(self.cycle, int(self.potential[p]), self.filter_node)
-        if cand is None:
-            self.results[p] = (None, 0, status)
-            return
-        self.results[p] = (cand.victims, cand.pdb_violations, status)
-        if cand.victims:
-            self.keys[p] = self.dp.pick_keys(cand.victims, cand.pdb_violations)
+        victims = cand.victims if cand is not None else None
+        violations = cand.pdb_violations if cand is not None else 0
+        self.fallback[p] = (victims, violations, status)
+        if victims and self._add(np.array([p]), np.array([violations])) >= 0:
+            return p
+        return -1
 
     def run(self, with_table: bool) -> PreemptionOutcome:
-        interesting = np.flatnonzero(self.kind >= 2).tolist()
-        found: list[int] = []
-        n_ok = 0
-        last = len(self.potential) - 1
-        for i, p in enumerate(interesting):
-            if p not in self.results:
-                if self.kind[p] == 3:
-                    self._fallback(p)
-                else:
-                    need = max(self.want - len(found), 16)
-                    self._run_reprieve([q for q in interesting[i:] if self.kind[q] == 2][:need])
-            victims, violations, _ = self.results[p]
-            if victims:
-                found.append(p)
-                n_ok += violations == 0
-                if n_ok and len(found) >= self.want:
-                    last = p
-                    break
-        table = self._table(last, with_table)
-        if not found:
+        interesting = np.flatnonzero(self.kind >= 2)
+        breaks = np.flatnonzero(self.kind[interesting] == 3)
+        last = -1
+        lo = 0
+        for b in [*breaks.tolist(), len(interesting)]:
+            last = self._segment(interesting[lo:b]) if b > lo else -1
+            if last < 0 and b < len(interesting):
+                last = self._fallback_one(int(interesting[b]))
+            if last >= 0:
+                break
+            lo = b + 1
+        if last < 0:
+            last = len(self.potential) - 1
+        table = self._table(last) if with_table else {}
+        if not self.found:
             return PreemptionOutcome(None, message="preemption: " + self._message(), table=table)
-        best = found[self.dp.pick_index([self.keys[p] for p in found])]
-        return PreemptionOutcome(int(self.potential[best]), self.results[best][0], "", table)
+        best = self.found[self.dp.pick_index(self._keys(np.array(self.found)))]
+        return PreemptionOutcome(int(self.potential[best]), self._victims(best) or [], "", table)
+
+    def _keys(self, found: np.ndarray) -> np.ndarray:
+        """pickOneNodeForPreemption's criteria of the candidates at ``found`` (rows, in order)."""
+        qs = self.world_of[found]
+        keys = np.zeros((len(found), 5))
+        for b, got in enumerate(self.batches):
+            mine = (qs >= 0) & (self.batch_of[np.maximum(qs, 0)] == b)
+            keys[mine] = got.keys[qs[mine]]
+        for i, p in enumerate(found.tolist() if self.fallback else ()):
+            if p in self.fallback:
+                victims, violations, _ = self.fallback[p]
+                keys[i] = self.dp.pick_keys(victims or [], violations)
+        return keys
+
+    def _victims(self, p: int) -> list[int] | None:
+        if p in self.fallback:
+            return self.fallback[p][0]
+        q = int(self.world_of[p])
+        return self.batches[int(self.batch_of[q])].of(q)
 
     def _status(self, p: int) -> tuple[Code, list[str]]:
         if self.kind[p] == 0:
             return Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NO_VICTIMS]
         if self.kind[p] == 1:
-            q = self.world_of[p]
+            q = int(self.world_of[p])
             return Code(int(self.first.fail_code[q])), self.first.reasons_at(q)
-        return self.results[p][2]
+        if p in self.fallback:
+            return self.fallback[p][2]
+        return Code.SUCCESS, []
 
-    def _table(self, last: int, with_table: bool) -> dict[int, dict]:
-        if not with_table:
-            return {}
-        keys = self.dp.state.pods
+    def _table(self, last: int) -> dict[int, dict]:
+        pods = self.dp.state.pods
         table: dict[int, dict] = {}
         for p in range(last + 1):
             node = int(self.potential[p])
-            hit = self.results.get(p)
-            if hit is not None and hit[0]:
-                table[node] = {"victims": [keys[v].key for v in hit[0]], "numPDBViolations": hit[1]}
+            victims = self._victims(p) if self.kind[p] >= 2 else None
+            if victims:
+                violations = self.fallback[p][1] if p in self.fallback else \
+                    int(self.batches[int(self.batch_of[self.world_of[p]])].violations[self.world_of[p]])
+                table[node] = {"victims": [pods[v].key for v in victims], "numPDBViolations": violations}
             else:
                 code, reasons = self._status(p)
                 table[node] = {"numPDBViolations": 0, "status": f"{code.label}: {', '.join(reasons)}"}
@@ -241,10 +282,9 @@ class _Walk:
         if no_victims:
             hist[NO_VICTIMS] += no_victims
         hist.update(self.first.histogram())
-        dry_run = len(self.potential)
-        for _, _, status in self.results.values():
+        for _, _, status in self.fallback.values():
             for r in status[1]:
                 hist[r] += 1
-        if n_all > dry_run:
-            hist[NOT_HELPFUL] += n_all - dry_run
+        if n_all > len(self.potential):
+            hist[NOT_HELPFUL] += n_all - len(self.potential)
         return fit_error_message(n_all, hist)
