@@ -5,7 +5,8 @@ fixed labels, taints and flags; TaintToleration, NodeAffinity and ImageLocality 
 answer for every node is computed once per distinct (tolerations, nodeName, nodeSelector, node
 affinity, images) and read back for the nodes a cycle evaluates: the leading run of these filters in
 the profile's order becomes one lookup, with each node's first failing plugin, code and reasons as
-the plugins themselves gave them, so FitError histograms and traces are unchanged.
+the plugins themselves gave them, so FitError histograms and traces are unchanged. Their PreFilter
+statuses (NodeAffinity's node-name restriction and required-affinity mask) are kept the same way.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..framework import CycleState, FilterResult
+from ..framework import CycleState, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..profile import Profile
@@ -23,6 +24,7 @@ __all__ = ["STATIC_FILTERS", "STATIC_SCORES", "CachedFramework"]
 
 STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
 STATIC_SCORES = frozenset({"TaintToleration", "NodeAffinity", "ImageLocality"})
+_ABSENT = object()
 MAX_ENTRIES = 512  # per cache: distinct pod shapes are few; a bound keeps memory flat on odd inputs
 
 
@@ -73,6 +75,21 @@ class CachedFramework(Framework):
         self.all_nodes = np.arange(snapshot.state.num_nodes, dtype=np.int64)
         self._filters: dict[tuple, _StaticPass] = {}
         self._scores: dict[tuple, np.ndarray] = {}
+        self._pre_filters: dict[tuple, tuple[Status, object]] = {}
+
+    def _pre_filter_one(self, name: str, cycle: CycleState) -> Status:
+        """A static plugin's PreFilter status, and what it keeps in the cycle state, once per pod shape."""
+        if name not in STATIC_FILTERS:
+            return super()._pre_filter_one(name, cycle)
+        key = (name, filter_key(cycle.pod_obj))
+        hit = self._pre_filters.get(key)
+        if hit is None:
+            status = super()._pre_filter_one(name, cycle)
+            hit = (status, cycle.data.get(name, _ABSENT))
+            _put(self._pre_filters, key, hit)
+        elif hit[1] is not _ABSENT:
+            cycle.data[name] = hit[1]
+        return hit[0]
 
     def _static_pass(self, cycle: CycleState, skipped: set[str]) -> _StaticPass:
         names = self.filter_names[:self.static_prefix]

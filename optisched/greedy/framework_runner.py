@@ -112,7 +112,7 @@ class Framework:
             if refresh and name in previous and not getattr(rule, "depends_on_placement", False):
                 st = previous[name]
             else:
-                st = previous[name] = rule.pre_filter(cycle)
+                st = previous[name] = self._pre_filter_one(name, cycle)
             if st.code == Code.SKIP:
                 skipped.add(name)
                 continue
@@ -176,3 +176,6 @@ class Framework:
 
     def _raw_score(self, name: str, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
         return self.score_rules[name].score(cycle, nodes)
+
+    def _pre_filter_one(self, name: str, cycle: CycleState) -> Status:
+        return self.filter_rules[name].pre_filter(cycle)

@@ -11,7 +11,7 @@ next backoff expiry. The run ends when activeQ and backoffQ are both empty.
 from __future__ import annotations
 
 import heapq
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from ..model.state import ClusterState
@@ -21,6 +21,7 @@ __all__ = ["EVENT_INTEREST", "INITIAL_BACKOFF", "MAX_BACKOFF", "ClusterEvent", "
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 _EPOCH = datetime.min.replace(tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 class ClusterEvent(StrEnum):
@@ -37,11 +38,12 @@ EVENT_INTEREST: dict[ClusterEvent, frozenset[str]] = {
 
 
 def sort_key(state: ClusterState, pod: int) -> tuple:
-    """PrioritySort's ``Less`` as a key: priority descending, creation time ascending, then input order."""
+    """PrioritySort's ``Less`` as a key: priority descending, creation time ascending, then input order
+    (the time as integer microseconds from the earliest, so heap comparisons stay on ints)."""
     ts = state.pods[pod].metadata.creation_timestamp
     if ts is not None and ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
-    return (-int(state.pod_priority[pod]), ts or _EPOCH, pod)
+    return (-int(state.pod_priority[pod]), ((ts or _EPOCH) - _EPOCH) // _MICROSECOND, pod)
 
 
 class SchedulingQueue:

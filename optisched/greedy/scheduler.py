@@ -177,7 +177,7 @@ class GreedyScheduler:
         if len(nodes) == 0:
             return fw.filter(cycle, nodes, skipped)
         start = self.next_start % len(nodes)
-        rotated = np.roll(nodes, -start)
+        rotated = np.concatenate((nodes[start:], nodes[:start]))
         pct = cycle.profile.effective_percentage(self.config.percentage_of_nodes_to_score)
         to_find = num_feasible_nodes_to_find(pct, n_all)
         # most cycles find enough feasible nodes early: filter a head first, the rest only if needed
