@@ -146,9 +146,15 @@ def default_selector(snapshot: Snapshot, pod: Pod) -> Selector:
     return snapshot.shared(_DefaultSelectors).of(pod)
 
 
+_VALIDATED: dict[int, tuple[dict, TopologySpreadConstraint]] = {}  # profile default dicts, validated once
+
+
 def _parse(c: TopologySpreadConstraint | dict, pod: Pod, selector: Selector | None) -> SpreadConstraint:
     if isinstance(c, dict):
-        c = TopologySpreadConstraint.model_validate(c)
+        hit = _VALIDATED.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = _VALIDATED[id(c)] = (c, TopologySpreadConstraint.model_validate(c))
+        c = hit[1]
     if selector is None:
         selector = selector_of(c.label_selector)
         if c.match_label_keys:  # MatchLabelKeysInPodTopologySpread

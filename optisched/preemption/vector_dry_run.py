@@ -135,7 +135,7 @@ class VectorPreemption(DefaultPreemption):
         if nominated_nodes:
             kind[np.isin(potential, list(nominated_nodes))] = 3  # reference dry run
         live = np.flatnonzero(kind == 1)
-        built = self._checks(fw, cycle, skipped, potential[live])
+        built = self._checks(fw, cycle, skipped, potential[live]) if len(live) else ([], [])
         if built is None:
             return None
         checks, worlds = built
