@@ -10,6 +10,8 @@ from builders import node, pod, state_of
 from optisched.metrics import (
     Workload,
     copies_that_fit,
+    expected_fragmentation,
+    expected_fragmented_free,
     fits,
     fragmentation,
     fragmented_free,
@@ -53,6 +55,21 @@ def test_fragmentation_counts_free_capacity_no_pending_shape_can_use(two_nodes):
     assert share[cpu] == pytest.approx(3000 / 4000)  # of 1 + 3 cpu free
     assert share[mem] == pytest.approx(1 / 8)  # of 7Gi + 1Gi free
     assert math.isnan(share[st.resource_col("ephemeral-storage")])  # nothing offered, nothing free
+
+
+def test_expected_fragmentation_weights_each_shape_that_cannot_use_the_free_capacity(two_nodes):
+    st = two_nodes
+    node_of = st.pod_node.copy()
+    # shapes: 2 cpu / 2Gi with weight 2/3, 500m / 4Gi with weight 1/3
+    # n1 (1 cpu, 7Gi free): only the small shape fits, so 2/3 of its free capacity is expected fragmented
+    # n2 (3 cpu, 1Gi free): neither fits, all of it
+    frag = expected_fragmented_free(st, node_of, workload_of(st))
+    cpu, mem = st.resource_col("cpu"), st.resource_col("memory")
+    assert frag[:, cpu].tolist() == pytest.approx([1000 * 2 / 3, 3000])
+    assert frag[:, mem].tolist() == pytest.approx([7 * GI * 2 / 3, 1 * GI])
+    share = expected_fragmentation(st, node_of, workload_of(st))
+    assert share[cpu] == pytest.approx((1000 * 2 / 3 + 3000) / 4000)
+    assert share[mem] == pytest.approx((7 * 2 / 3 + 1) / 8)
 
 
 def test_a_resource_counts_as_usable_only_through_a_shape_that_requests_it():

@@ -22,6 +22,11 @@ over the workload, ``F_n = sum_m p_m F_n(m)``, and the cluster's the sum over no
 has whole GPUs (the ``nvidia.com/gpu`` extended resource), so every idle GPU is a whole idle GPU and
 the per-GPU case never fragments: ``F_n(m)`` is either 0 (the task fits) or the node's idle GPU
 count. "Fits" checks every resource of the request, where the paper's simulator checks CPU and GPU.
+
+**Expected fragmentation per resource** applies the same expectation to any resource ``r``:
+``F_n,r = free_n,r * sum_m p_m [m requests no r, or cannot run on n]``. Unlike the plain
+fragmentation above, free capacity that only some shapes can use counts in proportion to the shapes
+that cannot: two free cpu where half of the workload asks for four are half fragmented.
 """
 from __future__ import annotations
 
@@ -38,6 +43,8 @@ __all__ = [
     "GpuFragmentation",
     "Workload",
     "copies_that_fit",
+    "expected_fragmentation",
+    "expected_fragmented_free",
     "fits",
     "fragmentation",
     "fragmented_free",
@@ -153,20 +160,41 @@ class GpuFragmentation:
         return self.amount / self.total_gpus if self.total_gpus else float("nan")
 
 
+def expected_fragmented_free(state: ClusterState, node_of: np.ndarray, workload: Workload) -> np.ndarray:
+    """float [N, R]: FGD's expectation per resource, ``free_n,r * sum_m p_m [m requests no r or does not
+    fit on n]`` (zero on unschedulable nodes)."""
+    free = free_capacity(state, node_of)
+    fit = fits(free, workload)  # [S, N]
+    wants = workload.shapes > 0  # [S, R]
+    served = fit[:, :, None] & wants[:, None, :]  # [S, N, R]: F_n,r(m) = 0
+    if len(workload.weights):
+        share = np.einsum("s,snr->nr", workload.weights, (~served).astype(np.float64))
+    else:
+        share = np.ones(free.shape)
+    out = free * share
+    out[state.unschedulable] = 0.0
+    return out
+
+
+def expected_fragmentation(state: ClusterState, node_of: np.ndarray, workload: Workload) -> np.ndarray:
+    """float [R]: expected fragmented free / free per resource over schedulable nodes (NaN: nothing free)."""
+    free = free_capacity(state, node_of)[~state.unschedulable].sum(axis=0)
+    frag = expected_fragmented_free(state, node_of, workload).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(free > 0, frag / np.where(free > 0, free, 1), np.nan)
+
+
 def gpu_fragmentation(state: ClusterState, node_of: np.ndarray, workload: Workload,
                       resource: str = GPU) -> GpuFragmentation:
-    """``F_n = idle_n * sum_m p_m [m requests no GPU or does not fit on n]`` over schedulable nodes."""
+    """FGD's ``F_n = idle_n * sum_m p_m [m requests no GPU or does not fit on n]`` over schedulable nodes."""
     n = state.num_nodes
     if resource not in state.resources:
         return GpuFragmentation(np.zeros(n), np.zeros(n, np.int64), 0)
     col = state.resource_col(resource)
-    free = free_capacity(state, node_of)
-    idle = np.where(state.unschedulable, 0, free[:, col])
-    gpu_task = workload.shapes[:, col] > 0  # [S]
-    served = fits(free, workload) & gpu_task[:, None]  # [S, N]: F_n(m) = 0
-    unusable_share = workload.weights @ (~served).astype(np.float64) if len(workload.weights) else np.ones(n)
+    idle = np.where(state.unschedulable, 0, free_capacity(state, node_of)[:, col])
+    per_node = expected_fragmented_free(state, node_of, workload)[:, col]
     total = int(state.allocatable[~state.unschedulable, col].sum())
-    return GpuFragmentation(idle * unusable_share, idle.astype(np.int64), total)
+    return GpuFragmentation(per_node, idle.astype(np.int64), total)
 
 
 def _size(workload: Workload, state: ClusterState) -> np.ndarray:
@@ -192,8 +220,8 @@ def largest_fitting_shape(state: ClusterState, node_of: np.ndarray, workload: Wo
 
 
 def copies_that_fit(free: np.ndarray, shape: np.ndarray) -> np.ndarray:
-    """int64 [N]: how many copies of ``shape`` each node's free vector holds (the resources the shape
-    requests; a shape requesting nothing fits without limit, reported as the free pod slots)."""
+    """int64 [N]: how many copies of ``shape`` each node's free vector holds, over the resources the shape
+    requests (0 for a shape that requests nothing, which a state never has: every pod counts one pod)."""
     wants = shape > 0
     if not wants.any():
         return np.zeros(len(free), dtype=np.int64)
