@@ -152,7 +152,7 @@ def plot_fragmentation(c: Comparison) -> Figure:
         ax.set_xticks(x, [state.node_names[n] for n in nodes], rotation=45 if len(nodes) > 8 else 0,
                       ha="right" if len(nodes) > 8 else "center", fontsize=8)
         ax.set_ylabel(f"free {res}{unit}")
-        ax.set_title(f"free {res} per node; fragmented share: " + ", ".join(shares))
+        ax.set_title(f"free {res} per node\nfragmented share: " + ", ".join(shares), fontsize=10)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
         _legend(ax)
     return fig
