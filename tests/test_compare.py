@@ -16,6 +16,7 @@ from builders import node, pod, state_of
 
 import optisched
 from optisched.experiments import PlacementRun, build_comparison, run_greedy
+from optisched.experiments.tables import format_value
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.state import compile_cluster
 from optisched.profile import default_config
@@ -144,6 +145,38 @@ def test_pods_diff_names_evictions_and_moves():
     assert c.summary.loc["evictions"].tolist() == [0, 1] and c.summary.loc["moves"].tolist() == [0, 1]
 
 
+# --------------------------------------------------------------------------- spread
+def spread_pod(name, app, max_skew, min_domains=None):
+    c = {"maxSkew": max_skew, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": app}}}
+    if min_domains:
+        c["minDomains"] = min_domains
+    return pod(name).label(app=app).set("spec.topologySpreadConstraints", [c])
+
+
+def test_spread_skews_put_the_worst_constraint_first_and_the_summary_counts_violations():
+    st = state_of(node("a1").zone("a"), node("b1").zone("b"),
+                  spread_pod("web-0", "web", 1), spread_pod("web-1", "web", 1), spread_pod("web-2", "web", 1),
+                  spread_pod("db-0", "db", 2), spread_pod("db-1", "db", 2))
+    a, b = 0, 1
+    spread_out = PlacementRun("greedy", "greedy", np.array([a, b, a, a, b]), 0.0)
+    packed = PlacementRun("packed", "optimal", np.array([a, a, a, a, a]), 0.0)
+    c = build_comparison(st, None, [spread_out, packed])
+    # web: spread 2/1 -> skew 1, packed 3/0 -> skew 3 (2 over maxSkew 1); db: 1/1 -> 0, 2/0 -> 2 (not over 2)
+    got = c.spread_skews[["constraint", "skew:greedy", "skew:packed"]].values.tolist()
+    assert got == [["default/app=web zone maxSkew=1 DoNotSchedule", 1, 3],
+                   ["default/app=db zone maxSkew=2 DoNotSchedule", 0, 2]]
+    assert c.summary.loc["spread constraints over maxSkew (of 2)"].tolist() == [0, 1]
+    assert c.summary.loc["worst spread skew over maxSkew"].tolist() == [0, 2]
+
+
+def test_constraints_differing_only_in_min_domains_keep_distinct_names():
+    st = state_of(node("a1").zone("a"), spread_pod("x", "web", 1), spread_pod("y", "web", 1, min_domains=3))
+    c = build_comparison(st, None, [PlacementRun("greedy", "greedy", np.array([0, 0]), 0.0)])
+    assert sorted(c.spread_skews["constraint"]) == ["default/app=web zone maxSkew=1 DoNotSchedule",
+                                                    "default/app=web zone maxSkew=1 DoNotSchedule #2"]
+
+
 # --------------------------------------------------------------------------- nodes
 def test_nodes_table_has_a_row_per_run_and_node(comparison):
     nodes = comparison.nodes.set_index(["run", "node"])
@@ -157,6 +190,20 @@ def test_nodes_table_has_a_row_per_run_and_node(comparison):
 
 
 # --------------------------------------------------------------------------- json and checks
+@pytest.mark.parametrize("kind, value, text", [
+    ("pct", 0.25, "25.0%"), ("int", 3, "3"), ("float", 1234.5, "1,234.50"), ("seconds", 0.5, "0.500s"),
+    ("qty", 2 * 2**30, "2Gi"), ("bool", False, "no"), ("pct", float("nan"), "–"), ("int", None, "–"),
+], ids=["a ratio as a percentage", "an integer as is", "a float with two decimals", "seconds with three decimals",
+        "memory as a quantity", "a boolean as yes or no", "NaN as a dash", "None as a dash"])
+def test_format_value(kind, value, text):
+    assert format_value(kind, value, "memory") == text
+
+
+def test_format_value_shows_a_missing_score_as_a_dash(comparison):
+    scores = comparison.pods.set_index("pod")["greedy score:total"]
+    assert format_value("int", scores["default/report-0"]) == "–"
+
+
 def test_to_json_is_plain_json(comparison):
     doc = json.loads(json.dumps(comparison.to_json()))
     assert [r["name"] for r in doc["runs"]] == ["greedy", "optimal"]

@@ -169,3 +169,12 @@ def test_copies_that_fit(free, shape, copies):
     f = np.array([[free[n] for n in names]], dtype=np.int64)
     s = np.array([shape[n] for n in names], dtype=np.int64)
     assert copies_that_fit(f, s).tolist() == [copies]
+
+
+def test_a_resource_no_shape_requests_has_no_fragmentation_share():
+    st = state_of(node("n1").alloc(ephemeral_storage="10Gi"), pod("p").req(cpu="8"))
+    node_of = st.pod_node.copy()
+    eph = st.resource_col("ephemeral-storage")
+    assert math.isnan(fragmentation(st, node_of, workload_of(st))[eph])
+    assert math.isnan(expected_fragmentation(st, node_of, workload_of(st))[eph])
+    assert fragmentation(st, node_of, workload_of(st))[st.resource_col("cpu")] == 1.0  # 8 cpu never fits in 4

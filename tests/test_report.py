@@ -65,7 +65,7 @@ def png_width(path: Path) -> int:
 
 
 def test_every_file_is_written(report):
-    assert sorted(report) == sorted([*PNGS, "summary.json", "pods.csv", "nodes.csv", "report.html"])
+    assert sorted(report) == sorted([*PNGS, "summary.json", "pods.csv", "nodes.csv", "spread.csv", "report.html"])
     assert all(p.stat().st_size > 0 for p in report.values())
 
 
@@ -78,6 +78,8 @@ def test_csv_and_json_hold_the_tables(report):
     assert (web2["node:greedy"], web2["node:optimal"], web2["placed only by"]) == ("", "c-1", "optimal")
     with open(report["nodes.csv"], newline="") as f:
         assert len(list(csv.DictReader(f))) == 2 * 5  # two runs, five nodes
+    with open(report["spread.csv"], newline="") as f:
+        assert [(r["maxSkew"], r["skew:greedy"], r["skew:optimal"]) for r in csv.DictReader(f)] == [("1", "1", "0")]
     doc = json.loads(report["summary.json"].read_text())
     assert doc["summary"]["unschedulable"] == {"greedy": 1, "optimal": 0}
     assert doc["summary"]["spread skew: default/app=web zone maxSkew=1 DoNotSchedule"] == {"greedy": 1, "optimal": 0}
@@ -110,8 +112,9 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     got = json.loads(html.unescape(found.group(1)))
     assert got["images"] == len(PNGS) and got["decoded"] == len(PNGS)
     assert got["widths"] == [png_width(report[name]) for name in PNGS]
-    # summary, pods placed differently (header + 5 pods), nodes (header + 2 runs x 5 nodes)
-    assert len(got["tables"]) == 3 and got["tables"][1:] == [6, 11]
+    # summary, spread constraints (header + 1), pods placed differently (header + 5 pods),
+    # nodes (header + 2 runs x 5 nodes)
+    assert len(got["tables"]) == 4 and got["tables"][1:] == [2, 6, 11]
     assert got["tables"][0] > 20
     assert got["headings"][:2] == ["Pending pods placed, by priority", "Summary"]
 

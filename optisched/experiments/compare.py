@@ -17,7 +17,7 @@ import pandas as pd
 from .. import metrics as m
 from ..model.state import ClusterState
 from .runs import PlacementRun
-from .tables import nodes_table, pods_table, summary_table
+from .tables import nodes_table, pods_table, spread_table, summary_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -30,7 +30,8 @@ __all__ = ["Comparison", "build_comparison"]
 @dataclass
 class Comparison:
     """Runs of one batch compared. ``summary``: one column per run; ``pods``: the per-pod diff against
-    the first run; ``nodes``: one row per run and node."""
+    the first run; ``nodes``: one row per run and node; ``spread_skews``: one row per topology spread
+    constraint, the worst first (the summary names the first few)."""
 
     state: ClusterState
     config: SchedulerConfig | None
@@ -40,6 +41,7 @@ class Comparison:
     summary: pd.DataFrame
     pods: pd.DataFrame
     nodes: pd.DataFrame
+    spread_skews: pd.DataFrame
     formats: dict[str, str] = field(default_factory=dict)  # summary row -> format (see tables.format_value)
 
     def plot_utilization(self) -> Figure:
@@ -102,6 +104,9 @@ def build_comparison(state: ClusterState, config: SchedulerConfig | None, runs: 
             raise ValueError(f"run {r.name!r}: node_of names a node row past the {state.num_nodes} nodes")
     wl = workload if workload is not None else m.workload_of(state)
     spread = m.spread_constraints(state)
-    summary, formats = summary_table(state, runs, wl, spread)
+    skews = np.array([[m.spread_skew(state, r.node_of, sd) for r in runs] for sd in spread],
+                     dtype=np.int64).reshape(len(spread), len(runs))
+    skew_table = spread_table(spread, runs, skews)
+    summary, formats = summary_table(state, runs, wl, skew_table)
     return Comparison(state, config, list(runs), wl, spread, summary, pods_table(state, runs),
-                      nodes_table(state, runs, wl), formats)
+                      nodes_table(state, runs, wl), skew_table, formats)

@@ -167,14 +167,14 @@ def _unit(res: str) -> tuple[float, str]:
 
 
 def plot_spread(c: Comparison) -> Figure:
-    """Matching pods per topology domain for the spread constraints, worst skew first."""
+    """Matching pods per topology domain for the spread constraints, worst first (as ``spread_skews``)."""
     state = c.state
     if not c.spread:
         fig, axes = _figure(1, 1, 8, 2)
         _empty(axes[0], "no topology spread constraints in the input")
         return fig
-    worst = sorted(c.spread, key=lambda sd: -max(m.spread_skew(state, r.node_of, sd) for r in c.runs))
-    panels = worst[:MAX_SPREAD_PANELS]
+    by_name = {sd.name: sd for sd in c.spread}
+    panels = [by_name[name] for name in c.spread_skews["constraint"].head(MAX_SPREAD_PANELS)]
     fig, axes = _figure(len(panels), 1, 9, 2.8 * len(panels))
     for ax, sd in zip(axes, panels):
         offsets, bar = _group_offsets(len(c.runs))

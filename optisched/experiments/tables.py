@@ -16,7 +16,7 @@ from ..model.quantity import format_quantity
 from ..model.state import ZONE_LABEL, ClusterState
 from .runs import PlacementRun
 
-__all__ = ["format_value", "nodes_table", "pods_table", "shown_resources", "summary_table"]
+__all__ = ["format_value", "nodes_table", "pods_table", "shown_resources", "spread_table", "summary_table"]
 
 Rows = list[tuple[str, str, list[Any]]]  # (label, format, one value per run)
 
@@ -29,7 +29,7 @@ def shown_resources(state: ClusterState) -> list[str]:
 
 def format_value(kind: str, v: Any, resource: str = "") -> str:
     """Render one value: ``pct`` ratios, ``int``, ``float``, ``seconds``, ``qty`` (of ``resource``), text."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "–"
     if kind == "pct":
         return f"{100 * v:.1f}%"
@@ -81,13 +81,38 @@ def _resource_rows(state: ClusterState, runs: list[PlacementRun], workload: m.Wo
     return rows
 
 
-def _disruption_rows(state: ClusterState, runs: list[PlacementRun], spread: list[m.SpreadDomains]) -> Rows:
+SUMMARY_SPREAD = 5  # the summary names this many constraints, worst first; spread_table has all
+
+
+def spread_table(spread: list[m.SpreadDomains], runs: list[PlacementRun], skews: np.ndarray) -> pd.DataFrame:
+    """One row per spread constraint (``skews[c, k]``: constraint ``c``'s skew in run ``k``), the worst
+    first: by how far the skew exceeds maxSkew in any run, then by the skew itself."""
+    max_skew = np.array([sd.constraint.max_skew for sd in spread], dtype=np.int64)
+    excess = (skews - max_skew[:, None]).max(axis=1, initial=0) if len(spread) else np.zeros(0)
+    order = sorted(range(len(spread)), key=lambda i: (-excess[i], -int(skews[i].max(initial=0)), spread[i].name))
+    records = []
+    for i in order:
+        sd = spread[i]
+        rec: dict[str, Any] = {"constraint": sd.name, "namespace": sd.namespace,
+                               "topologyKey": sd.constraint.topology_key, "maxSkew": sd.constraint.max_skew,
+                               "whenUnsatisfiable": sd.action, "pods": len(sd.pods)}
+        rec |= {f"skew:{r.name}": int(skews[i, k]) for k, r in enumerate(runs)}
+        records.append(rec)
+    columns = ["constraint", "namespace", "topologyKey", "maxSkew", "whenUnsatisfiable", "pods",
+               *(f"skew:{r.name}" for r in runs)]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _disruption_rows(state: ClusterState, runs: list[PlacementRun], spread: pd.DataFrame) -> Rows:
     rows: Rows = []
-    for sd in spread:
-        rows.append((f"spread skew: {sd.name}", "int", [m.spread_skew(state, r.node_of, sd) for r in runs]))
-    if spread:
-        rows.append(("spread constraints over maxSkew", "int", [
-            sum(m.spread_skew(state, r.node_of, sd) > sd.constraint.max_skew for sd in spread) for r in runs]))
+    if len(spread):
+        skew = spread[[f"skew:{r.name}" for r in runs]].to_numpy()
+        excess = skew - spread["maxSkew"].to_numpy()[:, None]
+        rows.append((f"spread constraints over maxSkew (of {len(spread)})", "int",
+                     [int(x) for x in (excess > 0).sum(axis=0)]))
+        rows.append(("worst spread skew over maxSkew", "int", [int(x) for x in np.maximum(excess, 0).max(axis=0)]))
+        for _, row in spread.head(SUMMARY_SPREAD).iterrows():
+            rows.append((f"spread skew: {row['constraint']}", "int", [int(row[f"skew:{r.name}"]) for r in runs]))
     rows.append(("evictions", "int", [int(m.evicted(state, r.node_of).sum()) for r in runs]))
     rows.append(("moves", "int", [int(m.moved(state, r.node_of).sum()) for r in runs]))
     rows.append(("PDB violations", "int", [len(m.pdb_violations(state, r.node_of)) for r in runs]))
@@ -111,8 +136,8 @@ def _run_rows(runs: list[PlacementRun]) -> Rows:
 
 
 def summary_table(state: ClusterState, runs: list[PlacementRun], workload: m.Workload,
-                  spread: list[m.SpreadDomains]) -> tuple[pd.DataFrame, dict[str, str]]:
-    """One column per run, one row per metric; and each row's format."""
+                  spread: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """One column per run, one row per metric; and each row's format. ``spread`` is :func:`spread_table`."""
     rows = [("mode", "text", [r.mode for r in runs])]
     rows += _placement_rows(state, runs) + _resource_rows(state, runs, workload)
     rows += _disruption_rows(state, runs, spread) + _run_rows(runs)

@@ -11,7 +11,8 @@ compared.
 workload shape that requests some ``r`` may use the node and fits in the node's whole free vector
 (every resource); otherwise it is *fragmented*. The fragmentation of ``r`` is the fragmented free
 amount over all free amount, on schedulable nodes. Free CPU on a node whose memory is exhausted, or
-two free GPUs where every GPU pod asks for four, are fragmented.
+two free GPUs where every GPU pod asks for four, are fragmented. A resource no workload shape
+requests has no fragmentation share (NaN): free capacity nobody asks for is idle, not fragmented.
 
 **GPU fragmentation (FGD).** Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads
 with Fragmentation Gradient Descent", USENIX ATC 2023, Sec. 3: a node's fragmentation for one task
@@ -127,12 +128,19 @@ def fragmented_free(state: ClusterState, node_of: np.ndarray, workload: Workload
     return out
 
 
-def fragmentation(state: ClusterState, node_of: np.ndarray, workload: Workload) -> np.ndarray:
-    """float [R]: fragmented free / free per resource over schedulable nodes; NaN where nothing is free."""
+def _share(state: ClusterState, node_of: np.ndarray, workload: Workload, frag: np.ndarray) -> np.ndarray:
+    """Fragmented / free per resource; NaN where nothing is free or no workload shape requests the
+    resource (free capacity nobody asks for is idle, not fragmented: the workload gives no measure)."""
     free = free_capacity(state, node_of)[~state.unschedulable].sum(axis=0)
-    frag = fragmented_free(state, node_of, workload).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(free > 0, frag / np.where(free > 0, free, 1), np.nan)
+    wanted = (workload.shapes > 0).any(axis=0)
+    ok = (free > 0) & wanted
+    return np.where(ok, frag.sum(axis=0) / np.where(ok, free, 1), np.nan)
+
+
+def fragmentation(state: ClusterState, node_of: np.ndarray, workload: Workload) -> np.ndarray:
+    """float [R]: fragmented free / free per resource over schedulable nodes; NaN where nothing is free
+    or no workload shape requests the resource."""
+    return _share(state, node_of, workload, fragmented_free(state, node_of, workload))
 
 
 @dataclass(frozen=True)
@@ -177,11 +185,9 @@ def expected_fragmented_free(state: ClusterState, node_of: np.ndarray, workload:
 
 
 def expected_fragmentation(state: ClusterState, node_of: np.ndarray, workload: Workload) -> np.ndarray:
-    """float [R]: expected fragmented free / free per resource over schedulable nodes (NaN: nothing free)."""
-    free = free_capacity(state, node_of)[~state.unschedulable].sum(axis=0)
-    frag = expected_fragmented_free(state, node_of, workload).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(free > 0, frag / np.where(free > 0, free, 1), np.nan)
+    """float [R]: expected fragmented free / free per resource over schedulable nodes; NaN where nothing
+    is free or no workload shape requests the resource."""
+    return _share(state, node_of, workload, expected_fragmented_free(state, node_of, workload))
 
 
 def gpu_fragmentation(state: ClusterState, node_of: np.ndarray, workload: Workload,

@@ -74,6 +74,9 @@ def spread_constraints(state: ClusterState) -> list[SpreadDomains]:
                     elig = NodeEligibility(state, pod, [c for c, _ in parsed])
                 col = state.label(c.topology_key)
                 name = f"{ns}/{_selector_text(c)} {_short_key(c.topology_key)} maxSkew={c.max_skew} {action}"
+                taken = sum(1 for d in found.values() if d.name == name or d.name.startswith(name + " #"))
+                if taken:  # same text, other minDomains or inclusion policies: names stay unique
+                    name = f"{name} #{taken + 1}"
                 found[key] = SpreadDomains(name, ns, c, action, (), col.codes, elig.counted(c), col.values,
                                            np.zeros(0, dtype=bool))
                 carriers[key] = []

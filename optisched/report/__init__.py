@@ -1,8 +1,8 @@
 """``write_report``: a comparison written to a folder for people and for tools.
 
 ``report.html`` (self-contained: opens from disk, plots embedded), the plots as PNG files,
-``summary.json`` (the summary and each run's facts), ``pods.csv`` (the per-pod diff) and
-``nodes.csv`` (one row per run and node).
+``summary.json`` (the summary and each run's facts), ``pods.csv`` (the per-pod diff), ``nodes.csv``
+(one row per run and node) and ``spread.csv`` (the skew of every topology spread constraint per run).
 """
 from __future__ import annotations
 
@@ -62,7 +62,8 @@ def write_report(comparison: Comparison, out_dir: str | Path) -> dict[str, Path]
     (out / "summary.json").write_text(json.dumps(comparison.to_json(), indent=1) + "\n", encoding="utf-8")
     comparison.pods.to_csv(out / "pods.csv", index=False)
     comparison.nodes.to_csv(out / "nodes.csv", index=False)
-    for name in ("summary.json", "pods.csv", "nodes.csv"):
+    comparison.spread_skews.to_csv(out / "spread.csv", index=False)
+    for name in ("summary.json", "pods.csv", "nodes.csv", "spread.csv"):
         written[name] = out / name
     page = render_html(comparison, pngs, list(written))
     (out / "report.html").write_text(page, encoding="utf-8")

@@ -28,7 +28,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px;border-bott
 .run{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:180px}
 .run b{font-size:15px}.run span{display:block;color:#555;font-size:13px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}
-th,td{border:1px solid #e1e4e8;padding:3px 8px;text-align:left;vertical-align:top}
+th,td{border:1px solid #e1e4e8;padding:3px 8px;text-align:left;vertical-align:top;max-width:380px}
 th{background:#f0f2f5;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.diff{background:#fff4d6;font-weight:600}tr:nth-child(even) td{background-color:#fafbfc}
 tr:nth-child(even) td.diff{background:#fff0c8}
@@ -96,7 +96,7 @@ def _frame_rows(frame: Any, formats: Mapping[str, str]) -> list[list[tuple[str, 
         row = []
         for col, v in zip(frame.columns, rec):
             kind = formats.get(col, "text")
-            row.append((format_value(kind, None if v is None else v, col.split(":", 1)[-1]), _is_number(v), False))
+            row.append((format_value(kind, v, col.split(":", 1)[-1]), _is_number(v), False))
         out.append(row)
     return out
 
@@ -119,6 +119,13 @@ def _pods(c: Comparison) -> str:
     note = f'<p class="note">first {MAX_ROWS} of {len(c.pods)} rows; pods.csv lists all</p>' \
         if len(c.pods) > MAX_ROWS else ""
     return _table(list(c.pods.columns), _frame_rows(c.pods, {}), tall=True) + note
+
+
+def _spread(c: Comparison) -> str:
+    frame = c.spread_skews
+    note = f'<p class="note">first {MAX_ROWS} of {len(frame)} constraints; spread.csv lists all</p>' \
+        if len(frame) > MAX_ROWS else ""
+    return _table(list(frame.columns), _frame_rows(frame, {}), tall=True) + note
 
 
 def _runs(c: Comparison) -> str:
@@ -163,6 +170,8 @@ def render_html(c: Comparison, plots: Mapping[str, tuple[bytes, str]], files: li
     parts += ["<h2>Summary</h2>", '<p class="note">Highlighted: differs from the first run.</p>', _summary(c)]
     for name, (png, caption) in figures[1:]:
         parts += [f"<h2>{_e(name)}</h2>", _figure(png, name, caption)]
+    if len(c.spread_skews):
+        parts += ["<h2>Topology spread constraints</h2>", _spread(c)]
     parts += [f"<h2>Pods placed differently from {_e(c.runs[0].name)}</h2>", _pods(c)]
     parts += ["<h2>Nodes</h2>", _nodes(c)]
     parts.append("<h2>Definitions</h2><dl class=\"defs\">" +
