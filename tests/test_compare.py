@@ -225,3 +225,30 @@ def test_bad_runs_are_refused(runs, message):
     st = state_of(node("n1"), pod("a"), pod("b"), pod("c"))
     with pytest.raises(ValueError, match=message):
         build_comparison(st, None, runs)
+
+
+# --------------------------------------------------------------------------- terminal
+def test_render_comparison_prints_the_summary_side_by_side_and_the_diff(comparison):
+    from rich.console import Console
+
+    from optisched.experiments.render import render_comparison
+
+    console = Console(record=True, width=200, color_system=None)
+    render_comparison(console, comparison, max_pod_rows=3)
+    text = console.export_text()
+    line = next(x for x in text.splitlines() if "placed, priority 0 (of 2)" in x)
+    assert [c.strip() for c in line.split("│")[2:4]] == ["0", "2"]
+    assert "50.0%" in next(x for x in text.splitlines() if "allocated cpu" in x)
+    assert "default/api-1" in text and "default/report-0" not in text  # only the first 3 diff rows
+    assert "first 3 of 5" in text
+
+
+def test_render_comparison_says_when_every_run_agrees(state):
+    from rich.console import Console
+
+    from optisched.experiments.render import render_comparison
+
+    run = run_greedy(state, default_config())
+    console = Console(record=True, width=120, color_system=None)
+    render_comparison(console, build_comparison(state, default_config(), [run]))
+    assert "Every run places every pod as the first run does." in console.export_text()

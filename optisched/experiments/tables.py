@@ -127,7 +127,8 @@ def _run_rows(runs: list[PlacementRun]) -> Rows:
         rows.append(("certificate status", "text", [c.get("status") for c in certs]))
         tiers = list(dict.fromkeys(t["name"] for c in certs for t in c.get("tiers", [])))
         for tier in tiers:
-            found = [next((t for t in c.get("tiers", []) if t["name"] == tier), {}) for c in certs]
+            found: list[dict[str, Any]] = [next((t for t in c.get("tiers", []) if t["name"] == tier), {})
+                                           for c in certs]
             rows.append((f"{tier}: objective", "float", [t.get("objective") for t in found]))
             rows.append((f"{tier}: bound", "float", [t.get("bound") for t in found]))
             rows.append((f"{tier}: gap", "pct", [t.get("gap") for t in found]))
@@ -165,8 +166,8 @@ def pods_table(state: ClusterState, runs: list[PlacementRun]) -> pd.DataFrame:
     first = runs[0]
     stack = np.stack([r.node_of for r in runs])
     touched = (state.pod_node < 0) | (stack != state.pod_node).any(axis=0)
-    rows = np.flatnonzero(touched & (stack != stack[0]).any(axis=0))
-    rows = sorted(rows.tolist(), key=lambda p: (-int(state.pod_priority[p]), state.pods[p].key))
+    differ: list[int] = np.flatnonzero(touched & (stack != stack[0]).any(axis=0)).tolist()
+    rows = sorted(differ, key=lambda p: (-int(state.pod_priority[p]), state.pods[p].key))
     plugins = list(dict.fromkeys(pl for p in rows for pl in first.pod_scores.get(p, {})))
     names = state.node_names
     records = []
@@ -192,11 +193,11 @@ def pods_table(state: ClusterState, runs: list[PlacementRun]) -> pd.DataFrame:
         records.append(rec)
     columns = ["pod", "priority", "input node", *(f"node:{r.name}" for r in runs), "placed only by", "change",
                *(f"reason:{r.name}" for r in runs)]
-    scores = [f"{first.name} score:{pl}" for pl in plugins] + ([f"{first.name} score:total"] if plugins else [])
-    frame = pd.DataFrame.from_records(records, columns=columns + scores)
+    score_cols = [f"{first.name} score:{pl}" for pl in plugins] + ([f"{first.name} score:total"] if plugins else [])
+    frame = pd.DataFrame.from_records(records, columns=columns + score_cols)
     for col in columns:  # text columns: None, never NaN, where there is nothing to say
         frame[col] = frame[col].astype(object).where(frame[col].notna(), None)
-    return frame.astype({"priority": "Int64", **{col: "Int64" for col in scores}})
+    return frame.astype({"priority": "Int64", **{col: "Int64" for col in score_cols}})
 
 
 def _shape_text(state: ClusterState, shape: np.ndarray) -> str:
