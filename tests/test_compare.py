@@ -252,3 +252,12 @@ def test_render_comparison_says_when_every_run_agrees(state):
     console = Console(record=True, width=120, color_system=None)
     render_comparison(console, build_comparison(state, default_config(), [run]))
     assert "Every run places every pod as the first run does." in console.export_text()
+
+
+def test_resources_nobody_requests_are_left_out_of_the_tables():
+    from optisched.experiments.tables import shown_resources
+
+    st = state_of(node("n1").alloc(ephemeral_storage="10Gi", nvidia_gpu="2"), pod("p").req(cpu="1", memory="1Gi"),
+                  node("n2").alloc(**{"example.com/foo": "3"}).unschedulable(), pod("q").req(**{"example.com/foo": "1"}))
+    # ephemeral-storage and GPUs are offered but never requested; example.com/foo only on a cordoned node
+    assert shown_resources(st) == ["cpu", "memory"]

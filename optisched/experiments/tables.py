@@ -22,9 +22,11 @@ Rows = list[tuple[str, str, list[Any]]]  # (label, format, one value per run)
 
 
 def shown_resources(state: ClusterState) -> list[str]:
-    """Resources some schedulable node offers, without the pod count (every table shows pods apart)."""
+    """Resources some schedulable node offers and some pod requests, without the pod count (every table
+    shows pods apart): a resource nobody asks for has nothing to compare."""
     offered = state.allocatable[~state.unschedulable].sum(axis=0) > 0
-    return [r for r, ok in zip(state.resources, offered) if ok and r != "pods"]
+    requested = (state.pod_requests > 0).any(axis=0)
+    return [r for r, ok in zip(state.resources, offered & requested) if ok and r != "pods"]
 
 
 def format_value(kind: str, v: Any, resource: str = "") -> str:
