@@ -1,0 +1,7 @@
+"""Experiments: runs of several modes on one batch, compared as tables, plots and reports."""
+from __future__ import annotations
+
+from .compare import Comparison, build_comparison
+from .runs import PlacementRun, run_greedy
+
+__all__ = ["Comparison", "PlacementRun", "build_comparison", "run_greedy"]

@@ -1,0 +1,192 @@
+"""Plots of a comparison as matplotlib Figures, drawn on the Agg canvas (no display needed).
+
+Figures are built with ``matplotlib.figure.Figure`` rather than pyplot, so no global figure state is
+kept and nothing needs closing. Each run keeps one colour across every plot.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from .. import metrics as m
+from .tables import format_value, shown_resources
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from .compare import Comparison
+
+__all__ = ["plot_fragmentation", "plot_placed_by_priority", "plot_spread", "plot_utilization"]
+
+MAX_BARS = 40  # per-node bar plots show at most this many nodes
+MAX_SPREAD_PANELS = 6
+
+
+def _figure(rows: int, cols: int, width: float, height: float) -> tuple[Figure, np.ndarray]:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False).ravel())
+    return fig, axes
+
+
+def _colour(i: int) -> str:
+    return f"C{i % 10}"
+
+
+def _group_offsets(k: int, width: float = 0.8) -> tuple[np.ndarray, float]:
+    bar = width / max(k, 1)
+    return (np.arange(k) - (k - 1) / 2) * bar, bar
+
+
+def _legend(ax: Axes) -> None:
+    """Outside the plot, on the right, so no bar is hidden."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
+def _empty(ax: Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def plot_utilization(c: Comparison) -> Figure:
+    """Per resource, each run's per-node utilization sorted from the fullest node down: packing shows
+    as a few full nodes and a tail of empty ones, spreading as a flat line."""
+    state = c.state
+    shown = shown_resources(state)
+    fig, axes = _figure(len(shown) or 1, 1, 9, 2.6 * max(len(shown), 1))
+    if not shown:
+        _empty(axes[0], "no schedulable node offers any resource")
+        return fig
+    ok = ~state.unschedulable
+    for ax, res in zip(axes, shown):
+        j = state.resource_col(res)
+        offers = ok & (state.allocatable[:, j] > 0)
+        n = int(offers.sum())
+        offsets, bar = _group_offsets(len(c.runs))
+        for i, run in enumerate(c.runs):
+            util = np.sort(m.utilization(state, run.node_of)[offers, j])[::-1] * 100
+            x = np.arange(1, n + 1)
+            if n <= MAX_BARS:
+                ax.bar(x + offsets[i], util, bar, color=_colour(i), label=run.name)
+            else:
+                ax.step(x, util, where="mid", color=_colour(i), label=run.name)
+        ax.set_title(f"{res}: requested / allocatable per node ({n} nodes, fullest first)")
+        ax.set_ylabel("utilization %")
+        ax.set_xlabel("node rank")
+        ax.set_ylim(0, 105)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _legend(ax)
+    return fig
+
+
+def plot_placed_by_priority(c: Comparison) -> Figure:
+    """Pending pods placed by each run per priority level, against how many were pending."""
+    state = c.state
+    pending = np.asarray(state.pending, dtype=np.int64)
+    fig, axes = _figure(1, 1, 8, 3.6)
+    ax = axes[0]
+    if not len(pending):
+        _empty(ax, "no pending pods in the input")
+        return fig
+    prios = state.pod_priority[pending]
+    levels = sorted(set(prios.tolist()), reverse=True)
+    x = np.arange(len(levels))
+    totals = [int(np.count_nonzero(prios == p)) for p in levels]
+    ax.bar(x, totals, 0.9, color="#eeeeee", edgecolor="#999999", label="pending in the input")
+    offsets, bar = _group_offsets(len(c.runs))
+    for i, run in enumerate(c.runs):
+        placed = [int(np.count_nonzero(run.node_of[pending[prios == p]] >= 0)) for p in levels]
+        bars = ax.bar(x + offsets[i], placed, bar, color=_colour(i), label=run.name)
+        ax.bar_label(bars, fontsize=8)
+    ax.set_xticks(x, [f"{p}\n({t} pending)" for p, t in zip(levels, totals)])
+    ax.set_xlabel("priority")
+    ax.set_ylabel("pods placed")
+    ax.set_title("Pending pods placed, by priority")
+    ax.set_ylim(0, max(totals) * 1.15)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _legend(ax)
+    return fig
+
+
+def _frag_nodes(c: Comparison, j: int) -> np.ndarray:
+    """Schedulable nodes offering the resource; beyond MAX_BARS, those with the most free in any run."""
+    state = c.state
+    nodes = np.flatnonzero(~state.unschedulable & (state.allocatable[:, j] > 0))
+    if len(nodes) <= MAX_BARS:
+        return nodes
+    most = np.max([m.free_capacity(state, r.node_of)[nodes, j] for r in c.runs], axis=0)
+    return np.sort(nodes[np.argsort(-most, kind="stable")[:MAX_BARS]])
+
+
+def plot_fragmentation(c: Comparison) -> Figure:
+    """Per resource and node, each run's free capacity split into what some workload shape can use
+    (solid) and what none can (hatched): fragmentation as defined in :mod:`optisched.metrics`."""
+    state = c.state
+    shown = shown_resources(state)
+    fig, axes = _figure(len(shown) or 1, 1, 10, 2.8 * max(len(shown), 1))
+    if not shown:
+        _empty(axes[0], "no schedulable node offers any resource")
+        return fig
+    for ax, res in zip(axes, shown):
+        j = state.resource_col(res)
+        nodes = _frag_nodes(c, j)
+        x = np.arange(len(nodes))
+        offsets, bar = _group_offsets(len(c.runs))
+        scale, unit = _unit(res)
+        shares = []
+        for i, run in enumerate(c.runs):
+            free = m.free_capacity(state, run.node_of)[nodes, j] / scale
+            frag = m.fragmented_free(state, run.node_of, c.workload)[nodes, j] / scale
+            ax.bar(x + offsets[i], free - frag, bar, color=_colour(i), label=f"{run.name}: usable")
+            ax.bar(x + offsets[i], frag, bar, bottom=free - frag, color="white", edgecolor=_colour(i),
+                   hatch="///", label=f"{run.name}: fragmented")
+            share = m.fragmentation(state, run.node_of, c.workload)[j]
+            text = f"{run.name} {format_value('pct', float(share))}"
+            if res == m.GPU:
+                text += f" (FGD {m.gpu_fragmentation(state, run.node_of, c.workload).amount:.2f} GPUs)"
+            shares.append(text)
+        ax.set_xticks(x, [state.node_names[n] for n in nodes], rotation=45 if len(nodes) > 8 else 0,
+                      ha="right" if len(nodes) > 8 else "center", fontsize=8)
+        ax.set_ylabel(f"free {res}{unit}")
+        ax.set_title(f"free {res} per node\nfragmented share: " + ", ".join(shares), fontsize=10)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
+        _legend(ax)
+    return fig
+
+
+def _unit(res: str) -> tuple[float, str]:
+    if res == "cpu":
+        return 1000.0, " (cores)"
+    if res in ("memory", "ephemeral-storage"):
+        return float(2**30), " (GiB)"
+    return 1.0, ""
+
+
+def plot_spread(c: Comparison) -> Figure:
+    """Matching pods per topology domain for the spread constraints, worst first (as ``spread_skews``)."""
+    state = c.state
+    if not c.spread:
+        fig, axes = _figure(1, 1, 8, 2)
+        _empty(axes[0], "no topology spread constraints in the input")
+        return fig
+    by_name = {sd.name: sd for sd in c.spread}
+    panels = [by_name[name] for name in c.spread_skews["constraint"].head(MAX_SPREAD_PANELS)]
+    fig, axes = _figure(len(panels), 1, 9, 2.8 * len(panels))
+    for ax, sd in zip(axes, panels):
+        offsets, bar = _group_offsets(len(c.runs))
+        skews = []
+        domains: list[str] = []
+        for i, run in enumerate(c.runs):
+            domains, counts = m.domain_counts(state, run.node_of, sd)
+            ax.bar(np.arange(len(domains)) + offsets[i], counts, bar, color=_colour(i), label=run.name)
+            skews.append(f"{run.name} {m.spread_skew(state, run.node_of, sd)}")
+        ax.set_xticks(np.arange(len(domains)), domains, fontsize=8)
+        ax.set_ylabel("matching pods")
+        ax.set_title(f"{sd.name}\nskew: " + ", ".join(skews), fontsize=10)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        _legend(ax)
+    return fig

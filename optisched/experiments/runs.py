@@ -1,0 +1,63 @@
+"""``PlacementRun``: one mode's answer for a batch, in the shape every comparison reads.
+
+A run is the node of every pod row of the :class:`~optisched.model.state.ClusterState` after the mode
+ran (-1 = not placed), with what the mode knows besides: why pods stayed pending, its optimality
+certificate, its score objective, the per-plugin scores greedy mode gave each pod. Evictions and
+moves are not stored: a pod bound in the input that ends at -1 was evicted, at another node moved.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..greedy.scheduler import GreedyOptions, GreedyResult
+    from ..model.state import ClusterState
+    from ..profile import SchedulerConfig
+
+__all__ = ["PlacementRun", "run_greedy"]
+
+
+@dataclass
+class PlacementRun:
+    name: str  # "greedy", "optimal", "greedy:MostAllocated", ...
+    mode: str  # "greedy" | "optimal"
+    node_of: np.ndarray  # int64 [P]: node row of every pod row after the run, -1 = not placed
+    seconds: float  # wall time of the run
+    unschedulable: dict[int, str] = field(default_factory=dict)  # pending pod row -> why it is not placed
+    # optimal mode: {"status": "OPTIMAL"|"FEASIBLE"|..., "tiers": [{"name","objective","bound","gap"}],
+    #                "greedyOptimal": bool}
+    certificate: dict | None = None
+    score_objective: float | None = None  # the profile's score objective value, when the mode computes it
+    pod_scores: dict[int, dict[str, int]] = field(default_factory=dict)  # pod row -> plugin -> weighted score
+
+    @classmethod
+    def from_greedy(cls, name: str, result: GreedyResult, seconds: float) -> PlacementRun:
+        """A greedy run: placements from the final snapshot; each placed pod's weighted per-plugin scores
+        on its node from the last cycle that scored it (needs ``GreedyOptions(record=True)``)."""
+        node_of = np.asarray(result.snapshot.node_of, dtype=np.int64).copy()
+        scores: dict[int, dict[str, int]] = {}
+        for rec in result.cycles:
+            if rec.chosen is None or rec.scores is None:
+                continue
+            hit = np.flatnonzero(rec.scores.nodes == rec.chosen)
+            if len(hit):
+                i = int(hit[0])
+                scores[rec.pod] = {plugin: int(w[i]) for plugin, w in rec.scores.weighted.items()}
+        scores = {p: s for p, s in scores.items() if node_of[p] >= 0}
+        why = {**result.skipped, **result.unschedulable}  # pods no profile handles stay pending too
+        return cls(name, "greedy", node_of, float(seconds), why, pod_scores=scores)
+
+
+def run_greedy(state: ClusterState, config: SchedulerConfig, name: str = "greedy",
+               options: GreedyOptions | None = None) -> PlacementRun:
+    """Run greedy mode on ``state`` (recording cycles, for the per-plugin scores) and time it."""
+    from ..greedy.scheduler import GreedyOptions, GreedyScheduler
+
+    opts = options if options is not None else GreedyOptions(record=True)
+    start = time.perf_counter()
+    result = GreedyScheduler(state, config, opts).run()
+    return PlacementRun.from_greedy(name, result, time.perf_counter() - start)

@@ -1,0 +1,182 @@
+"""The comparison as one self-contained HTML page: inline CSS, plots as base64 PNG data URIs, no
+scripts and no external references, so it opens from disk and can be mailed as a single file."""
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..experiments.tables import format_value, shown_resources
+from ..version import KUBE_VERSION
+
+if TYPE_CHECKING:
+    from ..experiments.compare import Comparison
+
+__all__ = ["render_html"]
+
+MAX_ROWS = 200  # per table on the page; the CSV files hold every row
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0;background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 48px;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.sub{color:#666;margin:0 0 16px}.lead{font-size:16px;margin:12px 0 4px}
+.runs{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
+.run{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:180px}
+.run b{font-size:15px}.run span{display:block;color:#555;font-size:13px}
+table{border-collapse:collapse;margin:8px 0;font-size:13px}
+th,td{border:1px solid #e1e4e8;padding:3px 8px;text-align:left;vertical-align:top;max-width:380px}
+th{background:#f0f2f5;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.diff{background:#fff4d6;font-weight:600}tr:nth-child(even) td{background-color:#fafbfc}
+tr:nth-child(even) td.diff{background:#fff0c8}
+.wide{overflow-x:auto}.tall{max-height:640px;overflow-y:auto}
+figure{margin:12px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{color:#555;font-size:13px}.note{color:#666;font-size:13px}
+dl.defs dt{font-weight:600;margin-top:8px}dl.defs dd{margin:2px 0 0 16px;color:#333}
+"""
+
+DEFINITIONS = [
+    ("allocated", "requested / allocatable summed over the schedulable nodes."),
+    ("node utilization", ("each schedulable node's requested / allocatable; mean, max and population standard "
+     "deviation over the nodes offering the resource (empty nodes included).")),
+    ("fragmented free", ("free capacity on nodes where no pending pod shape that requests the resource both may "
+     "run (taints, nodeSelector, required node affinity) and fits in the node's whole free vector, as a share "
+     "of all free capacity.")),
+    ("expected fragmented free (FGD)", ("Weng et al., Beware of Fragmentation: Scheduling GPU-Sharing Workloads "
+     "with Fragmentation Gradient Descent, USENIX ATC 2023: the free capacity the workload is expected not to "
+     "be able to use, F = free × Σ p(shape) [the shape requests none of it or does not fit], with the pending "
+     "pods' shapes and their shares as the workload. For nvidia.com/gpu this is the paper's GPU fragmentation "
+     "with whole GPUs (the model has no GPU sharing).")),
+    ("spread skew", ("for each topologySpreadConstraint the pods carry: max − min matching pods over the "
+     "constraint's eligible domains (min taken as 0 below minDomains).")),
+    ("evictions / moves", "pods bound in the input that a run leaves unplaced / places on another node."),
+    ("PDB violations", ("PodDisruptionBudgets whose covered pods are evicted or moved more than their "
+     "disruptionsAllowed.")),
+]
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def _table(headers: list[str], rows: Iterable[list[tuple[str, bool, bool]]], tall: bool = False) -> str:
+    """Rows of (text, numeric, differs-from-first-run) cells; ``tall`` tables scroll inside the page."""
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for text, num, diff in row:
+            cls = " ".join(c for c, on in (("num", num), ("diff", diff)) if on)
+            cells.append(f'<td class="{cls}">{_e(text)}</td>' if cls else f"<td>{_e(text)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<div class="{"wide tall" if tall else "wide"}"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def _summary(c: Comparison) -> str:
+    rows = []
+    for metric, values in c.summary.iterrows():
+        kind = c.formats.get(str(metric), "text")
+        cells = [format_value(kind, v) for v in values.tolist()]
+        rows.append([(str(metric), False, False)] +
+                    [(x, _is_number(v), kind != "text" and i > 0 and x != cells[0])
+                     for i, (x, v) in enumerate(zip(cells, values))])
+    return _table(["metric", *(r.name for r in c.runs)], rows)
+
+
+def _frame_rows(frame: Any, formats: Mapping[str, str]) -> list[list[tuple[str, bool, bool]]]:
+    out = []
+    for rec in frame.head(MAX_ROWS).itertuples(index=False):
+        row = []
+        for col, v in zip(frame.columns, rec):
+            kind = formats.get(col, "text")
+            row.append((format_value(kind, v, col.split(":", 1)[-1]), _is_number(v), False))
+        out.append(row)
+    return out
+
+
+def _nodes(c: Comparison) -> str:
+    shown = shown_resources(c.state)
+    cols = ["run", "node", "zone", "pods", *(f"util:{r}" for r in shown), *(f"free:{r}" for r in shown),
+            *(f"fragmented:{r}" for r in shown), "largest fitting shape", "copies of it"]
+    formats = {f"util:{r}": "pct" for r in shown} | {f"free:{r}": "qty" for r in shown}
+    formats |= {f"fragmented:{r}": "qty" for r in shown}
+    frame = c.nodes[cols]
+    note = f'<p class="note">first {MAX_ROWS} of {len(frame)} rows; nodes.csv lists all</p>' \
+        if len(frame) > MAX_ROWS else ""
+    return _table(cols, _frame_rows(frame, formats), tall=True) + note
+
+
+def _pods(c: Comparison) -> str:
+    if c.pods.empty:
+        return "<p>Every run places every pod as the first run does.</p>"
+    note = f'<p class="note">first {MAX_ROWS} of {len(c.pods)} rows; pods.csv lists all</p>' \
+        if len(c.pods) > MAX_ROWS else ""
+    return _table(list(c.pods.columns), _frame_rows(c.pods, {}), tall=True) + note
+
+
+def _spread(c: Comparison) -> str:
+    frame = c.spread_skews
+    note = f'<p class="note">first {MAX_ROWS} of {len(frame)} constraints; spread.csv lists all</p>' \
+        if len(frame) > MAX_ROWS else ""
+    return _table(list(frame.columns), _frame_rows(frame, {}), tall=True) + note
+
+
+def _runs(c: Comparison) -> str:
+    cards = []
+    for r in c.runs:
+        lines = [f"mode {r.mode}", f"run time {format_value('seconds', r.seconds)}"]
+        cert = r.certificate or {}
+        if cert.get("status"):
+            lines.append(f"certificate {cert['status']}")
+        for tier in cert.get("tiers", []):
+            lines.append(f"{tier.get('name')}: gap {format_value('pct', tier.get('gap'))}")
+        if cert.get("greedyOptimal"):
+            lines.append("greedy is optimal for this batch")
+        cards.append(f'<div class="run"><b>{_e(r.name)}</b>' + "".join(f"<span>{_e(x)}</span>" for x in lines)
+                     + "</div>")
+    return f'<div class="runs">{"".join(cards)}</div>'
+
+
+def _lead(c: Comparison) -> str:
+    pending = np.asarray(c.state.pending, dtype=np.int64)
+    parts = [f"{_e(r.name)} places <b>{int(np.count_nonzero(r.node_of[pending] >= 0))}</b>" for r in c.runs]
+    return f'<p class="lead">Of {len(pending)} pending pods, ' + ", ".join(parts) + ".</p>"
+
+
+def _figure(png: bytes, alt: str, caption: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>")
+
+
+def render_html(c: Comparison, plots: Mapping[str, tuple[bytes, str]], files: list[str]) -> str:
+    """The page: ``plots`` maps a section title to (PNG bytes, caption); ``files`` are linked beside it."""
+    st = c.state
+    title = " vs ".join(r.name for r in c.runs)
+    sub = (f"{st.num_nodes} nodes ({int((~st.unschedulable).sum())} schedulable), {len(st.pods)} pods "
+           f"({len(st.pending)} pending); kube-scheduler {KUBE_VERSION} semantics")
+    parts = [f"<h1>Placement comparison: {_e(title)}</h1>", f'<p class="sub">{_e(sub)}</p>', _lead(c), _runs(c)]
+    figures = list(plots.items())
+    if figures:
+        name, (png, caption) = figures[0]
+        parts += [f"<h2>{_e(name)}</h2>", _figure(png, name, caption)]
+    parts += ["<h2>Summary</h2>", '<p class="note">Highlighted: differs from the first run.</p>', _summary(c)]
+    for name, (png, caption) in figures[1:]:
+        parts += [f"<h2>{_e(name)}</h2>", _figure(png, name, caption)]
+    if len(c.spread_skews):
+        parts += ["<h2>Topology spread constraints</h2>", _spread(c)]
+    parts += [f"<h2>Pods placed differently from {_e(c.runs[0].name)}</h2>", _pods(c)]
+    parts += ["<h2>Nodes</h2>", _nodes(c)]
+    parts.append("<h2>Definitions</h2><dl class=\"defs\">" +
+                 "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in DEFINITIONS) + "</dl>")
+    parts.append('<p class="note">Files: ' + ", ".join(f'<a href="{_e(f)}">{_e(f)}</a>' for f in files) + "</p>")
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e('optisched: ' + title)}</title><style>{CSS}</style></head>"
+            f"<body><main>{''.join(parts)}</main></body></html>\n")
