@@ -8,7 +8,7 @@ Mirrors ``pkg/scheduler/framework/interface.go``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -16,12 +16,16 @@ import numpy as np
 if TYPE_CHECKING:
     from .model.objects import Pod
     from .model.snapshot import Snapshot
+    from .optimal.model import BatchModel
     from .profile import Profile
 
 __all__ = [
     "MAX_NODE_SCORE",
     "Code",
     "CycleState",
+    "EncodableFilter",
+    "EncodableScore",
+    "Fidelity",
     "FilterResult",
     "FilterRule",
     "ScoreRule",
@@ -128,6 +132,45 @@ class ScoreRule(Protocol):
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray: ...
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray: ...
+
+
+class Fidelity(StrEnum):
+    """How closely a rule's CP-SAT encoding follows its greedy check.
+
+    ``EXACT``: the same feasible set (a filter) or the same value (a score) as the greedy rule;
+    ``RELAXED``: a superset of the feasible set (the checker catches the difference);
+    ``SURROGATE``: an objective that approximates a score depending on the order of placement.
+    """
+
+    EXACT = "EXACT"
+    RELAXED = "RELAXED"
+    SURROGATE = "SURROGATE"
+
+
+@runtime_checkable
+class EncodableFilter(Protocol):
+    """The CP-SAT side of a filter, next to its greedy side in the same module.
+
+    ``restrict`` narrows each pod class's nodes before the model's variables exist (what the rule decides
+    from the pod, the node and the pods that cannot move); ``encode_filter`` adds the constraints that
+    depend on where the batch's pods go."""
+
+    name: ClassVar[str]
+    filter_fidelity: ClassVar[Fidelity]
+
+    def restrict(self, model: BatchModel) -> None: ...
+
+    def encode_filter(self, model: BatchModel) -> None: ...
+
+
+@runtime_checkable
+class EncodableScore(Protocol):
+    """The CP-SAT side of a score: objective terms added to the model's score tier."""
+
+    name: ClassVar[str]
+    score_fidelity: ClassVar[Fidelity]
+
+    def encode_score(self, model: BatchModel, weight: int) -> None: ...
 
 
 def default_normalize(scores: np.ndarray, reverse: bool) -> np.ndarray:

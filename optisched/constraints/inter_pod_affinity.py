@@ -13,14 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
+from ortools.sat.python import cp_model
 
-from ..framework import Code, CycleState, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod, PodAffinityTerm
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from .pod_counts import NOTHING, MatchCounter, Selector, selector_of
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
 
 __all__ = [
     "REASON_AFFINITY",
@@ -299,3 +305,95 @@ class InterPodAffinity:
         return FilterResult(code, reasons)
 
 
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.EXACT
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """What the fixed pods decide: nodes missing a required-affinity topology key, domains holding
+        fixed pods that the class's anti-affinity terms match, and domains whose fixed pods' anti-affinity
+        terms match the class. (Required affinity itself may be satisfied by the batch: encoded below.)"""
+        nodes = np.arange(self.state.num_nodes)
+        for c in classes:
+            cyc = CycleState(c.rep, model.snapshot, model.cycle(c).profile)
+            if self.pre_filter(cyc).code == Code.SKIP:
+                continue
+            st: _PreFilter = cyc.data[self.name]
+            bad = np.zeros(len(nodes), dtype=bool)
+            for t in st.affinity:
+                bad |= self.state.label(t.topology_key).codes < 0
+            for t in st.anti:
+                bad |= self._lookup(st.anti_counts[t.topology_key], self.state.label(t.topology_key).codes) > 0
+            for key, counts in st.existing.items():
+                bad |= self._lookup(counts, self.state.label(key).codes) > 0
+            model.forbid(c, bad)
+
+    def _matching(self, model: BatchModel, terms: tuple[AffinityTerm, ...]) -> list[PodClass]:
+        """Classes whose pods every one of ``terms`` matches (resolved terms)."""
+        labels = self.index.ns_labels
+        return model.classes_where(("affinity", terms), lambda p: all(
+            p.metadata.deletion_timestamp is None and t.matches(p, labels.get(p.metadata.namespace or "default"))
+            for t in terms))
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Required anti-affinity, both directions, and required affinity with the first-pod rule, as
+        the Filter checks each placed pod against the final cluster with the pod removed."""
+        idx = self.index
+        for c in classes:
+            terms = idx.terms[c.rep]
+            for t in terms.required_anti:
+                self._encode_anti(model, c, idx.resolve(t))
+            if terms.required_affinity:
+                self._encode_affinity(model, c, tuple(idx.resolve(t) for t in terms.required_affinity))
+
+    def _encode_anti(self, model: BatchModel, c: PodClass, t: AffinityTerm) -> None:
+        """Where the batch places a pod of ``c``, no other pod its term matches in the domain; where it
+        places a pod the term matches, no pod of ``c`` that stays (existing pods' anti-affinity)."""
+        codes = self.state.label(t.topology_key).codes
+        matched = self._matching(model, (t,))
+        others = [d for d in matched if d.index != c.index]
+        mine = model.domain_terms([c], codes)
+        theirs = model.domain_terms(others, codes)
+        self_match = len(others) != len(matched)
+        for dom, y in model.presence(c, t.topology_key, codes).items():
+            expr, ub = model.total(theirs.get(dom, []) + (mine.get(dom, []) if self_match else []))
+            if ub > int(self_match):
+                model.cp.add(expr <= int(self_match)).only_enforce_if(y)
+        if not c.running:
+            return
+        cv = model.vars[c.index]
+        kept: dict[int, list[tuple[cp_model.IntVar, int]]] = {}
+        for n, v, u in zip(cv.keep_nodes.tolist(), cv.keep_vars, cv.keep_ub.tolist()):
+            if codes[n] >= 0:
+                kept.setdefault(int(codes[n]), []).append((v, u))
+        for d in others:
+            for dom, y in model.presence(d, t.topology_key, codes).items():
+                if dom in kept:
+                    model.cp.add(model.total(kept[dom])[0] == 0).only_enforce_if(y)
+
+    def _encode_affinity(self, model: BatchModel, c: PodClass, terms: tuple[AffinityTerm, ...]) -> None:
+        """Where the batch places a pod of ``c``, each term's domain holds another pod matching all terms
+        (fixed, or of a matching class) — unless no pod but this one matches anywhere and it matches
+        itself (the first pod of a self-affine series)."""
+        matched = self._matching(model, terms)
+        self_match = any(d.index == c.index for d in matched)
+        fixed = self.index.term_node_counts(terms)
+        first: cp_model.IntVar | None = None
+        if self_match:
+            has_key = np.zeros(self.state.num_nodes, dtype=bool)
+            for t in terms:
+                has_key |= self.state.label(t.topology_key).codes >= 0
+            if not fixed[has_key].any():
+                first = model.cp.new_bool_var(f"first{c.index}")
+                everywhere = [(v, u) for d in matched for n, v, u in model.vars[d.index].terms() if has_key[n]]
+                model.cp.add(model.total(everywhere)[0] <= 1).only_enforce_if(first)
+        for t in terms:
+            codes = self.state.label(t.topology_key).codes
+            fixed_dom = self.index.pair_counts(t.topology_key, fixed)
+            theirs = model.domain_terms(matched, codes)
+            for dom, y in model.presence(c, t.topology_key, codes).items():
+                expr, _ = model.total(theirs.get(dom, []))
+                need = 1 + int(self_match) - (int(fixed_dom[dom]) if dom < len(fixed_dom) else 0)
+                if need <= 0:
+                    continue
+                model.cp.add(expr >= need).only_enforce_if([y] if first is None else [y, first.Not()])

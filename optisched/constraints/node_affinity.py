@@ -7,14 +7,20 @@ by ``matchFields metadata.name In`` when every required term names nodes (``PreF
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..framework import Code, CycleState, FilterResult, Status, default_normalize
+from ..framework import Code, CycleState, Fidelity, FilterResult, Status, default_normalize
 from ..model.objects import NodeAffinity as NodeAffinitySpec
 from ..model.objects import NodeSelectorOperator, Pod
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from .selectors import labels_mask, node_selector_mask, term_mask
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
 
 __all__ = ["REASON_CONFLICT", "REASON_ENFORCED", "REASON_POD", "NodeAffinity", "preferred_score", "required_mask"]
 
@@ -119,3 +125,14 @@ class NodeAffinity:
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
         return default_normalize(scores, reverse=False)
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.EXACT
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """nodeSelector, required node affinity, addedAffinity and the PreFilter's node names: the
+        greedy verdict over every node is the domain."""
+        model.restrict_by_filter(self, classes)
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Nothing here depends on where other pods go."""

@@ -9,12 +9,18 @@ the node declared the same port.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
+from ortools.sat.python import cp_model
 
-from ..framework import CycleState, FilterResult, Status
+from ..framework import CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
 
 __all__ = ["REASON", "NodePorts", "host_ports"]
 
@@ -77,3 +83,43 @@ class NodePorts:
                 if used is not None:
                     conflict |= used[nodes]
         return FilterResult.from_mask(conflict, REASON)
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.EXACT
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Ports the fixed pods hold rule the node out (the greedy verdict); a pod with a host port
+        conflicts with a copy of itself, so at most one per node."""
+        users = [c for c in classes if self._ports[c.rep]]
+        model.restrict_by_filter(self, users)
+        for c in users:
+            model.limit(c, 1)
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Per node and (protocol, port): every pair of pods whose host IPs conflict (equal, or either
+        0.0.0.0) is a clique — the 0.0.0.0 users with the users of each specific IP — holding at most
+        one pod (or as many as the input already had there)."""
+        by_port: dict[tuple[str, int], dict[str, list[PodClass]]] = defaultdict(lambda: defaultdict(list))
+        for c in classes:
+            for ip, proto, port in dict.fromkeys(self._ports[c.rep]):
+                by_port[(proto, port)][ip].append(c)
+        for ips in by_port.values():
+            wildcard = ips.get(ANY_IP, [])
+            cliques = [wildcard + users for ip, users in ips.items() if ip != ANY_IP] or [wildcard]
+            for clique in cliques:
+                if len(clique) == 1 and not clique[0].running:
+                    continue  # the per-node limit of one already holds
+                self._at_most_one(model, clique)
+
+    @staticmethod
+    def _at_most_one(model: BatchModel, clique: list[PodClass]) -> None:
+        per_node: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+        already: dict[int, int] = defaultdict(int)
+        for c in clique:
+            for n, v, _ in model.vars[c.index].terms():
+                per_node[n].append(v)
+            for n, pods in c.running.items():
+                already[n] += len(pods)
+        for n, vs in per_node.items():
+            if len(vs) > 1:
+                model.cp.add(cp_model.LinearExpr.sum(vs) <= max(1, already[n]))

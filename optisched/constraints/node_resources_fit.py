@@ -19,10 +19,17 @@ Upstream (v1.35): ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (``Pr
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from ..framework import Code, CycleState, FilterResult, Status
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
 
 __all__ = [
     "TOO_MANY_PODS",
@@ -133,3 +140,50 @@ class NodeResourcesFit:
             code[short] = np.maximum(code[short], np.int8(Code.UNSCHEDULABLE))
             code[short & (amount > alloc)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(code, reasons)
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.EXACT
+
+    def fit_count(self, pod: int, nodes: np.ndarray, used: np.ndarray) -> np.ndarray:
+        """How many copies of the pod fit on each of ``nodes`` given ``used`` (every checked resource
+        and the pod count): the most a batch can put there."""
+        alloc = self.snapshot.state.allocatable[nodes]
+        most = alloc[:, self.pods_col] - used[:, self.pods_col]
+        cols, need, _ = self._checks(pod)
+        if len(cols):
+            most = np.minimum(most, ((alloc[:, cols] - used[:, cols]) // need).min(axis=1))
+        return np.maximum(most, 0)
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """A node where even one pod does not fit next to the fixed pods is out (the greedy verdict),
+        and no more pods than fit there alone may go to a node."""
+        model.restrict_by_filter(self, classes)
+        nodes = np.arange(self.snapshot.state.num_nodes)
+        for c in classes:
+            model.limit(c, self.fit_count(c.rep, nodes, self.snapshot.requested))
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Per node and checked resource (and the pod count): Σ request · x ≤ allocatable − fixed pods'
+        requests, as ``fitsRequest`` checks for each placed pod that requests the resource. Running pods
+        that stay count too; on a node the input already overcommits, the bound only holds when the
+        batch places a pod requesting the resource there (kept pods are bound, never re-checked)."""
+        state = self.snapshot.state
+        mine = {c.index for c in classes}
+        cols = [self.pods_col, *self.check_cols.tolist()]
+        arrivals = model.node_arrivals()
+        for n, terms in enumerate(model.node_terms()):
+            terms = [t for t in terms if t[0].index in mine]
+            if not terms or not arrivals[n]:
+                continue
+            free = state.allocatable[n] - self.snapshot.requested[n]
+            for j in cols:
+                coeffs = [(v, int(state.pod_requests[c.rep, j]), u) for c, v, u in terms]
+                coeffs = [t for t in coeffs if t[1] > 0]
+                if not coeffs or sum(a * u for _, a, u in coeffs) <= free[j]:
+                    continue  # cannot bind
+                kept = sum(len(c.running.get(n, ())) * int(state.pod_requests[c.rep, j]) for c in
+                           {t[0].index: t[0] for t in terms}.values())
+                ct = model.cp.add(cp_model.LinearExpr.weighted_sum([v for v, _, _ in coeffs],
+                                                                   [a for _, a, _ in coeffs]) <= int(free[j]))
+                if kept > free[j]:
+                    ct.only_enforce_if(model.any_arrival(n, j))

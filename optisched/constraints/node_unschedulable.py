@@ -5,11 +5,17 @@ Upstream: ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..framework import Code, CycleState, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Taint, TaintEffect
 from ..model.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
 
 __all__ = ["REASON", "NodeUnschedulable"]
 
@@ -30,3 +36,13 @@ class NodeUnschedulable:
         if any(t.tolerates(_TAINT) for t in cycle.pod_obj.spec.tolerations):
             return FilterResult.passing(len(nodes))
         return FilterResult.from_mask(self.unschedulable[nodes], REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.EXACT
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """The pod and the node decide: the greedy verdict over every node is the domain."""
+        model.restrict_by_filter(self, classes)
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Nothing here depends on where other pods go."""

@@ -28,11 +28,12 @@ for the snapshot as it is now, as upstream's cloned, updated state does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from ortools.sat.python import cp_model
 
-from ..framework import Code, CycleState, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
 from ..model.snapshot import Snapshot
 from ..model.state import HOSTNAME_LABEL as HOSTNAME
@@ -40,6 +41,10 @@ from ..model.state import ClusterState
 from .node_affinity import required_mask
 from .pod_counts import MatchCounter, Selector, selector_of
 from .taint_toleration import untolerated
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
 
 __all__ = [
     "DO_NOT_SCHEDULE",
@@ -371,3 +376,62 @@ class PodTopologySpread:
             skewed |= bad
         reasons = [(m, r) for m, r in ((missing, REASON_MISSING_LABEL), (skewed, REASON)) if m.any()]
         return FilterResult(code, reasons)
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.EXACT
+
+    def _hard_of(self, model: BatchModel, c: PodClass) -> list[SpreadConstraint]:
+        return resolve_constraints(model.snapshot, model.state.pods[c.rep], self.defaults, DO_NOT_SCHEDULE)
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """A node without every constraint's topology key is out (``missing required label``)."""
+        for c in classes:
+            cons = self._hard_of(model, c)
+            if cons:
+                model.forbid(c, ~NodeEligibility(self.state, self.state.pods[c.rep], cons).all_keys)
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Per hard constraint of a class and domain D where the batch places one of its pods:
+        ``count(D) + selfMatch·[node not counted] − min ≤ maxSkew``, counts over the constraint's counted
+        nodes at the end (fixed pods + every class matching the selector in the pod's namespace), min
+        over the constraint's domains (0 with fewer than minDomains). This is the Filter's check for
+        each placed pod against the final cluster with the pod removed: removing it lowers its own
+        domain by selfMatch, and when that domain was the minimum the check holds anyway."""
+        for c in classes:
+            cons = self._hard_of(model, c)
+            if not cons:
+                continue
+            pod = self.state.pods[c.rep]
+            elig = NodeEligibility(self.state, pod, cons)
+            for i, h in enumerate(cons):
+                self._encode_one(model, c, pod, h, elig.counted(h), i)
+
+    def _encode_one(self, model: BatchModel, c: PodClass, pod: Pod, h: SpreadConstraint,
+                    counted: np.ndarray, i: int) -> None:
+        col = self.state.label(h.topology_key)
+        fixed, present = domain_counts(col.codes, counted, matching_pods_per_node(self.counter, pod, h.selector),
+                                       len(col.values))
+        ns = _namespace(pod)
+        matching: list[PodClass] = []
+        if not (h.selector.empty or h.selector.nothing):
+            matching = model.classes_where(("spread", ns, h.selector), lambda p: _namespace(p) == ns and
+                                           p.metadata.deletion_timestamp is None and
+                                           h.selector.matches(p.metadata.labels))
+        terms = model.domain_terms(matching, col.codes, counted)
+        domains = np.flatnonzero(present).tolist()
+        count = {d: model.total(terms.get(d, [])) for d in set(terms) | set(domains)}
+        minimum: cp_model.IntVar | int = 0
+        if len(domains) >= h.min_domains:
+            hi = max(int(fixed[d]) + count[d][1] for d in domains)
+            const_min = min((int(fixed[d]) for d in domains if d not in terms), default=hi)
+            minimum = model.cp.new_int_var(0, min(hi, const_min), f"min{c.index}_{i}")
+            for d in domains:
+                if d in terms:
+                    model.cp.add(minimum <= count[d][0] + int(fixed[d]))
+        self_match = int(h.selector.matches(pod.metadata.labels))
+        for mask, extra, tag in ((counted, 0, f"spread{i}+"), (~counted, self_match, f"spread{i}-")):
+            for d, y in model.presence(c, h.topology_key, col.codes, mask, tag).items():
+                expr, ub = count.get(d, (0, 0))
+                if int(fixed[d]) + ub + extra <= h.max_skew:
+                    continue  # holds even against a minimum of 0
+                model.cp.add(expr + int(fixed[d]) + extra - minimum <= h.max_skew).only_enforce_if(y)

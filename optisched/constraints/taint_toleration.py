@@ -7,11 +7,17 @@ matrix product gives every node's count.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..framework import Code, CycleState, FilterResult, Status, default_normalize
+from ..framework import Code, CycleState, Fidelity, FilterResult, Status, default_normalize
 from ..model.objects import TaintEffect, Toleration
 from ..model.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
 
 __all__ = ["REASON", "TaintToleration", "untolerated"]
 
@@ -59,3 +65,13 @@ class TaintToleration:
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
         return default_normalize(scores, reverse=True)
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.EXACT
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Untolerated NoSchedule/NoExecute taints: the greedy verdict over every node is the domain."""
+        model.restrict_by_filter(self, classes)
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Nothing here depends on where other pods go."""

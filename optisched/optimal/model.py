@@ -1,0 +1,248 @@
+"""The batch as one CP-SAT model: an integer per (pod class, node), rules encoded by their own modules.
+
+Variables: ``arrive[c][n]`` counts class ``c``'s pods the batch *places* on node ``n`` (pending pods, or
+running pods re-placed after leaving their node); ``keep[c][n]`` counts its running pods that stay on
+their node. What is on a node at the end is ``x(c, n) = arrive + keep``. Fixed pods (bound, never
+moving) live in :attr:`BatchModel.snapshot`, so every greedy rule sees them as usual.
+
+Building runs in three phases, calling each profile's filter rules (``optisched/constraints/``):
+
+1. ``restrict``: per class, the nodes the rule rules out whatever the batch does (static filters,
+   conflicts with fixed pods). Variables exist only on the nodes every rule allows;
+2. variables, each bounded by how many of the class's pods fit on the node alone;
+3. ``encode_filter``: the constraints that depend on where the batch's pods go (resources, host
+   ports, topology spread, inter-pod affinity).
+
+Batch semantics: every pod the batch places passes every filter against the final cluster with
+itself removed (what an independent re-check with the greedy filters verifies, :mod:`.check`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..framework import Code, CycleState, Fidelity
+from ..greedy.framework_runner import Framework
+from ..model.snapshot import Snapshot
+from ..profile import SchedulerConfig
+from .classes import Batch, PodClass
+
+__all__ = ["BatchModel", "ClassVars"]
+
+
+@dataclass
+class ClassVars:
+    """One class's variables: arrivals on ``arr_nodes`` and kept running pods on ``keep_nodes``."""
+
+    arr_nodes: np.ndarray  # int64 node rows
+    arr_vars: list[cp_model.IntVar]
+    arr_ub: np.ndarray  # int64 upper bound of each arrival variable
+    keep_nodes: np.ndarray
+    keep_vars: list[cp_model.IntVar]
+    keep_ub: np.ndarray
+
+    def terms(self) -> Iterable[tuple[int, cp_model.IntVar, int]]:
+        """(node, variable, upper bound) of everything the class has on nodes at the end."""
+        yield from zip(self.arr_nodes.tolist(), self.arr_vars, self.arr_ub.tolist())
+        yield from zip(self.keep_nodes.tolist(), self.keep_vars, self.keep_ub.tolist())
+
+
+class BatchModel:
+    """A CP-SAT model of placing ``batch`` under ``config``'s filters (objectives are added by tiers)."""
+
+    def __init__(self, batch: Batch, config: SchedulerConfig, *,
+                 candidates: dict[int, np.ndarray] | None = None) -> None:
+        self.batch = batch
+        self.state = state = batch.state
+        self.config = config
+        self.classes: list[PodClass] = batch.classes
+        self.cp = cp_model.CpModel()
+        self.snapshot = Snapshot(state, with_bound=False)
+        for p in np.flatnonzero(batch.fixed):
+            self.snapshot.add(int(p), int(state.pod_node[p]))
+        self.allowed = np.ones((len(self.classes), state.num_nodes), dtype=bool)
+        self.cap = np.array([[c.size] for c in self.classes], dtype=np.int64).repeat(state.num_nodes, axis=1) \
+            if self.classes else np.zeros((0, state.num_nodes), dtype=np.int64)
+        self.fidelity: dict[str, Fidelity] = {}
+        self.frameworks = {p.scheduler_name: Framework(self.snapshot, p) for p in config.profiles}
+        self.by_profile: dict[str, list[PodClass]] = {}
+        for c in self.classes:
+            self.by_profile.setdefault(c.scheduler_name, []).append(c)
+        self._cycles: dict[int, CycleState] = {}
+        self._presence: dict[tuple, dict[int, cp_model.IntVar]] = {}
+        self._node_terms: list[list[tuple[PodClass, cp_model.IntVar, int]]] | None = None
+        self._matching: dict[object, list[PodClass]] = {}
+        self._node_arrivals: list[list[tuple[PodClass, cp_model.IntVar, int]]] | None = None
+        self._arrival_flag: dict[tuple[int, int | None], cp_model.IntVar] = {}
+        for name, fw, classes in self._rule_groups():
+            rule = fw.filter_rules[name]
+            rule.restrict(self, classes)
+            self.fidelity[name] = rule.filter_fidelity
+        self.vars: list[ClassVars] = [self._make_vars(c, candidates) for c in self.classes]
+        for name, fw, classes in self._rule_groups():
+            fw.filter_rules[name].encode_filter(self, classes)
+        self.placed = [self._placed(c) for c in self.classes]
+
+    # ------------------------------------------------------------------ building blocks for rules
+    def _rule_groups(self) -> Iterable[tuple[str, Framework, list[PodClass]]]:
+        for sched, classes in self.by_profile.items():
+            fw = self.frameworks[sched]
+            for name in fw.filter_names:
+                yield name, fw, classes
+
+    def cycle(self, c: PodClass) -> CycleState:
+        """A CycleState for the class's representative pod against the fixed pods."""
+        cyc = self._cycles.get(c.index)
+        if cyc is None:
+            profile = self.frameworks[c.scheduler_name].profile
+            cyc = self._cycles[c.index] = CycleState(c.rep, self.snapshot, profile)
+        return cyc
+
+    def forbid(self, c: PodClass, mask: np.ndarray) -> None:
+        """Rule class ``c``'s pods out of the nodes where ``mask`` is true (phase 1 only)."""
+        self.allowed[c.index] &= ~mask
+
+    def limit(self, c: PodClass, most: np.ndarray | int) -> None:
+        """At most ``most`` (per node, or everywhere) of class ``c``'s pods on a node (phase 1 only)."""
+        self.cap[c.index] = np.minimum(self.cap[c.index], most)
+
+    def restrict_by_filter(self, rule, classes: list[PodClass]) -> None:  # type: ignore[no-untyped-def]
+        """Phase 1 for a rule whose verdict depends only on the pod, the node and the fixed pods: the
+        greedy PreFilter + Filter over every node *is* the encoding."""
+        nodes = np.arange(self.state.num_nodes)
+        for c in classes:
+            cyc = CycleState(c.rep, self.snapshot, self.cycle(c).profile)
+            st = rule.pre_filter(cyc)
+            if st.code == Code.SKIP:
+                continue
+            if st.code != Code.SUCCESS:
+                self.forbid(c, np.ones(len(nodes), dtype=bool))
+                continue
+            if st.nodes is not None:
+                self.forbid(c, ~st.nodes)
+            self.forbid(c, rule.filter(cyc, nodes).code != 0)
+
+    def _make_vars(self, c: PodClass, candidates: dict[int, np.ndarray] | None) -> ClassVars:
+        mask = self.allowed[c.index].copy()
+        if candidates is not None and c.index in candidates:
+            keep_mask = np.zeros_like(mask)
+            keep_mask[candidates[c.index]] = True
+            mask &= keep_mask
+        nodes = np.flatnonzero(mask)
+        ub = self.cap[c.index, nodes]
+        nodes, ub = nodes[ub > 0], ub[ub > 0]
+        vs = [self.cp.new_int_var(0, int(u), f"a{c.index}_{n}") for n, u in zip(nodes.tolist(), ub.tolist())]
+        knodes = np.array(sorted(c.running), dtype=np.int64)
+        kub = np.array([len(c.running[n]) for n in knodes.tolist()], dtype=np.int64)
+        kvs = [self.cp.new_int_var(0, int(u), f"k{c.index}_{n}") for n, u in zip(knodes.tolist(), kub.tolist())]
+        return ClassVars(nodes, vs, ub, knodes, kvs, kub)
+
+    def _placed(self, c: PodClass) -> cp_model.LinearExpr:
+        """Pods of the class on a node at the end; arrivals are limited to the pods that need a node."""
+        cv = self.vars[c.index]
+        if cv.keep_vars:
+            left = sum(int(u) for u in cv.keep_ub) - cp_model.LinearExpr.sum(cv.keep_vars)
+            self.cp.add(cp_model.LinearExpr.sum(cv.arr_vars) <= len(c.pending) + left)
+        else:
+            self.cp.add(cp_model.LinearExpr.sum(cv.arr_vars) <= len(c.pending))
+        return cp_model.LinearExpr.sum(cv.arr_vars + cv.keep_vars)
+
+    def node_terms(self) -> list[list[tuple[PodClass, cp_model.IntVar, int]]]:
+        """Per node: (class, variable, upper bound) of everything that may be there at the end."""
+        if self._node_terms is None:
+            out: list[list[tuple[PodClass, cp_model.IntVar, int]]] = [[] for _ in range(self.state.num_nodes)]
+            for c in self.classes:
+                for n, v, u in self.vars[c.index].terms():
+                    out[n].append((c, v, u))
+            self._node_terms = out
+        return self._node_terms
+
+    def node_arrivals(self) -> list[list[tuple[PodClass, cp_model.IntVar, int]]]:
+        """Per node: (class, arrival variable, upper bound)."""
+        if self._node_arrivals is None:
+            out: list[list[tuple[PodClass, cp_model.IntVar, int]]] = [[] for _ in range(self.state.num_nodes)]
+            for c in self.classes:
+                cv = self.vars[c.index]
+                for n, v, u in zip(cv.arr_nodes.tolist(), cv.arr_vars, cv.arr_ub.tolist()):
+                    out[n].append((c, v, u))
+            self._node_arrivals = out
+        return self._node_arrivals
+
+    def any_arrival(self, node: int, resource: int | None = None) -> cp_model.IntVar:
+        """A boolean that is true when the batch places a pod on ``node`` (one requesting ``resource``,
+        a column of ``ClusterState.resources``, when given)."""
+        b = self._arrival_flag.get((node, resource))
+        if b is None:
+            req = self.state.pod_requests
+            terms = [(v, u) for c, v, u in self.node_arrivals()[node] if resource is None or req[c.rep, resource] > 0]
+            b = self._arrival_flag[(node, resource)] = self.cp.new_bool_var(f"any{node}_{resource}")
+            self.cp.add(cp_model.LinearExpr.sum([v for v, _ in terms]) <= sum(u for _, u in terms) * b)
+        return b
+
+    def keep_var(self, c: PodClass, node: int) -> cp_model.IntVar:
+        cv = self.vars[c.index]
+        return cv.keep_vars[int(np.searchsorted(cv.keep_nodes, node))]
+
+    def domain_terms(self, classes: Iterable[PodClass], codes: np.ndarray, counted: np.ndarray | None = None,
+                     *, arrivals_only: bool = False) -> dict[int, list[tuple[cp_model.IntVar, int]]]:
+        """Variables of ``classes`` grouped by topology value code (nodes without the key, or not
+        ``counted``, are left out): value code -> [(variable, upper bound)]."""
+        out: dict[int, list[tuple[cp_model.IntVar, int]]] = {}
+        for c in classes:
+            cv = self.vars[c.index]
+            groups = [(cv.arr_nodes, cv.arr_vars, cv.arr_ub)]
+            if not arrivals_only:
+                groups.append((cv.keep_nodes, cv.keep_vars, cv.keep_ub))
+            for nodes, vs, ub in groups:
+                if len(nodes) == 0:
+                    continue
+                dom = codes[nodes]
+                ok = dom >= 0
+                if counted is not None:
+                    ok &= counted[nodes]
+                for i in np.flatnonzero(ok).tolist():
+                    out.setdefault(int(dom[i]), []).append((vs[i], int(ub[i])))
+        return out
+
+    def classes_where(self, key: object, pred) -> list[PodClass]:  # type: ignore[no-untyped-def]
+        """The classes (of every profile) whose representative pod satisfies ``pred``, cached by ``key``."""
+        hit = self._matching.get(key)
+        if hit is None:
+            pods = self.state.pods
+            hit = self._matching[key] = [c for c in self.classes if pred(pods[c.rep])]
+        return hit
+
+    @staticmethod
+    def total(terms: list[tuple[cp_model.IntVar, int]]) -> tuple[cp_model.LinearExpr, int]:
+        """(sum of the variables, its upper bound)."""
+        return cp_model.LinearExpr.sum([v for v, _ in terms]), sum(u for _, u in terms)
+
+    def presence(self, c: PodClass, key: str, codes: np.ndarray,
+                 mask: np.ndarray | None = None, tag: str = "") -> dict[int, cp_model.IntVar]:
+        """Per topology value: a boolean that is true whenever the batch places a pod of ``c`` there
+        (on a node of ``mask`` when given; ``tag`` names that mask for the cache). ``arrive > 0``
+        implies it; it may be true without arrivals, which only tightens the rules it enables."""
+        cache_key = (c.index, key, tag)
+        hit = self._presence.get(cache_key)
+        if hit is not None:
+            return hit
+        out: dict[int, cp_model.IntVar] = {}
+        for code, terms in self.domain_terms([c], codes, mask, arrivals_only=True).items():
+            y = self.cp.new_bool_var(f"y{c.index}_{key}_{code}")
+            total_ub = sum(u for _, u in terms)
+            self.cp.add(cp_model.LinearExpr.sum([v for v, _ in terms]) <= total_ub * y)
+            out[code] = y
+        self._presence[cache_key] = out
+        return out
+
+    # ------------------------------------------------------------------ reading a solution
+    def counts(self, value) -> tuple[list[dict[int, int]], list[dict[int, int]]]:  # type: ignore[no-untyped-def]
+        """(arrivals, kept) per class as {node: count}, read with ``value(var)``."""
+        arr, kept = [], []
+        for cv in self.vars:
+            arr.append({n: int(value(v)) for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars) if value(v)})
+            kept.append({n: int(value(v)) for n, v in zip(cv.keep_nodes.tolist(), cv.keep_vars)})
+        return arr, kept
