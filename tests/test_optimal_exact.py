@@ -73,7 +73,7 @@ def test_every_filter_declares_its_fidelity_and_encoding() -> None:
 
 
 @pytest.mark.parametrize("plugin", FILTERS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objs=clusters(max_pending=1))
 def test_exact_encoding_allows_what_the_greedy_filter_allows(plugin: str, objs: list[dict]) -> None:
     config = only(plugin)
@@ -99,7 +99,7 @@ def brute_force_best(state, config) -> int:  # type: ignore[no-untyped-def]
     return best
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objs=clusters(max_pending=3, max_nodes=3), plugins=st.sampled_from(["default", "InterPodAffinity",
                                                                             "PodTopologySpread", "NodePorts"]))
 def test_optimal_places_as_many_pods_as_the_best_valid_assignment(objs: list[dict], plugins: str) -> None:

@@ -48,6 +48,7 @@ class NodePorts:
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         n = snapshot.state.num_nodes
         self.state = snapshot.state
+        self.snapshot = snapshot
         self._ports = [host_ports(p) for p in snapshot.state.pods]
         self.used: dict[tuple[str, str, int], np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=bool))
         self.ips: dict[tuple[str, int], set[str]] = defaultdict(set)  # (protocol, port) -> host IPs seen
@@ -63,6 +64,14 @@ class NodePorts:
 
     def on_remove(self, pod: int, node: int) -> None:
         self._update(pod, node, False)
+
+    def recount_node(self, node: int) -> None:
+        """Rebuild the node's used ports from the pods on it now (what a fresh snapshot would hold,
+        unlike the set semantics of removal): the batch checker's "final cluster without the pod"."""
+        for v in self.used.values():
+            v[node] = False
+        for p in self.snapshot.pods_on[node]:
+            self._update(p, node, True)
 
     def save_node(self, node: int) -> dict:
         return {k: bool(v[node]) for k, v in self.used.items()}
@@ -113,13 +122,25 @@ class NodePorts:
 
     @staticmethod
     def _at_most_one(model: BatchModel, clique: list[PodClass]) -> None:
+        """At most one pod of the clique per node once the batch places one there (an input that
+        already had more keeps them: bound pods are not re-checked)."""
         per_node: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+        arriving: dict[int, list[tuple[cp_model.IntVar, int]]] = defaultdict(list)
         already: dict[int, int] = defaultdict(int)
         for c in clique:
-            for n, v, _ in model.vars[c.index].terms():
+            cv = model.vars[c.index]
+            for n, v, u in cv.terms():
                 per_node[n].append(v)
+            for n, v, u in zip(cv.arr_nodes.tolist(), cv.arr_vars, cv.arr_ub.tolist()):
+                arriving[n].append((v, u))
             for n, pods in c.running.items():
                 already[n] += len(pods)
         for n, vs in per_node.items():
-            if len(vs) > 1:
-                model.cp.add(cp_model.LinearExpr.sum(vs) <= max(1, already[n]))
+            if len(vs) < 2 or n not in arriving:
+                continue
+            ct = model.cp.add(cp_model.LinearExpr.sum(vs) <= 1)
+            if already[n] > 1:
+                flag = model.cp.new_bool_var(f"port{n}")
+                expr, ub = model.total(arriving[n])
+                model.cp.add(expr <= ub * flag)
+                ct.only_enforce_if(flag)

@@ -3,7 +3,9 @@
 Batch semantics: a placed pod must pass every filter of its profile against the *final* cluster with
 itself removed. The check rebuilds the final cluster in a fresh :class:`Snapshot`, takes each placed
 pod out, runs the greedy PreFilter and Filter (the same code greedy mode runs) on its node, and puts it
-back. Pods of one class on one node are interchangeable, so one pod per (class, node) is checked.
+back. Rules whose incremental removal is not exact (NodePorts frees a port when any holder leaves)
+recount the node, so the pod is checked against exactly the final cluster without it. Pods of one
+class on one node are interchangeable, so one pod per (class, node) is checked.
 Pods that stay where the input had them are bound and not re-checked (kube never re-filters a bound
 pod); a pod that moved is checked without NodeName (its ``nodeName`` is where it ran).
 """
@@ -72,6 +74,9 @@ def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.nd
 def _check_one(fw: Framework, snap: Snapshot, pod: int, node: int, ran_before: bool) -> Violation | None:
     state = snap.state
     snap.remove(pod)
+    for rule in fw.filter_rules.values():
+        if hasattr(rule, "recount_node"):
+            rule.recount_node(node)
     try:
         cycle = CycleState(pod, snap, fw.profile)
         status, plugin, skipped = fw.pre_filter(cycle)
@@ -89,3 +94,6 @@ def _check_one(fw: Framework, snap: Snapshot, pod: int, node: int, ran_before: b
                          tuple(fp.reasons_at(0)))
     finally:
         snap.add(pod, node)
+        for rule in fw.filter_rules.values():
+            if hasattr(rule, "recount_node"):
+                rule.recount_node(node)

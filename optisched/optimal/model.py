@@ -233,7 +233,9 @@ class BatchModel:
         for code, terms in self.domain_terms([c], codes, mask, arrivals_only=True).items():
             y = self.cp.new_bool_var(f"y{c.index}_{key}_{code}")
             total_ub = sum(u for _, u in terms)
-            self.cp.add(cp_model.LinearExpr.sum([v for v, _ in terms]) <= total_ub * y)
+            arrivals = cp_model.LinearExpr.sum([v for v, _ in terms])
+            self.cp.add(arrivals <= total_ub * y)
+            self.cp.add(arrivals >= y)
             out[code] = y
         self._presence[cache_key] = out
         return out
