@@ -56,7 +56,7 @@ def test_a_victim_leaves_only_for_a_higher_priority_preemptor_on_its_node(seed: 
 @pytest.mark.parametrize("seed", [1])
 def test_generated_cluster_answer_is_valid_and_at_least_greedy(seed: int) -> None:
     objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=seed))
-    state, config, r = _solve(objs)
+    _, _, r = _solve(objs)
     assert r.violations == []
     levels = r.batch.levels
     mine, greedy = placed_per_level(r.batch, r.node_of), placed_per_level(r.batch, r.greedy.snapshot.node_of)
