@@ -4,8 +4,10 @@ Python API (for notebooks and experiments; the CLI calls the same functions)::
 
     import optisched
     cluster = optisched.load(["cluster.yaml"])           # files, folders, "-" for stdin
-    result = optisched.schedule(cluster, tie_break="first", seed=0)
+    result = optisched.schedule(cluster, tie_break="first", seed=0)    # greedy mode
     result.placements()                                  # {"ns/name": "node" or None}
+    best = optisched.solve(cluster, mode="optimal", time_limit=30, seed=1)
+    best.placements(), best.certificate.to_dict()        # placements and the optimality certificate
 """
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from .version import KUBE_VERSION
 if TYPE_CHECKING:
     from .greedy.scheduler import GreedyResult
     from .model.cluster import Cluster
+    from .optimal.solve import OptimalResult
     from .profile import SchedulerConfig
 
-__all__ = ["KUBE_VERSION", "load", "schedule"]
+__all__ = ["KUBE_VERSION", "load", "schedule", "solve"]
 
 
 def load(paths: Iterable[str]) -> Cluster:
@@ -39,7 +42,25 @@ def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: 
     from .profile import default_config
 
     if mode != "greedy":
-        raise ValueError(f"mode {mode!r} is not available; modes: greedy")
+        raise ValueError(f"schedule() is greedy mode; use solve(cluster, mode={mode!r})")
     config = profile or cluster.config or default_config()
     options = GreedyOptions(tie_break=TieBreak(tie_break), seed=seed, requeue=requeue)
     return GreedyScheduler(compile_cluster(cluster), config, options).run()
+
+
+def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "optimal",
+          time_limit: float = 60.0, workers: int = 2, seed: int = 0, movable: bool = False,
+          tie_break: str = "first") -> OptimalResult | GreedyResult:
+    """Place the cluster's pending pods in ``mode``: ``"optimal"`` solves the whole batch with CP-SAT and
+    returns placements with a certificate (``result.certificate``); ``"greedy"`` is :func:`schedule`."""
+    from .model.state import compile_cluster
+    from .optimal.solve import OptimalOptions, solve_optimal
+    from .profile import default_config
+
+    if mode == "greedy":
+        return schedule(cluster, profile, tie_break=tie_break, seed=seed)
+    if mode != "optimal":
+        raise ValueError(f"mode {mode!r} is not available; modes: greedy, optimal")
+    config = profile or cluster.config or default_config()
+    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable)
+    return solve_optimal(compile_cluster(cluster), config, options)

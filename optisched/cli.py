@@ -51,29 +51,49 @@ def _write_placements(path: Path, mode: str, placements: dict[str, str | None], 
         path.write_text(json.dumps({"mode": mode, "placements": placements, **extra}, indent=1) + "\n")
 
 
+MODES = ("greedy", "optimal")
+
+
 @app.command()
 def schedule(
     cluster: ClusterArg = None,
     profile: ProfileOpt = None,
+    mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler) | optimal (CP-SAT batch)")] = "greedy",
     tie_break: Annotated[str, typer.Option("--tie-break", help="first | heap | random")] = "first",
-    seed: Annotated[int, typer.Option(help="Seed for --tie-break random.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed for --tie-break random and the solver.")] = 0,
     no_requeue: Annotated[bool, typer.Option("--no-requeue", help="One attempt per pod (conformance traces).")] = False,
-    trace: Annotated[Path | None, typer.Option(help="Write the per-cycle trace (JSON).")] = None,
+    trace: Annotated[Path | None, typer.Option(help="Write the per-cycle trace (JSON; greedy mode).")] = None,
     output: Annotated[Path | None, typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Optimal mode: seconds in all.")] = 60.0,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Optimal mode: CP-SAT workers.")] = 2,
+    movable: Annotated[bool, typer.Option("--movable", help="Optimal mode: running pods may move.")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
-    """Place the pending pods as kube-scheduler would (greedy mode)."""
-    from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    """Place the pending pods as kube-scheduler would (greedy mode), or all at once (optimal mode)."""
     from .greedy.select import TieBreak
-    from .greedy.trace import trace_of
-    from .render import progress_bar, render_schedule_summary
 
+    if mode not in MODES:
+        raise InputError(f"--mode: {mode!r} is not one of {', '.join(MODES)}")
     try:
         tb = TieBreak(tie_break)
     except ValueError:
         raise InputError(f"--tie-break: {tie_break!r} is not one of first, heap, random") from None
+    if mode == "optimal" and trace is not None:
+        raise InputError("--trace records greedy mode's cycles; optimal mode has none (use --output)")
     state, config = _load(cluster, profile, kubeconfig, context)
+    if mode == "optimal":
+        _schedule_optimal(state, config, seed, output, time_limit, workers, movable)
+        return
+    _schedule_greedy(state, config, tb, seed, no_requeue, trace, output)
+
+
+def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path | None,  # type: ignore[no-untyped-def]
+                     output: Path | None) -> None:
+    from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .greedy.trace import trace_of
+    from .render import progress_bar, render_schedule_summary
+
     sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
                                                          record=trace is not None))
     with progress_bar(err, "scheduling", len(state.pending)) as advance:
@@ -85,6 +105,23 @@ def schedule(
         _write_placements(output, "greedy", result.placements(), {"unschedulable": unsched})
     if trace is None:
         render_schedule_summary(out, result)
+
+
+def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
+                      workers: int, movable: bool) -> None:
+    from .optimal.solve import OptimalOptions, solve_optimal
+    from .render import render_optimal_summary, solver_status
+
+    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable)
+    with solver_status(err) as update:
+        result = solve_optimal(state, config, options, progress=update)
+    if output is not None:
+        unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
+        _write_placements(output, "optimal", result.placements(),
+                          {"unschedulable": unsched, "certificate": result.certificate.to_dict()})
+    render_optimal_summary(out, result)
+    if result.violations:
+        raise typer.Exit(1)
 
 
 @app.command()

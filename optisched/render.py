@@ -7,12 +7,21 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from .model.quantity import format_quantity
 
-__all__ = ["progress_bar", "render_explain", "render_inspect", "render_schedule_summary"]
+__all__ = ["progress_bar", "render_explain", "render_inspect", "render_optimal_summary", "render_schedule_summary",
+           "solver_status"]
 
 
 @contextmanager
@@ -94,17 +103,40 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
 
 
 def render_schedule_summary(console: Console, result: Any) -> None:
-    state = result.state
-    placed = sum(1 for c in result.cycles if c.chosen is not None) if result.cycles else None
-    pending = len(state.pending)
-    un = result.unschedulable
-    t = Table(title="Greedy placement (kube-scheduler " + "v1.35.4" + ")")
-    t.add_column("pending", justify="right")
-    t.add_column("scheduled", justify="right")
-    t.add_column("unschedulable", justify="right")
-    t.add_column("not handled", justify="right")
-    scheduled = pending - len(un) - len(result.skipped)
-    t.add_row(str(pending), str(scheduled if placed is None else placed), str(len(un)), str(len(result.skipped)))
+    """Greedy mode's summary: counts, unschedulable pods with their FitError, utilization."""
+    _render_placement(console, result.state, result.snapshot.node_of, result.unschedulable, result.skipped,
+                      "Greedy placement (kube-scheduler v1.35.4)")
+
+
+def render_optimal_summary(console: Console, result: Any) -> None:
+    """Optimal mode's summary: the same tables as greedy mode, then the certificate."""
+    _render_placement(console, result.state, result.node_of, result.unschedulable, result.batch.skipped,
+                      "Optimal batch placement (CP-SAT)")
+    cert = result.certificate
+    t = Table(title=f"Certificate: {cert.status} ({cert.seconds:.1f} s, answer from the {cert.source})")
+    for c in ("tier", "objective", "bound", "gap", "greedy", "status", "s"):
+        t.add_column(c, justify="left" if c in ("tier", "status") else "right")
+    for tier in cert.tiers:
+        t.add_row(escape(tier.name), str(tier.objective), str(tier.bound), f"{100 * tier.gap:.2f}%",
+                  "" if tier.greedy is None else str(tier.greedy), tier.status, f"{tier.seconds:.1f}")
+    console.print(t)
+    if cert.greedy_optimal:
+        console.print("kube-scheduler's placement is optimal for this batch.")
+    for note in cert.notes:
+        console.print(f"note: {escape(note)}")
+    if result.violations:
+        console.print(f"[bold red]{len(result.violations)} placement(s) fail the greedy filters:[/]")
+        for v in result.violations[:20]:
+            console.print(f"  {escape(str(v))}")
+
+
+def _render_placement(console: Console, state: Any, node_of: np.ndarray, un: dict, skipped: dict, title: str) -> None:
+    pending = state.pending
+    placed = int(np.count_nonzero(node_of[pending] >= 0)) if len(pending) else 0
+    t = Table(title=title)
+    for c in ("pending", "scheduled", "unschedulable", "not handled"):
+        t.add_column(c, justify="right")
+    t.add_row(str(len(pending)), str(placed), str(len(un)), str(len(skipped)))
     console.print(t)
     if un:
         t = Table(title="Unschedulable pods")
@@ -112,9 +144,11 @@ def render_schedule_summary(console: Console, result: Any) -> None:
         t.add_column("priority", justify="right")
         t.add_column("reason")
         for p, msg in list(un.items())[:50]:
-            t.add_row(state.pods[p].key, str(int(state.pod_priority[p])), msg)
+            t.add_row(state.pods[p].key, str(int(state.pod_priority[p])), escape(msg))
         console.print(t)
-    snap = result.snapshot
+    requested = np.zeros_like(state.allocatable)
+    on = node_of >= 0
+    np.add.at(requested, node_of[on], state.pod_requests[on])
     t = Table(title="Utilization (requested / allocatable)")
     for c in ("resource", "requested", "allocatable", "%", "max node %"):
         t.add_column(c, justify="right")
@@ -122,12 +156,29 @@ def render_schedule_summary(console: Console, result: Any) -> None:
         alloc = state.allocatable[:, j]
         if not alloc.any():
             continue
-        req = snap.requested[:, j]
+        req = requested[:, j]
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(alloc > 0, req / np.maximum(alloc, 1), 0)
         t.add_row(r, _amount(r, int(req.sum())), _amount(r, int(alloc.sum())), f"{100 * req.sum() / alloc.sum():.1f}",
                   f"{100 * per.max():.1f}")
     console.print(t)
+
+
+@contextmanager
+def solver_status(console: Console) -> Iterator[Callable[[str, float | None, float | None, float], None]]:
+    """A live line on stderr while optimal mode runs: phase or tier, incumbent, bound, gap, elapsed."""
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True, disable=not console.is_terminal) as prog:
+        task = prog.add_task("starting", total=None)
+
+        def update(name: str, incumbent: float | None, bound: float | None, elapsed: float) -> None:
+            text = name
+            if incumbent is not None and bound is not None:
+                gap = abs(bound - incumbent) / max(1.0, abs(bound))
+                text = f"{name}: incumbent {incumbent:.0f}, bound {bound:.0f}, gap {100 * gap:.2f}%"
+            prog.update(task, description=text)
+
+        yield update
 
 
 def render_explain(console: Console, result: Any, rec: Any) -> None:

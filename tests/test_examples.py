@@ -40,5 +40,8 @@ def test_quickstart_places_what_can_be_placed(tie_break):
 
 
 def test_unknown_mode_is_refused():
+    cluster = optisched.load([str(EXAMPLES / "quickstart.yaml")])
+    with pytest.raises(ValueError, match="schedule\\(\\) is greedy mode"):
+        optisched.schedule(cluster, mode="quantum")
     with pytest.raises(ValueError, match="not available"):
-        optisched.schedule(optisched.load([str(EXAMPLES / "quickstart.yaml")]), mode="quantum")
+        optisched.solve(cluster, mode="quantum")

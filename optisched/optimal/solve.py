@@ -136,8 +136,12 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
     t0 = time.perf_counter()
     deadline = t0 + options.time_limit
+    if progress is not None:
+        progress("greedy placement (the hint)", None, None, 0.0)
     if greedy is None:
         greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
+    if progress is not None:
+        progress("building the model", None, None, time.perf_counter() - t0)
     greedy_nodes = greedy.snapshot.node_of.copy()
     batch = build_batch(state, config, movable=options.movable, preemption=options.preemption)
     model = BatchModel(batch, config)
@@ -160,6 +164,8 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
         arrivals, kept = model.counts(lambda v: solver.values.get(v.Index(), 0))
         node_of = decode(batch, arrivals, kept)
         source = "solver"
+    if progress is not None:
+        progress("checking the answer with the greedy filters", None, None, time.perf_counter() - t0)
     violations = check_placement(state, config, node_of, batch.class_of)
     greedy_violations = check_placement(state, config, greedy_nodes, batch.class_of) if source == "solver" else []
     if greedy_violations:

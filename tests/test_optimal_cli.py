@@ -1,0 +1,77 @@
+"""Optimal mode from the command line and the Python API, and against every conformance scenario."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from builders import run_cli
+from helpers.replay import CASES, case_names
+
+import optisched
+from optisched.model.state import compile_cluster
+from optisched.optimal.check import check_placement
+from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
+from optisched.profile import default_config
+
+EXAMPLES = "datasets/examples"
+
+
+def test_schedule_optimal_writes_placements_and_a_certificate(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "o.json"
+    code, stdout, _ = run_cli(["schedule", f"{EXAMPLES}/gpu-fragmentation.yaml", "--mode", "optimal",
+                               "--time-limit", "10", "--output", str(out)], capsys)
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["mode"] == "optimal"
+    assert all(node is not None for node in doc["placements"].values())  # greedy strands both train pods
+    cert = doc["certificate"]
+    assert cert["status"] == "OPTIMAL" and cert["greedyOptimal"] is False
+    tier = cert["tiers"][0]
+    assert tier["objective"] == tier["bound"] == 8 and tier["greedy"] == 6 and tier["gap"] == 0
+    assert "Certificate: OPTIMAL" in stdout and "placed[priority=1000]" in stdout
+
+
+def test_schedule_optimal_csv_and_greedy_optimal_message(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "o.csv"
+    code, stdout, _ = run_cli(["schedule", f"{EXAMPLES}/quickstart.yaml", "--mode", "optimal", "--time-limit", "10",
+                               "--output", str(out)], capsys)
+    assert code == 0
+    assert out.read_text().splitlines()[0] == "pod,node"
+    assert "kube-scheduler's placement is optimal for this batch." in stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--mode", "best"], "--mode: 'best' is not one of greedy, optimal"),
+    (["--mode", "optimal", "--trace", "t.json"], "--trace records greedy mode's cycles"),
+], ids=["an unknown mode is refused", "a trace is refused in optimal mode"])
+def test_schedule_refuses_bad_mode_options(args: list[str], message: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, _, stderr = run_cli(["schedule", f"{EXAMPLES}/quickstart.yaml", *args], capsys)
+    assert code == 2 and message in stderr and "Traceback" not in stderr
+
+
+def test_python_api_solve_returns_placements_and_certificate() -> None:
+    cluster = optisched.load([f"{EXAMPLES}/strand-large-pod.yaml"])
+    result = optisched.solve(cluster, mode="optimal", time_limit=10, seed=3)
+    placements = result.placements()
+    assert placements["default/report-0"] is not None and placements["default/report-1"] is not None
+    assert result.certificate.to_dict()["status"] == "OPTIMAL"
+    greedy = optisched.solve(cluster, mode="greedy")
+    assert greedy.placements()["default/report-0"] is None
+    with pytest.raises(ValueError, match="modes: greedy, optimal"):
+        optisched.solve(cluster, mode="fast")
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_optimal_places_at_least_greedys_priority_weight_on_every_conformance_scenario(case: str) -> None:
+    """Level by level from the highest priority: the answer's placed pods are lexicographically ≥ greedy's."""
+    cluster = optisched.load([str(CASES / f"{case}.yaml")])
+    state = compile_cluster(cluster)
+    config = cluster.config or default_config()
+    r = solve_optimal(state, config, OptimalOptions(time_limit=3))
+    assert r.violations == []
+    assert check_placement(state, config, r.node_of) == []
+    levels = r.batch.levels
+    mine, greedy = placed_per_level(r.batch, r.node_of), placed_per_level(r.batch, r.greedy.snapshot.node_of)
+    assert [mine[lv] for lv in levels] >= [greedy[lv] for lv in levels]
+    assert np.all(r.node_of[state.pod_node >= 0][r.batch.fixed[state.pod_node >= 0]] >= 0)
