@@ -8,6 +8,7 @@ Python API (for notebooks and experiments; the CLI calls the same functions)::
     result.placements()                                  # {"ns/name": "node" or None}
     best = optisched.solve(cluster, mode="optimal", time_limit=30, seed=1)
     best.placements(), best.certificate.to_dict()        # placements and the optimality certificate
+    cmp = optisched.compare(cluster, time_limit=30)      # greedy vs optimal: .summary, .pods, .nodes, .plot_*()
 """
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from typing import TYPE_CHECKING
 from .version import KUBE_VERSION
 
 if TYPE_CHECKING:
+    from .experiments.compare import Comparison
     from .greedy.scheduler import GreedyResult
     from .model.cluster import Cluster
     from .optimal.solve import OptimalResult
     from .profile import SchedulerConfig
 
-__all__ = ["KUBE_VERSION", "load", "schedule", "solve"]
+__all__ = ["KUBE_VERSION", "compare", "load", "schedule", "solve"]
 
 
 def load(paths: Iterable[str]) -> Cluster:
@@ -64,3 +66,19 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
     config = profile or cluster.config or default_config()
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable)
     return solve_optimal(compile_cluster(cluster), config, options)
+
+
+def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_limit: float = 60.0,
+            workers: int = 2, seed: int = 0, policies: Iterable[str] = (), movable: bool = False) -> Comparison:
+    """Greedy mode vs optimal mode (and greedy ``policies``: ``MostAllocated``, ``LeastAllocated`` or config
+    files) on one snapshot: a :class:`~optisched.experiments.Comparison` with DataFrames ``.summary``,
+    ``.pods`` (the per-pod diff), ``.nodes`` and ``.plot_*()`` helpers; ``optisched.report.write_report``
+    writes it as a report."""
+    from .experiments.pipeline import CompareOptions, run_comparison
+    from .model.state import compile_cluster
+    from .profile import default_config
+
+    config = profile or cluster.config or default_config()
+    options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
+                             movable=movable)
+    return run_comparison(compile_cluster(cluster), config, options)[0]

@@ -125,6 +125,42 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
 
 
 @app.command()
+def compare(
+    cluster: ClusterArg = None,
+    profile: ProfileOpt = None,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for optimal mode.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Solver seed.")] = 0,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
+    policies: Annotated[str, typer.Option("--policies", help="More greedy runs, comma-separated: MostAllocated, "
+                                                             "LeastAllocated or KubeSchedulerConfiguration files.")] = "",
+    report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
+    movable: Annotated[bool, typer.Option("--movable", help="Running pods may move in optimal mode.")] = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
+    from .experiments.pipeline import CompareOptions, policy_config, run_comparison
+    from .experiments.render import render_comparison
+    from .render import progress_bar, solver_status
+
+    names = tuple(p.strip() for p in policies.split(",") if p.strip())
+    for name in names:
+        policy_config(name)  # refuse a bad policy before the long runs
+    state, config = _load(cluster, profile, kubeconfig, context)
+    options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable)
+    with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
+        comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
+    render_comparison(out, comparison)
+    if report is not None:
+        from .report import write_report
+
+        written = write_report(comparison, report)
+        err.print(f"wrote {len(written)} files to {report}/ (open {report}/report.html)")
+    if optimal.violations:
+        raise typer.Exit(1)
+
+
+@app.command()
 def inspect(
     cluster: ClusterArg = None,
     profile: ProfileOpt = None,

@@ -75,3 +75,30 @@ def test_optimal_places_at_least_greedys_priority_weight_on_every_conformance_sc
     mine, greedy = placed_per_level(r.batch, r.node_of), placed_per_level(r.batch, r.greedy.snapshot.node_of)
     assert [mine[lv] for lv in levels] >= [greedy[lv] for lv in levels]
     assert np.all(r.node_of[state.pod_node >= 0][r.batch.fixed[state.pod_node >= 0]] >= 0)
+
+
+def test_compare_prints_both_runs_and_writes_a_report(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, stdout, stderr = run_cli(["compare", f"{EXAMPLES}/strand-large-pod.yaml", "--time-limit", "10",
+                                    "--policies", "MostAllocated", "--report", str(tmp_path / "out")], capsys)
+    assert code == 0, stderr
+    assert "greedy:MostAllocated" in stdout and "placed[priority=0]: gap" in stdout
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary, "summary.json is empty"
+    pods = (tmp_path / "out" / "pods.csv").read_text()
+    assert "default/report-0" in pods and "default/report-1" in pods
+    assert (tmp_path / "out" / "report.html").stat().st_size > 10_000
+
+
+def test_compare_refuses_an_unknown_policy(capsys) -> None:  # type: ignore[no-untyped-def]
+    code, _, stderr = run_cli(["compare", f"{EXAMPLES}/strand-large-pod.yaml", "--policies", "Fastest"], capsys)
+    assert code == 2 and "'Fastest' is neither a strategy" in stderr
+
+
+def test_python_api_compare_has_dataframes_and_the_certificate() -> None:
+    cmp = optisched.compare(optisched.load([f"{EXAMPLES}/spread-anti-affinity.yaml"]), time_limit=10)
+    assert list(cmp.summary.columns) == ["greedy", "optimal"]
+    placed = cmp.summary.loc["placed, priority 500 (of 3)"]
+    assert int(placed["greedy"]) == 2 and int(placed["optimal"]) == 3
+    assert "default/web-2" in set(cmp.pods["pod"])
+    assert cmp.runs[1].certificate["status"] == "OPTIMAL"
+    assert cmp.plot_utilization() is not None

@@ -1,0 +1,75 @@
+"""``compare``: greedy mode, optimal mode and other greedy policies on one snapshot, as one Comparison.
+
+Greedy mode runs first (recording each cycle, for the per-plugin scores of the per-pod diff) and its
+result is reused as optimal mode's hint, so optimal mode's time limit is spent on the solver. Other
+policies are greedy mode under another profile: a named NodeResourcesFit strategy (``MostAllocated``,
+``LeastAllocated``) or a ``KubeSchedulerConfiguration`` file.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..greedy.scheduler import GreedyOptions, GreedyScheduler
+from ..model.state import ClusterState
+from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
+from ..optimal.tiers import Progress
+from ..profile import SchedulerConfig, load_config, parse_config
+from .compare import Comparison, build_comparison
+from .runs import PlacementRun
+
+__all__ = ["CompareOptions", "policy_config", "run_comparison"]
+
+STRATEGIES = ("LeastAllocated", "MostAllocated")
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    time_limit: float = 60.0
+    workers: int = 2
+    seed: int = 0
+    policies: tuple[str, ...] = ()
+    movable: bool = False
+
+
+def policy_config(policy: str) -> SchedulerConfig:
+    """The configuration of a greedy policy: a NodeResourcesFit strategy name, or a config file."""
+    if policy in STRATEGIES:
+        return parse_config({
+            "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [{
+                "name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": policy}}}]}]}, f"<{policy}>")
+    path = Path(policy)
+    if not path.exists():
+        from ..errors import InputError
+
+        raise InputError(f"--policies: {policy!r} is neither a strategy ({', '.join(STRATEGIES)}) nor a file")
+    return load_config(path)
+
+
+def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
+    cert = result.certificate.to_dict()
+    score = next((t.objective for t in result.certificate.tiers if t.name == "score"), None)
+    return PlacementRun("optimal", "optimal", result.node_of.copy(), seconds, dict(result.unschedulable),
+                        certificate=cert, score_objective=None if score is None else float(score))
+
+
+def run_comparison(state: ClusterState, config: SchedulerConfig, options: CompareOptions = CompareOptions(), *,
+                   on_greedy: Callable[[int, int], None] | None = None,
+                   on_solver: Progress | None = None) -> tuple[Comparison, OptimalResult]:
+    """Greedy, optimal, then each policy; ``on_greedy(done, total)`` and ``on_solver`` report progress."""
+    start = time.perf_counter()
+    greedy = GreedyScheduler(state, config, GreedyOptions(record=True)).run(progress=on_greedy)
+    runs = [PlacementRun.from_greedy("greedy", greedy, time.perf_counter() - start)]
+    start = time.perf_counter()
+    opt = solve_optimal(state, config, OptimalOptions(time_limit=options.time_limit, workers=options.workers,
+                                                      seed=options.seed, movable=options.movable),
+                        progress=on_solver, greedy=greedy)
+    runs.append(optimal_run(opt, time.perf_counter() - start))
+    for policy in options.policies:
+        start = time.perf_counter()
+        other = GreedyScheduler(state, policy_config(policy), GreedyOptions(record=True)).run()
+        runs.append(PlacementRun.from_greedy(f"greedy:{Path(policy).stem}", other, time.perf_counter() - start))
+    return build_comparison(state, config, runs), opt
