@@ -16,7 +16,9 @@ import numpy as np
 if TYPE_CHECKING:
     from .model.objects import Pod
     from .model.snapshot import Snapshot
+    from .optimal.classes import PodClass
     from .optimal.model import BatchModel
+    from .optimal.tiers import Linear
     from .profile import Profile
 
 __all__ = [
@@ -158,19 +160,20 @@ class EncodableFilter(Protocol):
     name: ClassVar[str]
     filter_fidelity: ClassVar[Fidelity]
 
-    def restrict(self, model: BatchModel) -> None: ...
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None: ...
 
-    def encode_filter(self, model: BatchModel) -> None: ...
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None: ...
 
 
 @runtime_checkable
 class EncodableScore(Protocol):
-    """The CP-SAT side of a score: objective terms added to the model's score tier."""
+    """The CP-SAT side of a score: ``encode_score`` adds the plugin's terms, times its profile weight, to
+    the score tier's objective (maximized) for ``classes``."""
 
     name: ClassVar[str]
     score_fidelity: ClassVar[Fidelity]
 
-    def encode_score(self, model: BatchModel, weight: int) -> None: ...
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None: ...
 
 
 def default_normalize(scores: np.ndarray, reverse: bool) -> np.ndarray:

@@ -22,6 +22,7 @@ from .check import Violation, check_placement
 from .classes import Batch, build_batch
 from .decode import counts_of, decode
 from .model import BatchModel
+from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
 
 __all__ = ["Certificate", "OptimalOptions", "OptimalResult", "solve_optimal"]
@@ -109,6 +110,10 @@ def _objectives(model: BatchModel) -> list[tuple[str, str, Linear]]:
                 lin.const += rank[c.priority] * u
                 lin.add(v, -rank[c.priority], u)
         out.append(("disruption", "min", lin))
+    score, fidelity = score_objective(model)
+    if score.vars:
+        out.append(("score", "max", score))
+        model.fidelity.update({f"score:{k}": v for k, v in fidelity.items()})
     return out
 
 

@@ -1,0 +1,34 @@
+"""The score tier: the profile's score plugins as objective terms, each encoded in its own module.
+
+Each enabled score plugin that has a CP-SAT side (``encode_score``, :class:`~optisched.framework.
+EncodableScore`) adds weighted terms to one objective, maximized after the placement and disruption
+tiers. kube-scheduler scores one pod at a time against the cluster as it is at that moment; a batch
+objective can only approximate scores that depend on other placements or on normalization over the
+feasible nodes of that moment: each plugin declares whether its terms are ``EXACT`` or a ``SURROGATE``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..framework import Fidelity
+from .tiers import Linear
+
+if TYPE_CHECKING:
+    from .model import BatchModel
+
+__all__ = ["score_objective"]
+
+
+def score_objective(model: BatchModel) -> tuple[Linear, dict[str, Fidelity]]:
+    """(the score tier's objective, fidelity per plugin that contributed)."""
+    objective = Linear()
+    fidelity: dict[str, Fidelity] = {}
+    for sched, classes in model.by_profile.items():
+        fw = model.frameworks[sched]
+        for name in fw.score_names:
+            rule = fw.score_rules[name]
+            if not hasattr(rule, "encode_score"):
+                continue
+            rule.encode_score(model, classes, int(fw.profile.score_weights.get(name, 1)), objective)
+            fidelity[name] = rule.score_fidelity
+    return objective, fidelity
