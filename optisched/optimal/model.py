@@ -54,7 +54,7 @@ class BatchModel:
     """A CP-SAT model of placing ``batch`` under ``config``'s filters (objectives are added by tiers)."""
 
     def __init__(self, batch: Batch, config: SchedulerConfig, *,
-                 candidates: dict[int, np.ndarray] | None = None) -> None:
+                 candidates: dict[int, np.ndarray] | None = None, build: bool = True) -> None:
         self.batch = batch
         self.state = state = batch.state
         self.config = config
@@ -81,10 +81,22 @@ class BatchModel:
             rule = fw.filter_rules[name]
             rule.restrict(self, classes)
             self.fidelity[name] = rule.filter_fidelity
-        self.vars: list[ClassVars] = [self._make_vars(c, candidates) for c in self.classes]
+        self.vars: list[ClassVars] = []
+        self.restricted = False  # some class lost allowed nodes to a candidate list
+        if build:
+            self.build(candidates)
+
+    def build(self, candidates: dict[int, np.ndarray] | None = None) -> None:
+        """Phases 2 and 3: variables on the allowed (and, when given, candidate) nodes, then the rules."""
+        self.restricted = bool(candidates)
+        self.vars = [self._make_vars(c, candidates) for c in self.classes]
         for name, fw, classes in self._rule_groups():
             fw.filter_rules[name].encode_filter(self, classes)
         self.placed = [self._placed(c) for c in self.classes]
+
+    def size(self) -> int:
+        """Arrival variables the model would have on every allowed node."""
+        return int(np.count_nonzero(self.allowed & (self.cap > 0)))
 
     # ------------------------------------------------------------------ building blocks for rules
     def _rule_groups(self) -> Iterable[tuple[str, Framework, list[PodClass]]]:

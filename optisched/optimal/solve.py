@@ -18,9 +18,12 @@ from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
 from ..preemption.batch import encode_eviction_rules
 from ..profile import SchedulerConfig
+from .bound import LevelBound
+from .candidates import choose_candidates
 from .check import Violation, check_placement
 from .classes import Batch, build_batch
 from .decode import counts_of, decode
+from .hint import repair_hint, repair_placement
 from .model import BatchModel
 from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
@@ -35,6 +38,7 @@ class OptimalOptions:
     seed: int = 0
     movable: bool = False  # running pods may move (rescheduling); else only preemption victims leave
     preemption: bool = True
+    max_variables: int = 30_000  # above this, classes keep candidate nodes only (see .candidates)
 
 
 @dataclass
@@ -136,53 +140,106 @@ def _lex_key(batch: Batch, node_of: np.ndarray) -> tuple:
     return (*[per[lv] for lv in batch.levels], -left)
 
 
+def domain_keys(batch: Batch) -> dict[int, list[str]]:
+    """Per class, the topology keys (other than the hostname) its own spread and affinity terms use."""
+    out: dict[int, list[str]] = {}
+    for c in batch.classes:
+        spec = batch.state.pods[c.rep].spec
+        keys = [t.topology_key for t in spec.topology_spread_constraints]
+        aff = spec.affinity
+        for group in (aff.pod_affinity, aff.pod_anti_affinity) if aff else ():
+            if group is not None:
+                keys += [t.topology_key for t in group.required_during_scheduling_ignored_during_execution]
+        keys = [k for k in dict.fromkeys(keys) if k != "kubernetes.io/hostname"]
+        if keys:
+            out[c.index] = keys
+    return out
+
+
+def _level_caps(batch: Batch) -> dict[int, int]:
+    caps = dict.fromkeys(batch.levels, 0)
+    for c in batch.classes:
+        caps[c.priority] += c.size
+    return caps
+
+
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
     t0 = time.perf_counter()
     deadline = t0 + options.time_limit
-    if progress is not None:
-        progress("greedy placement (the hint)", None, None, 0.0)
+
+    def phase(name: str) -> None:
+        if progress is not None:
+            progress(name, None, None, time.perf_counter() - t0)
+
+    phase("greedy placement (the hint)")
     if greedy is None:
         greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
-    if progress is not None:
-        progress("building the model", None, None, time.perf_counter() - t0)
-    greedy_nodes = greedy.snapshot.node_of.copy()
+    raw = greedy.snapshot.node_of.copy()
     batch = build_batch(state, config, movable=options.movable, preemption=options.preemption)
-    model = BatchModel(batch, config)
+    phase("building the model")
+    fallback = repair_placement(batch, config, raw)
+    model = BatchModel(batch, config, build=False)
+    candidates = None
+    if model.size() > options.max_variables:
+        per_class = max(8, options.max_variables // max(1, len(batch.classes)))
+        candidates = choose_candidates(batch, model.allowed & (model.cap > 0), fallback, per_class, options.seed,
+                                       domain_keys(batch))
+    model.build(candidates)
     encode_eviction_rules(model)
-    all_vars = [v for cv in model.vars for v in cv.arr_vars + cv.keep_vars]
-    solver = TierSolver(model.cp, all_vars, workers=options.workers, seed=options.seed, deadline=deadline,
-                        progress=progress)
-    greedy_values = _values_of(model, greedy_nodes)
-    solver.values = greedy_values
-    objectives = _objectives(model)
+    lp = LevelBound(model)
+    solver = TierSolver(model.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress)
+    phase("checking the hint")
+    solver.full = repair_hint(model, _values_of(model, fallback),
+                              seconds=max(0.5, 0.2 * (deadline - time.perf_counter())))
+    raw_values = _values_of(model, raw)
+    caps = _level_caps(batch)
     tiers: list[Tier] = []
+    objectives = _objectives(model)
+    weights = [4 if name.startswith("placed[") else 1 for name, _, _ in objectives]
     for i, (name, sense, lin) in enumerate(objectives):
-        tier = solver.solve(name, lin, sense, 1.0 / (len(objectives) - i))
-        tier.greedy = lin.value(greedy_values)
+        level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
+        later = Linear()  # the next placement tier breaks ties, so this one does not spoil it
+        nxt = objectives[i + 1] if i + 1 < len(objectives) else None
+        if level is not None and nxt is not None and nxt[0].startswith("placed["):
+            for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
+                later.add(v, c, dhi, dlo)
+        tier = solver.solve(name, lin, sense, weights[i] / sum(weights[i:]), caps.get(level), later)
+        tier.greedy = lin.value(raw_values)
+        if level is not None:
+            relaxed = lp.bound(level)
+            if model.restricted and relaxed is not None:
+                tier.bound = max(tier.objective, relaxed)
+            elif relaxed is not None:
+                tier.bound = max(tier.objective, min(tier.bound, relaxed))
+            lp.fix(level, tier.objective)
         tiers.append(tier)
+    return _answer(state, config, batch, model, solver, tiers, greedy, fallback, raw, t0, phase)
+
+
+def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, model: BatchModel, solver: TierSolver,
+            tiers: list[Tier], greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
+            phase) -> OptimalResult:  # type: ignore[no-untyped-def]
+    """Decode the incumbent, re-check it, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
-    node_of = greedy_nodes
-    source = "greedy"
-    if solver.values is not None and solver.values is not greedy_values:
-        arrivals, kept = model.counts(lambda v: solver.values.get(v.Index(), 0))
-        node_of = decode(batch, arrivals, kept)
-        source = "solver"
-    if progress is not None:
-        progress("checking the answer with the greedy filters", None, None, time.perf_counter() - t0)
+    node_of, source = fallback, "greedy"
+    if solver.full is not None:
+        arrivals, kept = model.counts(solver.value)
+        node_of, source = decode(batch, arrivals, kept), "solver"
+    phase("checking the answer with the greedy filters")
     violations = check_placement(state, config, node_of, batch.class_of)
-    greedy_violations = check_placement(state, config, greedy_nodes, batch.class_of) if source == "solver" else []
-    if greedy_violations:
-        notes.append(f"the greedy placement breaks batch semantics for {len(greedy_violations)} pod(s) "
-                     f"(e.g. {greedy_violations[0]}); it cannot be the answer")
-    elif source == "solver" and _lex_key(batch, greedy_nodes) > _lex_key(batch, node_of):
-        node_of, source = greedy_nodes, "greedy"
-        violations = []
-        notes.append("the greedy placement was better than the solver's incumbent and is returned")
+    if (fallback != raw).any():
+        notes.append(f"greedy mode's placement breaks batch semantics for {int((fallback != raw).sum())} pod(s); "
+                     "its repaired version is the fallback")
+    if source == "solver" and (violations or _lex_key(batch, fallback) > _lex_key(batch, node_of)):
+        node_of, source, violations = fallback, "greedy", []
+        notes.append("the (repaired) greedy placement is returned: it is at least as good as the solver's")
+    if not solver.improved and source == "solver":
+        source = "greedy"
     statuses = {t.status for t in tiers}
-    status = "OPTIMAL" if statuses <= {"OPTIMAL"} else ("FEASIBLE" if source == "solver" or tiers else "UNKNOWN")
+    status = "OPTIMAL" if statuses <= {"OPTIMAL"} else ("FEASIBLE" if solver.full is not None else "UNKNOWN")
     placed_tiers = [t for t in tiers if t.name.startswith("placed[")]
-    greedy_optimal = not greedy_violations and all(t.greedy == t.bound for t in placed_tiers)
+    greedy_optimal = not (fallback != raw).any() and all(t.greedy == t.bound for t in placed_tiers)
     cert = Certificate(status, tiers, time.perf_counter() - t0, source, greedy_optimal, notes)
     return OptimalResult(state, batch, node_of, cert, greedy, violations)

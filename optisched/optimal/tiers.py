@@ -76,62 +76,96 @@ class Tier:
 
 
 class _Watch(cp_model.CpSolverSolutionCallback):
-    def __init__(self, name: str, t0: float, progress: Progress | None) -> None:
+    """Reports the tier's own objective and bound (the solver's combined objective scaled back)."""
+
+    def __init__(self, name: str, t0: float, progress: Progress | None, scale: int = 1, offset: int = 0) -> None:
         super().__init__()
-        self.name, self.t0, self.progress = name, t0, progress
+        self.name, self.t0, self.progress, self.scale, self.offset = name, t0, progress, scale, offset
 
     def on_solution_callback(self) -> None:
         if self.progress is not None:
-            self.progress(self.name, self.objective_value, self.best_objective_bound, time.perf_counter() - self.t0)
+            self.progress(self.name, (self.objective_value - self.offset) // self.scale,
+                          (self.best_objective_bound - self.offset) // self.scale, time.perf_counter() - self.t0)
 
 
 class TierSolver:
-    """Solves tiers in order on one model, carrying each answer as the next tier's hint."""
+    """Solves tiers in order on one model, carrying each answer (every variable's value) as the next
+    tier's hint: a complete hint is what lets CP-SAT start from it instead of repairing it."""
 
-    def __init__(self, cp: cp_model.CpModel, all_vars: list[cp_model.IntVar], *, workers: int, seed: int,
-                 deadline: float, progress: Progress | None = None) -> None:
+    def __init__(self, cp: cp_model.CpModel, *, workers: int, seed: int, deadline: float,
+                 progress: Progress | None = None) -> None:
         self.cp = cp
-        self.all_vars = all_vars
         self.workers = workers
         self.seed = seed
         self.deadline = deadline
         self.progress = progress
-        self.values: dict[int, int] | None = None  # the incumbent: variable index -> value
+        self.full: list[int] | None = None  # the incumbent: a value per model variable (proto order)
+        self.improved = False  # the solver found a solution (not only the hint)
         self.t0 = time.perf_counter()
 
-    def hint(self, values: dict[int, int]) -> None:
-        self.cp.clear_hints()
-        for v in self.all_vars:
-            self.cp.add_hint(v, values.get(v.Index(), 0))
+    def value(self, var: cp_model.IntVar) -> int:
+        return 0 if self.full is None else self.full[var.Index()]
 
-    def solve(self, name: str, objective: Linear, sense: str, share: float) -> Tier:
-        """Optimize ``objective`` within ``share`` of the time left, then fix it at the value found."""
+    def _hint(self) -> None:
+        self.cp.clear_hints()
+        if self.full is not None:
+            hint = self.cp.proto.solution_hint
+            hint.vars.extend(range(len(self.full)))
+            hint.values.extend(self.full)
+
+    def evaluate(self, objective: Linear) -> int:
+        return objective.const + sum(c * self.value(v) for v, c in zip(objective.vars, objective.coefs))
+
+    def solve(self, name: str, objective: Linear, sense: str, share: float, cap: int | None = None,
+              secondary: Linear | None = None) -> Tier:
+        """Optimize ``objective`` within ``share`` of the time left, then fix it at the value found.
+        ``cap`` is a known bound on the objective (e.g. how many pods the tier counts). ``secondary``
+        (same sense) breaks ties: the solver optimizes ``M·objective + secondary`` with M above the
+        secondary's range, so an answer that is as good on this tier keeps the later tiers good."""
         start = time.perf_counter()
-        budget = max(0.05, (self.deadline - start) * share)
+        budget = (self.deadline - start) * share
         lo, hi = objective.bounds()
-        if lo == hi:  # nothing to decide
-            return Tier(name, sense, lo, lo, "OPTIMAL", 0.0)
-        if self.values is not None:
-            self.hint(self.values)
-        expr = objective.expr()
-        (self.cp.maximize if sense == "max" else self.cp.minimize)(expr)
+        if cap is not None:
+            hi, lo = (min(hi, cap), lo) if sense == "max" else (hi, max(lo, cap))
+        current = self.evaluate(objective) if self.full is not None else None
+        best = hi if sense == "max" else lo
+        if current is not None and (current == best or budget < 0.05):
+            self.cp.add(objective.expr() >= current if sense == "max" else objective.expr() <= current)
+            return Tier(name, sense, current, best, "OPTIMAL" if current == best else "UNKNOWN", 0.0)
+        if lo == hi or budget < 0.05:
+            return Tier(name, sense, best if lo == hi else 0, best, "OPTIMAL" if lo == hi else "UNKNOWN", 0.0)
+        slo, shi = secondary.bounds() if secondary is not None and secondary.vars else (0, 0)
+        scale = shi - slo + 1
+        combined = objective.expr() * scale + (secondary.expr() if secondary is not None and secondary.vars else 0)
+        self._hint()
+        (self.cp.maximize if sense == "max" else self.cp.minimize)(combined)
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = budget
         solver.parameters.num_workers = self.workers
         solver.parameters.random_seed = self.seed
-        status = solver.solve(self.cp, _Watch(name, self.t0, self.progress))
+        status = solver.solve(self.cp, _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi))
         seconds = time.perf_counter() - start
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            bound = hi if sense == "max" else lo
-            return Tier(name, sense, objective.value(self.values or {}), bound, STATUS.get(status, "UNKNOWN"),
-                        seconds)
-        self.values = {v.Index(): int(solver.value(v)) for v in self.all_vars}
-        value = round(solver.objective_value)
-        if status == cp_model.OPTIMAL:
+        value = current
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            found = list(solver.response_proto.solution)
+            old = self.full
+            self.full = found
+            primary = self.evaluate(objective)
+            if current is not None and (primary < current if sense == "max" else primary > current):
+                self.full = old  # the hint is better than what the search kept
+            else:
+                value = primary
+                self.improved = True
+        if value is None:
+            return Tier(name, sense, 0 if sense == "max" else hi, best, STATUS.get(status, "UNKNOWN"), seconds)
+        if status == cp_model.OPTIMAL and value == self.evaluate(objective):
             bound = value
-        elif sense == "max":  # integer objective: the bound rounds toward the incumbent
-            bound = math.floor(solver.best_objective_bound + 1e-9)
+        elif status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            b = solver.best_objective_bound
+            bound = math.floor((b - slo) / scale + 1e-9) if sense == "max" else math.ceil((b - shi) / scale - 1e-9)
+            bound = min(bound, best) if sense == "max" else max(bound, best)
         else:
-            bound = math.ceil(solver.best_objective_bound - 1e-9)
-        self.cp.add(expr >= value if sense == "max" else expr <= value)
-        return Tier(name, sense, value, bound, STATUS[status], seconds)
+            bound = best
+        self.cp.add(objective.expr() >= value if sense == "max" else objective.expr() <= value)
+        return Tier(name, sense, value, bound, STATUS.get(status, "UNKNOWN") if status != cp_model.OPTIMAL or
+                    value == bound else "FEASIBLE", seconds)

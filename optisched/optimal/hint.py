@@ -1,0 +1,121 @@
+"""A feasible starting point for the solver: the greedy placement, repaired where the model refuses it.
+
+Greedy mode can end in a state the batch model does not accept: kube's NodePorts frees a port when any
+holder leaves, so a later pod may take a port another pod still holds; a preemptor may be bound
+elsewhere than where its victims were evicted; a spread constraint can be skewed by pods placed after.
+CP-SAT throws away an infeasible hint, so the placement is repaired first (:func:`repair_placement`):
+pods the greedy filters reject in the final cluster leave it, victims without a preemptor on their node
+come back, until both hold. What the model still refuses is found by CP-SAT itself
+(:func:`repair_hint`): every variable fixed to its value under an assumption, a small conflicting set
+of assumptions reset to the safe side (no arrival; a running pod kept), until the hint is feasible.
+"""
+from __future__ import annotations
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..model.objects import PreemptionPolicy
+from ..profile import SchedulerConfig
+from .check import check_placement
+from .classes import Batch
+from .model import BatchModel
+
+__all__ = ["repair_hint", "repair_placement"]
+
+
+def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
+    """Running batch pods that left their node although no higher-priority preempting pod arrived there."""
+    state = batch.state
+    arrived = (node_of >= 0) & (node_of != state.pod_node) & (batch.class_of >= 0)
+    best = np.full(state.num_nodes, np.iinfo(np.int64).min, dtype=np.int64)
+    for p in np.flatnonzero(arrived).tolist():
+        if state.pods[p].spec.preemption_policy != PreemptionPolicy.NEVER:
+            best[node_of[p]] = max(best[node_of[p]], state.pod_priority[p])
+    out = []
+    for c in batch.classes:
+        for n, pods in c.running.items():
+            out += [p for p in pods if node_of[p] != n and best[n] <= state.pod_priority[p]]
+    return out
+
+
+def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray, *, rounds: int = 6) -> np.ndarray:
+    """A copy of ``node_of`` that batch semantics and the batch preemption rule accept (when
+    ``batch.movable`` is false): rejected pods unplaced, unjustified victims put back."""
+    state = batch.state
+    node_of = node_of.copy()
+    for _ in range(rounds):
+        changed = False
+        if not batch.movable:
+            for p in _victims_without_preemptor(batch, node_of):
+                node_of[p] = state.pod_node[p]
+                changed = True
+        bad = check_placement(state, config, node_of, batch.class_of)
+        if bad:
+            names = {(v.pod, v.node) for v in bad}
+            rejected = {(int(batch.class_of[state.pod_index[pod]]), state.node_index[node]) for pod, node in names}
+            for p in np.flatnonzero((node_of >= 0) & (node_of != state.pod_node)).tolist():
+                if (int(batch.class_of[p]), int(node_of[p])) in rejected:
+                    node_of[p] = -1
+            changed = True
+        if not changed:
+            break
+    return node_of
+
+
+def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float) -> list[int] | None:
+    """The model's other variables completed for ``values`` as they are (presolve fixes them), or None."""
+    probe = model.cp.clone()
+    probe.clear_objective()
+    probe.clear_hints()
+    for idx, val in values.items():
+        probe.add_hint(probe.get_int_var_from_proto_index(idx), val)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    if solver.solve(probe) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
+    return None
+
+
+def repair_hint(model: BatchModel, values: dict[int, int], *, rounds: int = 8,
+                seconds: float = 5.0) -> list[int] | None:
+    """A complete solution of ``model`` (a value per variable, proto order) that keeps as many of the
+    arrival/keep ``values`` (variable index -> value) as the model allows; None if none is found."""
+    values = dict(values)
+    safe: dict[int, int] = {}
+    for cv in model.vars:
+        for v in cv.arr_vars:
+            safe[v.Index()] = 0
+        for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
+            safe[v.Index()] = int(u)
+    full = _fixed_probe(model, values, seconds)
+    if full is not None:
+        return full
+    for _ in range(rounds):
+        probe = model.cp.clone()
+        probe.clear_objective()
+        lits = {}
+        for idx in safe:
+            lit = probe.new_bool_var(f"h{idx}")
+            probe.add(probe.get_int_var_from_proto_index(idx) == values.get(idx, 0)).only_enforce_if(lit)
+            lits[lit.Index()] = idx
+        probe.add_assumptions([probe.get_bool_var_from_proto_index(i) for i in lits])
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.max_time_in_seconds = seconds
+        status = solver.solve(probe)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
+        core = solver.sufficient_assumptions_for_infeasibility() if status == cp_model.INFEASIBLE else []
+        changed = False
+        for lit in core:
+            idx = lits[lit]
+            if values.get(idx, 0) != safe[idx]:
+                values[idx] = safe[idx]
+                changed = True
+        if not changed:
+            if values == safe:
+                return None
+            values = dict(safe)
+    return None
