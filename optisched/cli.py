@@ -118,7 +118,8 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
         _write_placements(output, "optimal", result.placements(),
-                          {"unschedulable": unsched, "certificate": result.certificate.to_dict()})
+                          {"unschedulable": unsched, "certificate": result.certificate.to_dict(),
+                           "explanations": [e.to_dict() for e in result.explanations]})
     render_optimal_summary(out, result)
     if result.violations:
         raise typer.Exit(1)

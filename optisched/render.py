@@ -122,6 +122,14 @@ def render_optimal_summary(console: Console, result: Any) -> None:
     console.print(t)
     if cert.greedy_optimal:
         console.print("kube-scheduler's placement is optimal for this batch.")
+    if result.explanations:
+        t = Table(title="Why pods stay pending")
+        for c in ("pods", "priority", "why", "detail"):
+            t.add_column(c)
+        for e in result.explanations[:50]:
+            pods = ", ".join(e.pods[:3]) + (f" (+{len(e.pods) - 3})" if len(e.pods) > 3 else "")
+            t.add_row(escape(pods), str(e.priority), e.kind, escape(e.detail))
+        console.print(t)
     for note in cert.notes:
         console.print(f"note: {escape(note)}")
     if result.violations:

@@ -102,3 +102,48 @@ def test_python_api_compare_has_dataframes_and_the_certificate() -> None:
     assert "default/web-2" in set(cmp.pods["pod"])
     assert cmp.runs[1].certificate["status"] == "OPTIMAL"
     assert cmp.plot_utilization() is not None
+
+
+def _explain(*objs):  # type: ignore[no-untyped-def]
+    from builders import state_of
+
+    state = state_of(*objs)
+    r = solve_optimal(state, default_config(), OptimalOptions(time_limit=10))
+    return {tuple(e.pods): e for e in r.explanations}
+
+
+def test_minimum_cover_picks_the_fewest_rules_that_exclude_every_node() -> None:
+    from optisched.optimal.explain import minimum_cover
+
+    masks = {"A": np.array([1, 1, 0, 0], bool), "B": np.array([0, 0, 1, 1], bool),
+             "C": np.array([1, 1, 1, 0], bool), "D": np.array([0, 0, 0, 1], bool)}
+    assert sorted(minimum_cover(masks)) in (["A", "B"], ["C", "D"])
+    assert minimum_cover({"A": np.array([1, 0], bool), "B": np.array([1, 1], bool)}) == ["B"]
+
+
+def test_a_pod_no_node_admits_is_explained_by_the_smallest_set_of_rules() -> None:
+    from builders import node, pod
+
+    got = _explain(node("a").taint("gpu", "x"), node("b").taint("gpu", "x"), node("c"),
+                   pod("p").req(cpu="1").set("spec.nodeSelector", {"disk": "ssd"}))
+    e = got[("default/p",)]
+    assert e.kind == "excluded" and e.rules == {"NodeAffinity": 3}
+
+
+def test_a_pod_whose_required_affinity_no_pod_can_meet_is_infeasible() -> None:
+    from builders import node, pod
+
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}
+    got = _explain(node("a"), node("b"),
+                   pod("p").req(cpu="1").label(app="web").set(
+                       "spec.affinity", {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}))
+    assert got[("default/p",)].kind == "infeasible"
+
+
+def test_a_low_priority_pod_left_out_for_higher_ones_is_outranked_with_proof() -> None:
+    from builders import node, pod
+
+    got = _explain(node("a", cpu="2"), node("b", cpu="2"),
+                   *[pod(f"hi-{i}").req(cpu="2").priority(100) for i in range(2)], pod("lo").req(cpu="2").priority(1))
+    e = got[("default/lo",)]
+    assert e.kind == "outranked" and "no assignment places more" in e.detail

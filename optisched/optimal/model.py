@@ -67,6 +67,8 @@ class BatchModel:
         self.cap = np.array([[c.size] for c in self.classes], dtype=np.int64).repeat(state.num_nodes, axis=1) \
             if self.classes else np.zeros((0, state.num_nodes), dtype=np.int64)
         self.fidelity: dict[str, Fidelity] = {}
+        self.forbidden_by: dict[tuple[int, str], np.ndarray] = {}  # (class, rule) -> nodes it ruled out
+        self._rule = ""
         self.frameworks = {p.scheduler_name: Framework(self.snapshot, p) for p in config.profiles}
         self.by_profile: dict[str, list[PodClass]] = {}
         for c in self.classes:
@@ -79,8 +81,10 @@ class BatchModel:
         self._arrival_flag: dict[tuple[int, int | None], cp_model.IntVar] = {}
         for name, fw, classes in self._rule_groups():
             rule = fw.filter_rules[name]
+            self._rule = name
             rule.restrict(self, classes)
             self.fidelity[name] = rule.filter_fidelity
+        self._rule = ""
         self.vars: list[ClassVars] = []
         self.restricted = False  # some class lost allowed nodes to a candidate list
         if build:
@@ -114,12 +118,20 @@ class BatchModel:
         return cyc
 
     def forbid(self, c: PodClass, mask: np.ndarray) -> None:
-        """Rule class ``c``'s pods out of the nodes where ``mask`` is true (phase 1 only)."""
+        """Rule class ``c``'s pods out of the nodes where ``mask`` is true (phase 1 only); which rule did
+        is kept for explanations (:mod:`.explain`)."""
         self.allowed[c.index] &= ~mask
+        if mask.any():
+            key = (c.index, self._rule)
+            prev = self.forbidden_by.get(key)
+            self.forbidden_by[key] = mask.copy() if prev is None else (prev | mask)
 
     def limit(self, c: PodClass, most: np.ndarray | int) -> None:
         """At most ``most`` (per node, or everywhere) of class ``c``'s pods on a node (phase 1 only)."""
         self.cap[c.index] = np.minimum(self.cap[c.index], most)
+        none = np.broadcast_to(np.asarray(most) <= 0, self.cap[c.index].shape)
+        if none.any():
+            self.forbid(c, np.asarray(none))
 
     def restrict_by_filter(self, rule, classes: list[PodClass]) -> None:  # type: ignore[no-untyped-def]
         """Phase 1 for a rule whose verdict depends only on the pod, the node and the fixed pods: the

@@ -23,6 +23,7 @@ from .candidates import choose_candidates
 from .check import Violation, check_placement
 from .classes import Batch, build_batch
 from .decode import counts_of, decode
+from .explain import Explanation, explain_unplaced
 from .hint import repair_hint, repair_placement
 from .model import BatchModel
 from .score import score_objective
@@ -65,6 +66,7 @@ class OptimalResult:
     certificate: Certificate
     greedy: GreedyResult
     violations: list[Violation]
+    explanations: list[Explanation] = field(default_factory=list)
 
     def placements(self) -> dict[str, str | None]:
         names = self.state.node_names
@@ -193,6 +195,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     phase("checking the hint")
     solver.full = repair_hint(model, _values_of(model, fallback),
                               seconds=max(0.5, 0.2 * (deadline - time.perf_counter())))
+    base = model.cp.clone()  # before any tier is fixed: what "any assignment" means for explanations
     raw_values = _values_of(model, raw)
     caps = _level_caps(batch)
     tiers: list[Tier] = []
@@ -215,7 +218,11 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
                 tier.bound = max(tier.objective, min(tier.bound, relaxed))
             lp.fix(level, tier.objective)
         tiers.append(tier)
-    return _answer(state, config, batch, model, solver, tiers, greedy, fallback, raw, t0, phase)
+    result = _answer(state, config, batch, model, solver, tiers, greedy, fallback, raw, t0, phase)
+    phase("explaining pods left pending")
+    result.explanations = explain_unplaced(model, result.node_of, tiers, base, deadline + 5.0)
+    result.certificate.seconds = time.perf_counter() - t0
+    return result
 
 
 def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, model: BatchModel, solver: TierSolver,
