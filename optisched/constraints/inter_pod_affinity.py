@@ -331,9 +331,10 @@ class InterPodAffinity:
     def _matching(self, model: BatchModel, terms: tuple[AffinityTerm, ...]) -> list[PodClass]:
         """Classes whose pods every one of ``terms`` matches (resolved terms)."""
         labels = self.index.ns_labels
+        pairs = [pair for t in terms if t.selector.labels for pair in t.selector.labels]
         return model.classes_where(("affinity", terms), lambda p: all(
             p.metadata.deletion_timestamp is None and t.matches(p, labels.get(p.metadata.namespace or "default"))
-            for t in terms))
+            for t in terms), pairs)
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
         """Required anti-affinity, both directions, and required affinity with the first-pod rule, as

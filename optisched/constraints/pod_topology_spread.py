@@ -416,7 +416,7 @@ class PodTopologySpread:
         if not (h.selector.empty or h.selector.nothing):
             matching = model.classes_where(("spread", ns, h.selector), lambda p: _namespace(p) == ns and
                                            p.metadata.deletion_timestamp is None and
-                                           h.selector.matches(p.metadata.labels))
+                                           h.selector.matches(p.metadata.labels), h.selector.labels or ())
         terms = model.domain_terms(matching, col.codes, counted)
         domains = np.flatnonzero(present).tolist()
         count = {d: model.total(terms.get(d, [])) for d in set(terms) | set(domains)}

@@ -4,8 +4,9 @@ CP-SAT's own bound is only valid for the model it solved; on large batches that 
 candidate nodes per class, and even unrestricted its bound is weak. This LP relaxes, keeping every
 upper bound valid:
 
-* nodes that every rule treats alike (same labels but the hostname, same taints, same cordon) form
-  one *node type* whose free capacity is the sum of its nodes' (free = allocatable − fixed pods);
+* on large batches, nodes that every rule treats alike (same labels but the hostname, same taints,
+  same cordon) form one *node type* whose free capacity is the sum of its nodes' (free = allocatable
+  − fixed pods); smaller ones keep a row per node;
 * classes with the same priority, request vector and allowed node types form one *LP class*;
 * per LP class and node type at most the pods that fit there node by node (the model's per-node caps);
 * integrality, topology spread, inter-pod affinity, host ports and the preemption rule are dropped.
@@ -40,9 +41,13 @@ def node_types(model: BatchModel) -> np.ndarray:
 class LevelBound:
     """The aggregated LP, solved level by level (highest priority first) with GLOP."""
 
-    def __init__(self, model: BatchModel) -> None:
+    def __init__(self, model: BatchModel, max_columns: int = 120_000) -> None:
         state = model.state
-        types = node_types(model)
+        types = np.arange(state.num_nodes, dtype=np.int64)  # per node when small enough: a tighter bound
+        shapes = {(c.priority, state.pod_requests[c.rep].tobytes()) for c in model.classes}
+        if len(shapes) * state.num_nodes > max_columns:
+            types = node_types(model)
+        self.per_node = len(types) == 0 or int(types.max()) + 1 == state.num_nodes
         n_types = int(types.max()) + 1 if len(types) else 0
         cols = np.flatnonzero(state.pod_requests.any(axis=0))
         free = np.zeros((n_types, len(cols)), dtype=np.float64)

@@ -43,16 +43,19 @@ def _final_snapshot(state: ClusterState, node_of: np.ndarray) -> Snapshot:
 
 
 def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
-                    signature_of: np.ndarray | None = None) -> list[Violation]:
+                    signature_of: np.ndarray | None = None, only: np.ndarray | None = None) -> list[Violation]:
     """Violations of batch semantics in ``node_of`` (node row per pod row, -1 = not placed).
 
-    Checked: every pod whose node differs from the input's. ``signature_of`` (a class id per pod row,
-    -1 when unknown) lets one pod stand for its class on a node."""
+    Checked: every pod whose node differs from the input's (and, with ``only``, a bool mask over pod
+    rows, among those only the marked ones). ``signature_of`` (a class id per pod row, -1 when
+    unknown) lets one pod stand for its class on a node."""
     snap = _final_snapshot(state, node_of)
     frameworks = {p.scheduler_name: Framework(snap, p) for p in config.profiles}
     seen: set[tuple[int, int]] = set()
     out: list[Violation] = []
     moved = (node_of >= 0) & (node_of != state.pod_node)
+    if only is not None:
+        moved &= only
     for p in np.flatnonzero(moved).tolist():
         node = int(node_of[p])
         if signature_of is not None and signature_of[p] >= 0:

@@ -61,7 +61,7 @@ def minimum_cover(masks: dict[str, np.ndarray]) -> list[str]:
     return [r for r in names if solver.value(pick[r])]
 
 
-def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int) -> bool | None:
+def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, seconds: float) -> bool | None:
     probe = base.clone()
     probe.clear_objective()
     probe.clear_hints()
@@ -70,7 +70,7 @@ def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int) -> b
         return False
     probe.add(cp_model.LinearExpr.sum(vs) >= 1)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 2.0
+    solver.parameters.max_time_in_seconds = seconds
     solver.parameters.num_workers = 1
     status = solver.solve(probe)
     if status == cp_model.INFEASIBLE:
@@ -98,8 +98,9 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
             detail = "no node passes " + " and ".join(f"{r} (excludes {k})" for r, k in rules.items())
             out.append(Explanation(left, c.priority, "excluded", detail, rules))
             continue
-        in_time = probes < MAX_PROBES and time.perf_counter() < deadline
-        possible = _can_place_one(model, base, c.index) if in_time else None
+        left_s = deadline - time.perf_counter()
+        possible = _can_place_one(model, base, c.index, min(2.0, left_s)) if probes < MAX_PROBES and left_s > 0.05 \
+            else None
         probes += 1
         if possible is False:
             out.append(Explanation(left, c.priority, "infeasible",

@@ -15,6 +15,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..model.objects import PreemptionPolicy
+from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 from .check import check_placement
 from .classes import Batch
@@ -38,18 +39,36 @@ def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
     return out
 
 
+def fragile(state: ClusterState) -> np.ndarray:
+    """Pods whose filter verdict pods placed *after* them can change: hard spread constraints (the
+    minimum moves), required pod affinity (its pod may be preempted), host ports (NodePorts frees a
+    port when any holder leaves). Every other verdict of a greedy run still holds at its end: later
+    pods passed their own checks with the earlier ones in place, and anti-affinity is checked both ways."""
+    out = np.zeros(len(state.pods), dtype=bool)
+    for i, pod in enumerate(state.pods):
+        spec = pod.spec
+        aff = spec.affinity.pod_affinity if spec.affinity else None
+        out[i] = bool(any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread_constraints)
+                      or (aff is not None and aff.required_during_scheduling_ignored_during_execution)
+                      or any(p.host_port for c in spec.containers for p in c.ports))
+    return out
+
+
 def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray, *, rounds: int = 6) -> np.ndarray:
-    """A copy of ``node_of`` that batch semantics and the batch preemption rule accept (when
-    ``batch.movable`` is false): rejected pods unplaced, unjustified victims put back."""
+    """A copy of the greedy placement ``node_of`` that batch semantics and the batch preemption rule
+    accept (when ``batch.movable`` is false): rejected pods unplaced, unjustified victims put back. Only
+    :func:`fragile` pods, and pods on nodes a victim came back to, are re-checked."""
     state = batch.state
     node_of = node_of.copy()
+    suspects = fragile(state)
     for _ in range(rounds):
         changed = False
         if not batch.movable:
             for p in _victims_without_preemptor(batch, node_of):
                 node_of[p] = state.pod_node[p]
+                suspects |= node_of == state.pod_node[p]
                 changed = True
-        bad = check_placement(state, config, node_of, batch.class_of)
+        bad = check_placement(state, config, node_of, batch.class_of, only=suspects)
         if bad:
             names = {(v.pod, v.node) for v in bad}
             rejected = {(int(batch.class_of[state.pod_index[pod]]), state.node_index[node]) for pod, node in names}

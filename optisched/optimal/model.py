@@ -54,7 +54,8 @@ class BatchModel:
     """A CP-SAT model of placing ``batch`` under ``config``'s filters (objectives are added by tiers)."""
 
     def __init__(self, batch: Batch, config: SchedulerConfig, *,
-                 candidates: dict[int, np.ndarray] | None = None, build: bool = True) -> None:
+                 candidates: dict[int, np.ndarray] | None = None, build: bool = True,
+                 domains: tuple[np.ndarray, np.ndarray, dict] | None = None) -> None:
         self.batch = batch
         self.state = state = batch.state
         self.config = config
@@ -77,13 +78,20 @@ class BatchModel:
         self._presence: dict[tuple, dict[int, cp_model.IntVar]] = {}
         self._node_terms: list[list[tuple[PodClass, cp_model.IntVar, int]]] | None = None
         self._matching: dict[object, list[PodClass]] = {}
+        self._by_pair: dict[tuple[str, str], list[PodClass]] = {}
+        for c in self.classes:
+            for pair in state.pods[c.rep].metadata.labels.items():
+                self._by_pair.setdefault(pair, []).append(c)
         self._node_arrivals: list[list[tuple[PodClass, cp_model.IntVar, int]]] | None = None
         self._arrival_flag: dict[tuple[int, int | None], cp_model.IntVar] = {}
+        if domains is not None:  # phase 1 already ran for these classes (see optisched.optimal.components)
+            self.allowed, self.cap, self.forbidden_by = domains
         for name, fw, classes in self._rule_groups():
             rule = fw.filter_rules[name]
-            self._rule = name
-            rule.restrict(self, classes)
             self.fidelity[name] = rule.filter_fidelity
+            if domains is None:
+                self._rule = name
+                rule.restrict(self, classes)
         self._rule = ""
         self.vars: list[ClassVars] = []
         self.restricted = False  # some class lost allowed nodes to a candidate list
@@ -231,12 +239,17 @@ class BatchModel:
                     out.setdefault(int(dom[i]), []).append((vs[i], int(ub[i])))
         return out
 
-    def classes_where(self, key: object, pred) -> list[PodClass]:  # type: ignore[no-untyped-def]
-        """The classes (of every profile) whose representative pod satisfies ``pred``, cached by ``key``."""
+    def classes_where(self, key: object, pred, pairs: Iterable[tuple[str, str]] = ()) -> list[PodClass]:  # type: ignore[no-untyped-def]
+        """The classes (of every profile) whose representative pod satisfies ``pred``, cached by ``key``.
+        ``pairs``: label pairs every match carries (a selector's matchLabels), to look at fewer classes."""
         hit = self._matching.get(key)
         if hit is None:
             pods = self.state.pods
-            hit = self._matching[key] = [c for c in self.classes if pred(pods[c.rep])]
+            pool = self.classes
+            buckets = [self._by_pair.get(pair, []) for pair in pairs]
+            if buckets:
+                pool = min(buckets, key=len)
+            hit = self._matching[key] = [c for c in pool if pred(pods[c.rep])]
         return hit
 
     @staticmethod

@@ -22,6 +22,7 @@ from .bound import LevelBound
 from .candidates import choose_candidates
 from .check import Violation, check_placement
 from .classes import Batch, build_batch
+from .components import group_components, sub_batch
 from .decode import counts_of, decode
 from .explain import Explanation, explain_unplaced
 from .hint import repair_hint, repair_placement
@@ -40,6 +41,7 @@ class OptimalOptions:
     movable: bool = False  # running pods may move (rescheduling); else only preemption victims leave
     preemption: bool = True
     max_variables: int = 30_000  # above this, classes keep candidate nodes only (see .candidates)
+    presolve_limit: int = 20_000  # CP-SAT presolve only for models with at most this many variables
 
 
 @dataclass
@@ -165,11 +167,104 @@ def _level_caps(batch: Batch) -> dict[int, int]:
     return caps
 
 
+@dataclass
+class _Group:
+    """One independent part of the batch: its sub-batch, model, solver, tiers and base model."""
+
+    batch: Batch
+    model: BatchModel
+    solver: TierSolver
+    base: object
+    tiers: list[Tier] = field(default_factory=list)
+    cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
+
+
+def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, fallback: np.ndarray,
+                  deadline: float, progress: Progress | None) -> tuple[list[_Group], LevelBound]:
+    whole = BatchModel(batch, config, build=False)
+    candidates = None
+    if whole.size() > options.max_variables:
+        per_class = max(8, options.max_variables // max(1, len(batch.classes)))
+        candidates = choose_candidates(batch, whole.allowed & (whole.cap > 0), fallback, per_class, options.seed,
+                                       domain_keys(batch))
+    profile = config.profiles[0]
+    spread = getattr(profile, "spread", None)
+    defaults = spread.effective_default_constraints if spread is not None else ()
+    parts = group_components(batch, whole.allowed & (whole.cap > 0), candidates, whole.snapshot, defaults)
+    if len(parts) <= 1:
+        whole.build(candidates)
+        models = [(batch, whole)]
+    else:
+        models = []
+        for part in parts:
+            sub, back = sub_batch(batch, part)
+            forbidden = {(back.index(ci), rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in set(part)}
+            m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden))
+            m.build({back.index(ci): v for ci, v in candidates.items() if ci in set(part)} if candidates else None)
+            models.append((sub, m))
+    groups = []
+    for sub, m in models:
+        encode_eviction_rules(m)
+        solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
+                            presolve=len(m.cp.proto.variables) <= options.presolve_limit)
+        solver.full = repair_hint(m, _values_of(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
+        groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted))
+    return groups, LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
+
+
+def _solve_group(g: _Group, deadline: float, raw: np.ndarray) -> None:
+    """Run every tier of one group on its own solver, until ``deadline``."""
+    g.solver.deadline = deadline
+    caps = _level_caps(g.batch)
+    objectives = _objectives(g.model)
+    raw_values = _values_of(g.model, raw)
+    weights = [4 if name.startswith("placed[") else 1 for name, _, _ in objectives]
+    for i, (name, sense, lin) in enumerate(objectives):
+        level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
+        later = Linear()  # the next placement tier breaks ties, so this one does not spoil it
+        nxt = objectives[i + 1] if i + 1 < len(objectives) else None
+        if level is not None and nxt is not None and nxt[0].startswith("placed["):
+            for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
+                later.add(v, c, dhi, dlo)
+        rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
+        tier = g.solver.solve(name, lin, sense, weights[i] / sum(weights[i:]), caps.get(level), later, rest)
+        tier.greedy = lin.value(raw_values)
+        g.tiers.append(tier)
+
+
+def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Tier]:
+    """The batch's tiers: sums over the groups, bounded by the LP relaxation of the whole batch."""
+    names = [f"placed[priority={lv}]" for lv in levels]
+    names += [n for g in groups for t in g.tiers for n in [t.name] if n not in names]
+    names = list(dict.fromkeys(names))
+    out = []
+    valid = all(g.cp_valid for g in groups)
+    for name in names:
+        parts = [t for g in groups for t in g.tiers if t.name == name]
+        if not parts:
+            continue
+        sense = parts[0].sense
+        tier = Tier(name, sense, sum(t.objective for t in parts), sum(t.bound for t in parts),
+                    "OPTIMAL" if all(t.status == "OPTIMAL" for t in parts) else
+                    ("FEASIBLE" if any(t.status in ("OPTIMAL", "FEASIBLE") for t in parts) else parts[0].status),
+                    sum(t.seconds for t in parts), sum(t.greedy or 0 for t in parts), parts[0].fidelity)
+        if name.startswith("placed["):
+            level = int(name[len("placed[priority="):-1])
+            relaxed = lp.bound(level)
+            if relaxed is not None:
+                tier.bound = max(tier.objective, min(tier.bound, relaxed) if valid else relaxed)
+            lp.fix(level, tier.objective)
+            valid = valid and tier.status == "OPTIMAL"
+        out.append(tier)
+    return out
+
+
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
     t0 = time.perf_counter()
-    deadline = t0 + options.time_limit
+    end = t0 + options.time_limit
+    deadline = end - max(0.3, 0.1 * options.time_limit)  # the rest decodes, re-checks and explains
 
     def phase(name: str) -> None:
         if progress is not None:
@@ -182,58 +277,36 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     batch = build_batch(state, config, movable=options.movable, preemption=options.preemption)
     phase("building the model")
     fallback = repair_placement(batch, config, raw)
-    model = BatchModel(batch, config, build=False)
-    candidates = None
-    if model.size() > options.max_variables:
-        per_class = max(8, options.max_variables // max(1, len(batch.classes)))
-        candidates = choose_candidates(batch, model.allowed & (model.cap > 0), fallback, per_class, options.seed,
-                                       domain_keys(batch))
-    model.build(candidates)
-    encode_eviction_rules(model)
-    lp = LevelBound(model)
-    solver = TierSolver(model.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress)
-    phase("checking the hint")
-    solver.full = repair_hint(model, _values_of(model, fallback),
-                              seconds=max(0.5, 0.2 * (deadline - time.perf_counter())))
-    base = model.cp.clone()  # before any tier is fixed: what "any assignment" means for explanations
-    raw_values = _values_of(model, raw)
-    caps = _level_caps(batch)
-    tiers: list[Tier] = []
-    objectives = _objectives(model)
-    weights = [4 if name.startswith("placed[") else 1 for name, _, _ in objectives]
-    for i, (name, sense, lin) in enumerate(objectives):
-        level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
-        later = Linear()  # the next placement tier breaks ties, so this one does not spoil it
-        nxt = objectives[i + 1] if i + 1 < len(objectives) else None
-        if level is not None and nxt is not None and nxt[0].startswith("placed["):
-            for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
-                later.add(v, c, dhi, dlo)
-        tier = solver.solve(name, lin, sense, weights[i] / sum(weights[i:]), caps.get(level), later)
-        tier.greedy = lin.value(raw_values)
-        if level is not None:
-            relaxed = lp.bound(level)
-            if model.restricted and relaxed is not None:
-                tier.bound = max(tier.objective, relaxed)
-            elif relaxed is not None:
-                tier.bound = max(tier.objective, min(tier.bound, relaxed))
-            lp.fix(level, tier.objective)
-        tiers.append(tier)
-    result = _answer(state, config, batch, model, solver, tiers, greedy, fallback, raw, t0, phase)
+    groups, lp = _build_groups(batch, config, options, fallback, deadline, progress)
+    sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
+    for k, g in enumerate(groups):
+        left = deadline - time.perf_counter()
+        _solve_group(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw)
+
+    tiers = _combine(groups, batch.levels, lp)
+    result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase)
     phase("explaining pods left pending")
-    result.explanations = explain_unplaced(model, result.node_of, tiers, base, deadline + 5.0)
+    for g in groups:
+        result.explanations += explain_unplaced(g.model, result.node_of, tiers, g.base, end)
     result.certificate.seconds = time.perf_counter() - t0
     return result
 
 
-def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, model: BatchModel, solver: TierSolver,
-            tiers: list[Tier], greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
+def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[_Group], tiers: list[Tier],
+            greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
             phase) -> OptimalResult:  # type: ignore[no-untyped-def]
-    """Decode the incumbent, re-check it, keep the repaired greedy placement when it is better."""
+    """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
     node_of, source = fallback, "greedy"
-    if solver.full is not None:
-        arrivals, kept = model.counts(solver.value)
-        node_of, source = decode(batch, arrivals, kept), "solver"
+    if all(g.solver.full is not None for g in groups):
+        node_of = state.pod_node.copy()
+        node_of[batch.class_of >= 0] = -1
+        for g in groups:
+            arrivals, kept = g.model.counts(g.solver.value)
+            mine = decode(g.batch, arrivals, kept)
+            rows = g.batch.class_of >= 0
+            node_of[rows] = mine[rows]
+        source = "solver"
     phase("checking the answer with the greedy filters")
     violations = check_placement(state, config, node_of, batch.class_of)
     if (fallback != raw).any():
@@ -242,11 +315,14 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, model: B
     if source == "solver" and (violations or _lex_key(batch, fallback) > _lex_key(batch, node_of)):
         node_of, source, violations = fallback, "greedy", []
         notes.append("the (repaired) greedy placement is returned: it is at least as good as the solver's")
-    if not solver.improved and source == "solver":
+    if source == "solver" and not any(g.solver.improved for g in groups):
         source = "greedy"
     statuses = {t.status for t in tiers}
-    status = "OPTIMAL" if statuses <= {"OPTIMAL"} else ("FEASIBLE" if solver.full is not None else "UNKNOWN")
+    status = "OPTIMAL" if statuses <= {"OPTIMAL"} else \
+        ("FEASIBLE" if all(g.solver.full is not None for g in groups) else "UNKNOWN")
     placed_tiers = [t for t in tiers if t.name.startswith("placed[")]
     greedy_optimal = not (fallback != raw).any() and all(t.greedy == t.bound for t in placed_tiers)
+    if len(groups) > 1:
+        notes.append(f"solved as {len(groups)} independent parts")
     cert = Certificate(status, tiers, time.perf_counter() - t0, source, greedy_optimal, notes)
     return OptimalResult(state, batch, node_of, cert, greedy, violations)

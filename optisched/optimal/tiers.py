@@ -93,8 +93,9 @@ class TierSolver:
     tier's hint: a complete hint is what lets CP-SAT start from it instead of repairing it."""
 
     def __init__(self, cp: cp_model.CpModel, *, workers: int, seed: int, deadline: float,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, presolve: bool = True) -> None:
         self.cp = cp
+        self.presolve = presolve  # off for large models: presolve would eat the budget before the hint is used
         self.workers = workers
         self.seed = seed
         self.deadline = deadline
@@ -113,15 +114,22 @@ class TierSolver:
             hint.vars.extend(range(len(self.full)))
             hint.values.extend(self.full)
 
+    def _key(self, objective: Linear, later: tuple[Linear, ...], sense: str) -> tuple[int, ...]:
+        """(objective, later objectives...) of the incumbent; larger is better."""
+        sign = 1 if sense == "max" else -1
+        return (sign * self.evaluate(objective), *(self.evaluate(x) for x in later))
+
     def evaluate(self, objective: Linear) -> int:
         return objective.const + sum(c * self.value(v) for v, c in zip(objective.vars, objective.coefs))
 
     def solve(self, name: str, objective: Linear, sense: str, share: float, cap: int | None = None,
-              secondary: Linear | None = None) -> Tier:
+              secondary: Linear | None = None, later: tuple[Linear, ...] = ()) -> Tier:
         """Optimize ``objective`` within ``share`` of the time left, then fix it at the value found.
         ``cap`` is a known bound on the objective (e.g. how many pods the tier counts). ``secondary``
         (same sense) breaks ties: the solver optimizes ``M·objective + secondary`` with M above the
-        secondary's range, so an answer that is as good on this tier keeps the later tiers good."""
+        secondary's range, so an answer that is as good on this tier keeps the later tiers good.
+        ``later`` (maximized objectives of the tiers after) decides whether a solution that ties this
+        tier replaces the incumbent: only when it is lexicographically no worse on them."""
         start = time.perf_counter()
         budget = (self.deadline - start) * share
         lo, hi = objective.bounds()
@@ -143,19 +151,20 @@ class TierSolver:
         solver.parameters.max_time_in_seconds = budget
         solver.parameters.num_workers = self.workers
         solver.parameters.random_seed = self.seed
+        solver.parameters.cp_model_presolve = self.presolve
         status = solver.solve(self.cp, _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi))
         seconds = time.perf_counter() - start
         value = current
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            found = list(solver.response_proto.solution)
             old = self.full
-            self.full = found
-            primary = self.evaluate(objective)
-            if current is not None and (primary < current if sense == "max" else primary > current):
-                self.full = old  # the hint is better than what the search kept
+            before = self._key(objective, later, sense) if old is not None else None
+            self.full = list(solver.response_proto.solution)
+            after = self._key(objective, later, sense)
+            if before is not None and after < before:
+                self.full = old  # the hint is better (on this tier, then the next) than what the search kept
             else:
-                value = primary
-                self.improved = True
+                value = after[0] if sense == "max" else -after[0]
+                self.improved = True if before is None else (self.improved or after > before)
         if value is None:
             return Tier(name, sense, 0 if sense == "max" else hi, best, STATUS.get(status, "UNKNOWN"), seconds)
         if status == cp_model.OPTIMAL and value == self.evaluate(objective):
