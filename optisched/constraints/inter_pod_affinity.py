@@ -99,16 +99,13 @@ class PodTerms:
         )
 
 
-class AffinityIndex:
-    """Shared per snapshot: every pod's terms, namespace labels, and which placed pods carry terms."""
+class _StaticTerms:
+    """Every pod's parsed terms, interned to ids, and indexes over them: read-only, one per ClusterState
+    (greedy mode, the batch model and the checker each build snapshots over the same pods)."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
-        self.snapshot = snapshot
-        self.state: ClusterState = snapshot.state
-        self.terms = [PodTerms.of(p) for p in self.state.pods]
-        self.ns_labels = self.state.cluster.namespace_labels()
-        # distinct terms are interned to ids; per kind: term id -> placed carriers per node, and in all
-        self.term_list: list[AffinityTerm] = []
+    def __init__(self, state: ClusterState) -> None:
+        self.terms = [PodTerms.of(p) for p in state.pods]
+        self.ns_labels = state.cluster.namespace_labels()
         term_ids: dict[AffinityTerm, int] = {}
         self.pod_term_ids: list[dict[str, tuple[int, ...]] | None] = []
         for t in self.terms:
@@ -117,18 +114,40 @@ class AffinityIndex:
                 continue
             self.pod_term_ids.append({kind: tuple(term_ids.setdefault(x, len(term_ids)) for x in getattr(t, kind))
                                       for kind in TERM_KINDS})
-        self.term_list = list(term_ids)
-        self.placed: dict[str, dict[int, np.ndarray]] = {k: {} for k in TERM_KINDS}
-        self.placed_total: dict[str, dict[int, int]] = {k: {} for k in TERM_KINDS}
-        self._kind_terms = {kind: sorted({tid for ids in self.pod_term_ids if ids for tid in ids[kind]})
-                            for kind in TERM_KINDS}
+        self.term_list: list[AffinityTerm] = list(term_ids)
+        self.kind_terms = {kind: sorted({tid for ids in self.pod_term_ids if ids for tid in ids[kind]})
+                           for kind in TERM_KINDS}
         # per kind: term ids by one label pair their selector requires (a pod without it cannot match)
-        self._buckets: dict[str, dict[tuple[str, str] | None, list[int]]] = {kind: {} for kind in TERM_KINDS}
-        for kind, tids in self._kind_terms.items():
+        self.buckets: dict[str, dict[tuple[str, str] | None, list[int]]] = {kind: {} for kind in TERM_KINDS}
+        for kind, tids in self.kind_terms.items():
             for tid in tids:
                 sel = self.term_list[tid].selector
                 if not sel.nothing:
-                    self._buckets[kind].setdefault(min(sel.labels) if sel.labels else None, []).append(tid)
+                    self.buckets[kind].setdefault(min(sel.labels) if sel.labels else None, []).append(tid)
+
+    @staticmethod
+    def of(state: ClusterState) -> _StaticTerms:
+        hit = state.__dict__.get("_affinity_terms")
+        if hit is None:
+            hit = state.__dict__["_affinity_terms"] = _StaticTerms(state)
+        return hit
+
+
+class AffinityIndex:
+    """Shared per snapshot: every pod's terms, namespace labels, and which placed pods carry terms."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.state: ClusterState = snapshot.state
+        static = _StaticTerms.of(self.state)  # what depends only on the pods' specs, parsed once per state
+        self.terms = static.terms
+        self.ns_labels = static.ns_labels
+        self.term_list = static.term_list
+        self.pod_term_ids = static.pod_term_ids
+        self._kind_terms = static.kind_terms
+        self._buckets = static.buckets
+        self.placed: dict[str, dict[int, np.ndarray]] = {k: {} for k in TERM_KINDS}
+        self.placed_total: dict[str, dict[int, int]] = {k: {} for k in TERM_KINDS}
         self._signature: dict[tuple, int] = {}  # (namespace, labels) -> id
         self._matching: dict[tuple[str, int], list[int]] = {}  # (kind, signature) -> term ids matching it
         self.counter: MatchCounter = snapshot.shared(MatchCounter)

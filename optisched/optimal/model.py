@@ -65,8 +65,9 @@ class BatchModel:
         for p in np.flatnonzero(batch.fixed):
             self.snapshot.add(int(p), int(state.pod_node[p]))
         self.allowed = np.ones((len(self.classes), state.num_nodes), dtype=bool)
-        self.cap = np.array([[c.size] for c in self.classes], dtype=np.int64).repeat(state.num_nodes, axis=1) \
-            if self.classes else np.zeros((0, state.num_nodes), dtype=np.int64)
+        # int32: classes × nodes reaches tens of millions of entries on large batches
+        self.cap = np.repeat(np.array([min(c.size, 2**31 - 1) for c in self.classes], dtype=np.int32)[:, None],
+                             state.num_nodes, axis=1) if self.classes else np.zeros((0, state.num_nodes), np.int32)
         self.fidelity: dict[str, Fidelity] = {}
         self.forbidden_by: dict[tuple[int, str], np.ndarray] = {}  # (class, rule) -> nodes it ruled out
         self._rule = ""
@@ -136,7 +137,7 @@ class BatchModel:
 
     def limit(self, c: PodClass, most: np.ndarray | int) -> None:
         """At most ``most`` (per node, or everywhere) of class ``c``'s pods on a node (phase 1 only)."""
-        self.cap[c.index] = np.minimum(self.cap[c.index], most)
+        self.cap[c.index] = np.minimum(self.cap[c.index], np.minimum(most, 2**31 - 1))
         none = np.broadcast_to(np.asarray(most) <= 0, self.cap[c.index].shape)
         if none.any():
             self.forbid(c, np.asarray(none))

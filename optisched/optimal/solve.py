@@ -197,10 +197,11 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     else:
         models = []
         for part in parts:
-            sub, back = sub_batch(batch, part)
-            forbidden = {(back.index(ci), rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in set(part)}
+            sub, _ = sub_batch(batch, part)
+            local = {ci: k for k, ci in enumerate(part)}
+            forbidden = {(local[ci], rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in local}
             m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden))
-            m.build({back.index(ci): v for ci, v in candidates.items() if ci in set(part)} if candidates else None)
+            m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
             models.append((sub, m))
     groups = []
     for sub, m in models:
