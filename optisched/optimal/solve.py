@@ -255,6 +255,8 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Ti
             if relaxed is not None:
                 tier.bound = max(tier.objective, min(tier.bound, relaxed) if valid else relaxed)
             lp.fix(level, tier.objective)
+            if tier.objective == tier.bound:
+                tier.status = "OPTIMAL"
             valid = valid and tier.status == "OPTIMAL"
         out.append(tier)
     return out
