@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..greedy.scheduler import GreedyOptions, GreedyScheduler
 from ..model.state import ClusterState
+from ..optimal.score_terms import SCORE_SCALE
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..optimal.tiers import Progress
 from ..profile import SchedulerConfig, load_config, parse_config
@@ -53,7 +54,7 @@ def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
     cert = result.certificate.to_dict()
     score = next((t.objective for t in result.certificate.tiers if t.name == "score"), None)
     return PlacementRun("optimal", "optimal", result.node_of.copy(), seconds, dict(result.unschedulable),
-                        certificate=cert, score_objective=None if score is None else float(score))
+                        certificate=cert, score_objective=None if score is None else score / SCORE_SCALE)
 
 
 def run_comparison(state: ClusterState, config: SchedulerConfig, options: CompareOptions = CompareOptions(), *,

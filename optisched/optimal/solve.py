@@ -4,12 +4,14 @@
 2. The batch becomes pod classes (:mod:`.classes`) and one :class:`.model.BatchModel` with every filter
    of the profile as constraints, plus the batch preemption rules (:mod:`optisched.preemption.batch`).
 3. Tiers (:mod:`.tiers`): pods placed per priority level, highest first (no lower-priority pod placed
-   at the expense of a higher one); then disruption of running pods; then the objectives.
+   at the expense of a higher one); then disruption of running pods; then the profile's score
+   (:mod:`.score`).
 4. The answer is decoded to a node per pod and re-checked by the greedy filters (:mod:`.check`).
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,8 +92,9 @@ def placed_per_level(batch: Batch, node_of: np.ndarray) -> dict[int, int]:
     return out
 
 
-def _objectives(model: BatchModel) -> list[tuple[str, str, Linear]]:
-    """(name, sense, objective) of every tier, in order."""
+def _objectives(model: BatchModel) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
+    """(name, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
+    when their tier comes (a function), so the placement tiers solve without their constraints."""
     batch = model.batch
     out = []
     for level in batch.levels:
@@ -110,11 +113,15 @@ def _objectives(model: BatchModel) -> list[tuple[str, str, Linear]]:
                 lin.const += rank[c.priority] * u
                 lin.add(v, -rank[c.priority], u)
         out.append(("disruption", "min", lin))
-    score, fidelity = score_objective(model)
-    if score.vars:
-        out.append(("score", "max", score))
-        model.fidelity.update({f"score:{k}": v for k, v in fidelity.items()})
+    if any(cv.arr_vars for cv in model.vars):
+        out.append(("score", "max", lambda: _score(model)))
     return out
+
+
+def _score(model: BatchModel) -> Linear:
+    score, fidelity = score_objective(model)
+    model.fidelity.update({f"score:{k}": v for k, v in fidelity.items()})
+    return score
 
 
 def _values_of(model: BatchModel, node_of: np.ndarray) -> dict[int, int]:
@@ -159,8 +166,11 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     objectives = _objectives(model)
     tiers: list[Tier] = []
     for i, (name, sense, lin) in enumerate(objectives):
+        if callable(lin):
+            lin = lin()
         tier = solver.solve(name, lin, sense, 1.0 / (len(objectives) - i))
         tier.greedy = lin.value(greedy_values)
+        tier.fidelity = lin.fidelity
         tiers.append(tier)
     notes: list[str] = []
     node_of = greedy_nodes

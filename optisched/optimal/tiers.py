@@ -22,12 +22,18 @@ Progress = Callable[[str, float | None, float | None, float], None]  # tier, inc
 
 @dataclass
 class Linear:
-    """``Σ coef · var + const`` over CP-SAT variables, each with its domain ``[lo, hi]``."""
+    """``Σ coef · var + const`` over CP-SAT variables, each with its domain ``[lo, hi]``.
+
+    ``derived``: auxiliary variables (a maximum, an absolute value, a node-used flag) with the function
+    giving their value from the others' at an optimum, so :meth:`value` evaluates any placement;
+    ``fidelity``: whether the objective is the rule's own value (``EXACT``) or a ``SURROGATE``."""
 
     vars: list[cp_model.IntVar] = field(default_factory=list)
     coefs: list[int] = field(default_factory=list)
     const: int = 0
     domains: list[tuple[int, int]] = field(default_factory=list)
+    derived: list[tuple[cp_model.IntVar, Callable[[dict[int, int]], int]]] = field(default_factory=list)
+    fidelity: str = "EXACT"
 
     def add(self, var: cp_model.IntVar, coef: int, hi: int, lo: int = 0) -> None:
         if coef:
@@ -39,7 +45,11 @@ class Linear:
         return cp_model.LinearExpr.weighted_sum(self.vars, self.coefs) + self.const
 
     def value(self, values: dict[int, int]) -> int:
-        """The expression for ``values`` (variable index -> value; absent = 0)."""
+        """The expression for ``values`` (variable index -> value; absent = 0, derived ones computed)."""
+        if self.derived:
+            values = dict(values)
+            for var, fn in self.derived:
+                values[var.Index()] = fn(values)
         return self.const + sum(c * values.get(v.Index(), 0) for v, c in zip(self.vars, self.coefs))
 
     def bounds(self) -> tuple[int, int]:
