@@ -33,6 +33,7 @@ class CompareOptions:
     seed: int = 0
     policies: tuple[str, ...] = ()
     movable: bool = False
+    objective: str | None = None  # a user objective for optimal mode (pack, spread, balance)
 
 
 def policy_config(policy: str) -> SchedulerConfig:
@@ -66,7 +67,8 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
     runs = [PlacementRun.from_greedy("greedy", greedy, time.perf_counter() - start)]
     start = time.perf_counter()
     opt = solve_optimal(state, config, OptimalOptions(time_limit=options.time_limit, workers=options.workers,
-                                                      seed=options.seed, movable=options.movable),
+                                                      seed=options.seed, movable=options.movable,
+                                                      objective=options.objective),
                         progress=on_solver, greedy=greedy)
     runs.append(optimal_run(opt, time.perf_counter() - start))
     for policy in options.policies:

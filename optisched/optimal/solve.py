@@ -4,8 +4,8 @@
 2. The batch becomes pod classes (:mod:`.classes`) and one :class:`.model.BatchModel` with every filter
    of the profile as constraints, plus the batch preemption rules (:mod:`optisched.preemption.batch`).
 3. Tiers (:mod:`.tiers`): pods placed per priority level, highest first (no lower-priority pod placed
-   at the expense of a higher one); then disruption of running pods; then the profile's score
-   (:mod:`.score`).
+   at the expense of a higher one); then disruption of running pods; then the user's objective when one
+   is asked for (:mod:`.user_objectives`); then the profile's score (:mod:`.score`).
 4. The answer is decoded to a node per pod and re-checked by the greedy filters (:mod:`.check`).
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .decode import counts_of, decode
 from .model import BatchModel
 from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
+from .user_objectives import check_objective, user_objective
 
 __all__ = ["Certificate", "OptimalOptions", "OptimalResult", "solve_optimal"]
 
@@ -37,6 +38,7 @@ class OptimalOptions:
     seed: int = 0
     movable: bool = False  # running pods may move (rescheduling); else only preemption victims leave
     preemption: bool = True
+    objective: str | None = None  # a user objective (user_objectives.OBJECTIVES), a tier before the score
 
 
 @dataclass
@@ -92,7 +94,7 @@ def placed_per_level(batch: Batch, node_of: np.ndarray) -> dict[int, int]:
     return out
 
 
-def _objectives(model: BatchModel) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
+def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
     """(name, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
     when their tier comes (a function), so the placement tiers solve without their constraints."""
     batch = model.batch
@@ -113,6 +115,8 @@ def _objectives(model: BatchModel) -> list[tuple[str, str, Linear | Callable[[],
                 lin.const += rank[c.priority] * u
                 lin.add(v, -rank[c.priority], u)
         out.append(("disruption", "min", lin))
+    if objective is not None:
+        out.append((f"objective:{objective}", "min", lambda: user_objective(model, objective)))
     if any(cv.arr_vars for cv in model.vars):
         out.append(("score", "max", lambda: _score(model)))
     return out
@@ -146,6 +150,7 @@ def _lex_key(batch: Batch, node_of: np.ndarray) -> tuple:
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
+    check_objective(options.objective)
     t0 = time.perf_counter()
     deadline = t0 + options.time_limit
     if progress is not None:
@@ -163,7 +168,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
                         progress=progress)
     greedy_values = _values_of(model, greedy_nodes)
     solver.values = greedy_values
-    objectives = _objectives(model)
+    objectives = _objectives(model, options.objective)
     tiers: list[Tier] = []
     for i, (name, sense, lin) in enumerate(objectives):
         if callable(lin):
