@@ -238,19 +238,20 @@ def used_flag(model: BatchModel, objective: Linear, node: int, name: str) -> cp_
 
 def convex_load(model: BatchModel, objective: Linear, a: Affine, name: str) -> cp_model.IntVar:
     """An integer at least ``U² / 1000`` for the per-mille utilization ``a``, through its tangents every
-    :data:`TANGENT_STEP` per-mille over the range ``a`` can take (piecewise linear, convex)."""
+    :data:`TANGENT_STEP` per-mille from the lowest ``a`` can take up to a full node (piecewise linear,
+    convex; beyond a full node the last tangent goes on linearly)."""
     lo, hi = a.bounds()
     lo = max(lo, 0)
-    points = list(range(lo // TANGENT_STEP * TANGENT_STEP, hi + TANGENT_STEP, TANGENT_STEP))
-    q = model.cp.new_int_var(0, hi * hi // PERMILLE + 1, name)
-    expr = a.expr()
-    for p in points:
-        if p > 0:
-            model.cp.add(PERMILLE * q >= 2 * p * expr - p * p)
+    top = max(min(hi, PERMILLE), lo)
+    points = [p for p in range(lo // TANGENT_STEP * TANGENT_STEP, top + TANGENT_STEP, TANGENT_STEP) if p > 0]
 
     def value(values: dict[int, int]) -> int:
         u = a.value(values)
         return max([0, *(-((p * p - 2 * p * u) // PERMILLE) for p in points)])
 
+    q = model.cp.new_int_var(0, value({v.Index(): u for v, _, u in a.terms}), name)
+    expr = a.expr()
+    for p in points:
+        model.cp.add(PERMILLE * q >= 2 * p * expr - p * p)
     objective.derived.append((q, value))
     return q

@@ -46,11 +46,16 @@ class Linear:
 
     def value(self, values: dict[int, int]) -> int:
         """The expression for ``values`` (variable index -> value; absent = 0, derived ones computed)."""
+        values = self.completed(values)
+        return self.const + sum(c * values.get(v.Index(), 0) for v, c in zip(self.vars, self.coefs))
+
+    def completed(self, values: dict[int, int]) -> dict[int, int]:
+        """``values`` with the derived variables' values added."""
         if self.derived:
             values = dict(values)
             for var, fn in self.derived:
                 values[var.Index()] = fn(values)
-        return self.const + sum(c * values.get(v.Index(), 0) for v, c in zip(self.vars, self.coefs))
+        return values
 
     def bounds(self) -> tuple[int, int]:
         """(lowest, highest) value over the variables' domains."""
@@ -123,6 +128,9 @@ class TierSolver:
             return Tier(name, sense, lo, lo, "OPTIMAL", 0.0)
         if self.values is not None:
             self.hint(self.values)
+            done = objective.completed(self.values)
+            for var, _ in objective.derived:
+                self.cp.add_hint(var, done[var.Index()])
         expr = objective.expr()
         (self.cp.maximize if sense == "max" else self.cp.minimize)(expr)
         solver = cp_model.CpSolver()
