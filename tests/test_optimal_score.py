@@ -140,6 +140,12 @@ NEAR_DB = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
     "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}}]}}
 SPREAD = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
            "labelSelector": {"matchLabels": {"app": "web"}}}]
+AWAY_FROM_DB = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": {
+    "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}}]}}
+NEEDS_WEB = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+    "labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"selector": {"app": "web"}}}
 RISING = {"type": "RequestedToCapacityRatio",
           "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}
 
@@ -154,6 +160,9 @@ SURROGATES = [
     pytest.param(config("NodeResourcesFit", fit={"type": "MostAllocated"}), [*two_nodes(), *replicas(2)],
                  {"web-0": "n1", "web-1": "n1"}, {"web-0": "n1", "web-1": "n2"},
                  id="MostAllocated packs two pods onto one node"),
+    pytest.param(config("NodeResourcesFit", fit={"type": "MostAllocated"}),
+                 [*two_nodes(), pod("old").req(cpu="1").on("n2"), *replicas(1)],
+                 {"web-0": "n2"}, {"web-0": "n1"}, id="MostAllocated prefers a node already in use"),
     pytest.param(config("NodeResourcesFit", fit=RISING), [*two_nodes(), *replicas(2)],
                  {"web-0": "n2", "web-1": "n2"}, {"web-0": "n1", "web-1": "n2"},
                  id="RequestedToCapacityRatio with a rising shape packs"),
@@ -175,6 +184,9 @@ SURROGATES = [
                   *with_spec(replicas(2), "spec.topologySpreadConstraints", SPREAD)],
                  {"web-0": "n1", "web-1": "n3"}, {"web-0": "n1", "web-1": "n2"},
                  id="ScheduleAnyway spread puts replicas in different zones"),
+    pytest.param(config("PodTopologySpread"), [*two_nodes(), SERVICE, *replicas(2)],
+                 {"web-0": "n1", "web-1": "n2"}, {"web-0": "n2", "web-1": "n2"},
+                 id="the system default constraints spread a Service's replicas over hosts"),
     pytest.param(config("InterPodAffinity"), [*two_nodes(), *with_spec(replicas(2), "spec.affinity", ANTI)],
                  {"web-0": "n1", "web-1": "n2"}, {"web-0": "n2", "web-1": "n2"},
                  id="preferred anti-affinity separates replicas"),
@@ -189,6 +201,15 @@ SURROGATES = [
                  [*two_nodes(), pod("db").label(app="db").req(cpu="1"), pod("p").set("spec.affinity", NEAR_DB)],
                  {"db": "n1", "p": "n1"}, {"db": "n1", "p": "n2"},
                  id="preferred affinity pulls a pod next to a pod of the same batch"),
+    pytest.param(config("InterPodAffinity"),
+                 [*two_nodes(), pod("db").label(app="db").req(cpu="1"), pod("p").set("spec.affinity", AWAY_FROM_DB)],
+                 {"db": "n1", "p": "n2"}, {"db": "n1", "p": "n1"},
+                 id="preferred anti-affinity keeps a pod away from a pod of the same batch"),
+    pytest.param(config("InterPodAffinity"),
+                 [*two_nodes(), pod("cache").set("spec.affinity", NEEDS_WEB).label(app="cache").on("n2"),
+                  pod("web-0").label(app="web")],
+                 {"web-0": "n2"}, {"web-0": "n1"},
+                 id="a running pod's required affinity draws the pods it needs (hardPodAffinityWeight)"),
 ]
 
 
