@@ -52,9 +52,11 @@ def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: 
 
 def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "optimal",
           time_limit: float = 60.0, workers: int = 2, seed: int = 0, movable: bool = False,
-          tie_break: str = "first") -> OptimalResult | GreedyResult:
+          tie_break: str = "first", objective: str | None = None) -> OptimalResult | GreedyResult:
     """Place the cluster's pending pods in ``mode``: ``"optimal"`` solves the whole batch with CP-SAT and
-    returns placements with a certificate (``result.certificate``); ``"greedy"`` is :func:`schedule`."""
+    returns placements with a certificate (``result.certificate``); ``"greedy"`` is :func:`schedule`.
+    ``objective`` (optimal mode): ``"pack"``, ``"spread"`` or ``"balance"``, solved before the profile's
+    score (another name raises :class:`~optisched.errors.InputError`)."""
     from .model.state import compile_cluster
     from .optimal.solve import OptimalOptions, solve_optimal
     from .profile import default_config
@@ -64,12 +66,13 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
     if mode != "optimal":
         raise ValueError(f"mode {mode!r} is not available; modes: greedy, optimal")
     config = profile or cluster.config or default_config()
-    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable)
+    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective)
     return solve_optimal(compile_cluster(cluster), config, options)
 
 
 def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_limit: float = 60.0,
-            workers: int = 2, seed: int = 0, policies: Iterable[str] = (), movable: bool = False) -> Comparison:
+            workers: int = 2, seed: int = 0, policies: Iterable[str] = (), movable: bool = False,
+            objective: str | None = None) -> Comparison:
     """Greedy mode vs optimal mode (and greedy ``policies``: ``MostAllocated``, ``LeastAllocated`` or config
     files) on one snapshot: a :class:`~optisched.experiments.Comparison` with DataFrames ``.summary``,
     ``.pods`` (the per-pod diff), ``.nodes`` and ``.plot_*()`` helpers; ``optisched.report.write_report``
@@ -80,5 +83,5 @@ def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_li
 
     config = profile or cluster.config or default_config()
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
-                             movable=movable)
+                             movable=movable, objective=objective)
     return run_comparison(compile_cluster(cluster), config, options)[0]

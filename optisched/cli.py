@@ -52,6 +52,8 @@ def _write_placements(path: Path, mode: str, placements: dict[str, str | None], 
 
 
 MODES = ("greedy", "optimal")
+ObjectiveOpt = Annotated[str | None, typer.Option(
+    "--objective", help="Optimal mode: pack | spread | balance, solved before the profile's score.")]
 
 
 @app.command()
@@ -67,6 +69,7 @@ def schedule(
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Optimal mode: seconds in all.")] = 60.0,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Optimal mode: CP-SAT workers.")] = 2,
     movable: Annotated[bool, typer.Option("--movable", help="Optimal mode: running pods may move.")] = False,
+    objective: ObjectiveOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -81,9 +84,14 @@ def schedule(
         raise InputError(f"--tie-break: {tie_break!r} is not one of first, heap, random") from None
     if mode == "optimal" and trace is not None:
         raise InputError("--trace records greedy mode's cycles; optimal mode has none (use --output)")
+    if objective is not None and mode != "optimal":
+        raise InputError("--objective applies to optimal mode (--mode optimal)")
+    from .optimal.user_objectives import check_objective
+
+    check_objective(objective)
     state, config = _load(cluster, profile, kubeconfig, context)
     if mode == "optimal":
-        _schedule_optimal(state, config, seed, output, time_limit, workers, movable)
+        _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective)
         return
     _schedule_greedy(state, config, tb, seed, no_requeue, trace, output)
 
@@ -108,11 +116,11 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
 
 
 def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
-                      workers: int, movable: bool) -> None:
+                      workers: int, movable: bool, objective: str | None = None) -> None:
     from .optimal.solve import OptimalOptions, solve_optimal
     from .render import render_optimal_summary, solver_status
 
-    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable)
+    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective)
     with solver_status(err) as update:
         result = solve_optimal(state, config, options, progress=update)
     if output is not None:
@@ -136,6 +144,7 @@ def compare(
                                                              "LeastAllocated or KubeSchedulerConfiguration files.")] = "",
     report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
     movable: Annotated[bool, typer.Option("--movable", help="Running pods may move in optimal mode.")] = False,
+    objective: ObjectiveOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -147,8 +156,12 @@ def compare(
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     for name in names:
         policy_config(name)  # refuse a bad policy before the long runs
+    from .optimal.user_objectives import check_objective
+
+    check_objective(objective)
     state, config = _load(cluster, profile, kubeconfig, context)
-    options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable)
+    options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
+                             objective=objective)
     with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
         comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
     render_comparison(out, comparison)

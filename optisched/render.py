@@ -117,7 +117,8 @@ def render_optimal_summary(console: Console, result: Any) -> None:
     for c in ("tier", "objective", "bound", "gap", "greedy", "status", "s"):
         t.add_column(c, justify="left" if c in ("tier", "status") else "right")
     for tier in cert.tiers:
-        t.add_row(escape(tier.name), str(tier.objective), str(tier.bound), f"{100 * tier.gap:.2f}%",
+        name = tier.name if tier.fidelity == "EXACT" else f"{tier.name} ({tier.fidelity.lower()})"
+        t.add_row(escape(name), str(tier.objective), str(tier.bound), f"{100 * tier.gap:.2f}%",
                   "" if tier.greedy is None else str(tier.greedy), tier.status, f"{tier.seconds:.1f}")
     console.print(t)
     if cert.greedy_optimal:

@@ -16,11 +16,13 @@ from ..model.objects import NodeAffinity as NodeAffinitySpec
 from ..model.objects import NodeSelectorOperator, Pod
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
+from ..optimal.score_terms import encode_static
 from .selectors import labels_mask, node_selector_mask, term_mask
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
+    from ..optimal.tiers import Linear
 
 __all__ = ["REASON_CONFLICT", "REASON_ENFORCED", "REASON_POD", "NodeAffinity", "preferred_score", "required_mask"]
 
@@ -136,3 +138,11 @@ class NodeAffinity:
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
         """Nothing here depends on where other pods go."""
+
+    score_fidelity = Fidelity.SURROGATE
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """Per arrival, the greedy score: the weights of the pod's preferred terms (and the profile's
+        ``addedAffinity`` preferred terms when the pod has some) the node matches, normalized over the
+        nodes the class may use (SURROGATE: kube normalizes over the nodes feasible at the time)."""
+        encode_static(self, model, classes, weight, objective)

@@ -14,10 +14,12 @@ import numpy as np
 from ..framework import Code, CycleState, Fidelity, FilterResult, Status, default_normalize
 from ..model.objects import TaintEffect, Toleration
 from ..model.snapshot import Snapshot
+from ..optimal.score_terms import encode_static
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
+    from ..optimal.tiers import Linear
 
 __all__ = ["REASON", "TaintToleration", "untolerated"]
 
@@ -75,3 +77,11 @@ class TaintToleration:
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
         """Nothing here depends on where other pods go."""
+
+    score_fidelity = Fidelity.SURROGATE
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """Per arrival, the greedy score against the fixed pods: untolerated PreferNoSchedule taints,
+        reverse-normalized over the nodes the class may use (SURROGATE: kube normalizes over the nodes
+        feasible when the pod is scheduled, which the batch's other pods change)."""
+        encode_static(self, model, classes, weight, objective)

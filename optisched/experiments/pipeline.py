@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..greedy.scheduler import GreedyOptions, GreedyScheduler
 from ..model.state import ClusterState
+from ..optimal.score_terms import SCORE_SCALE
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..optimal.tiers import Progress
 from ..profile import SchedulerConfig, load_config, parse_config
@@ -32,6 +33,7 @@ class CompareOptions:
     seed: int = 0
     policies: tuple[str, ...] = ()
     movable: bool = False
+    objective: str | None = None  # a user objective for optimal mode (pack, spread, balance)
 
 
 def policy_config(policy: str) -> SchedulerConfig:
@@ -53,7 +55,7 @@ def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
     cert = result.certificate.to_dict()
     score = next((t.objective for t in result.certificate.tiers if t.name == "score"), None)
     return PlacementRun("optimal", "optimal", result.node_of.copy(), seconds, dict(result.unschedulable),
-                        certificate=cert, score_objective=None if score is None else float(score))
+                        certificate=cert, score_objective=None if score is None else score / SCORE_SCALE)
 
 
 def run_comparison(state: ClusterState, config: SchedulerConfig, options: CompareOptions = CompareOptions(), *,
@@ -65,7 +67,8 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
     runs = [PlacementRun.from_greedy("greedy", greedy, time.perf_counter() - start)]
     start = time.perf_counter()
     opt = solve_optimal(state, config, OptimalOptions(time_limit=options.time_limit, workers=options.workers,
-                                                      seed=options.seed, movable=options.movable),
+                                                      seed=options.seed, movable=options.movable,
+                                                      objective=options.objective),
                         progress=on_solver, greedy=greedy)
     runs.append(optimal_run(opt, time.perf_counter() - start))
     for policy in options.policies:

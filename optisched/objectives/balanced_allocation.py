@@ -12,15 +12,28 @@ Upstream (v1.35): ``pkg/scheduler/framework/plugins/noderesources/balanced_alloc
   allocatable as float64, capped at 1. With two fractions std = |f1 − f2| / 2; with more, the
   population standard deviation (mean and sum of squares accumulated in resource order, as Go does);
   with fewer, 0. Score = ``int64((1 − std) · MaxNodeScore)``, truncated.
+
+The batch objective is a SURROGATE (a pod's score depends on the pods placed before it on its node):
+per node the batch may change, the absolute differences of the resources' per-mille fractions at the
+end, minimized (:meth:`BalancedAllocation.encode_score`).
 """
 from __future__ import annotations
 
+from itertools import combinations
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
 from ..model.snapshot import Snapshot
+from ..optimal.score_terms import SCORE_SCALE, abs_var, add_var, class_nodes, node_fractions
 from ..profile import BalancedAllocationArgs
 from .node_resources_fit import ResourceAllocationScorer
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
+    from ..optimal.tiers import Linear
 
 __all__ = ["BalancedAllocation", "balanced_score"]
 
@@ -86,3 +99,25 @@ class BalancedAllocation:
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
         return scores
+
+    # ------------------------------------------------------------------ CP-SAT side
+    score_fidelity = Fidelity.SURROGATE
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """Per node where a class that is not best effort here may go, and per pair of configured resources
+        the node has, ``|U_i − U_j|`` (per-mille fractions at the end, actual requests, uncapped) costs
+        what it costs one pod's score: with two resources std = |f1 − f2|/2, so 100·std = |U1 − U2|/20
+        points (shared among the pairs with more resources)."""
+        scored = [c for c in classes if self.scorer.pod_requests(c.rep).any()]
+        if not scored:
+            return
+        nodes = class_nodes(model, scored)
+        names = [r for r, ok in zip(self.scorer.resources, self.scorer.scorable.tolist()) if ok]
+        pairs = len(names) * (len(names) - 1) // 2
+        if not pairs:
+            return
+        coef = max(1, round(SCORE_SCALE * weight * MAX_NODE_SCORE / (2000 * pairs)))
+        for n, row in node_fractions(model, names, True, nodes).items():
+            for a, b in combinations(row, 2):
+                if row[a].terms or row[b].terms:
+                    add_var(objective, abs_var(model, objective, row[a].minus(row[b]), f"ba{n}_{a}_{b}"), -coef)

@@ -3,13 +3,24 @@
 Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``: per container (init and
 regular) image present on the node, ``size * nodesHavingIt / allNodes`` (truncated); the sum is
 clamped to [23 MiB, 1000 MiB × containers] and mapped to 0..100. Not normalized.
+
+The batch objective is EXACT: the score depends only on the pod and the node (images do not move), so
+each arrival earns the plugin's weighted score on its node.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
 from ..model.snapshot import Snapshot
+from ..optimal.score_terms import encode_static
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
+    from ..optimal.tiers import Linear
 
 __all__ = ["MAX_CONTAINER_THRESHOLD", "MIN_THRESHOLD", "ImageLocality", "normalized_image_name"]
 
@@ -60,3 +71,10 @@ class ImageLocality:
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
         return scores
+
+    # ------------------------------------------------------------------ CP-SAT side
+    score_fidelity = Fidelity.EXACT
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """``weight × score(pod, node)`` per arrival."""
+        encode_static(self, model, classes, weight, objective)

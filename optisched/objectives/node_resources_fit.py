@@ -22,16 +22,28 @@ For each configured resource (``scoringStrategy.resources``, default cpu:1, memo
   ``math.Round(nodeScore / weightSum)``.
 
 PreScore never skips (only the DRA extended-resource path, off in v1.35, can fail it).
+
+The batch objective is a SURROGATE (a pod's score depends on the pods placed before it on its node):
+LeastAllocated, and RequestedToCapacityRatio with a decreasing shape, *spread* load; MostAllocated, and
+an increasing shape, *pack* pods onto fewer nodes (:meth:`NodeResourcesFitScore.encode_score`).
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..constraints.node_resources_fit import is_scalar_resource_name
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
 from ..model.snapshot import Snapshot
+from ..optimal.score_terms import SCORE_SCALE, add_var, class_nodes, convex_load, node_utilization, used_flag
 from ..profile import NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType
 from .resource_allocation import allocation_matrix, pod_request_list
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
+    from ..optimal.tiers import Linear
 
 __all__ = [
     "MAX_CUSTOM_PRIORITY_SCORE",
@@ -202,3 +214,45 @@ class NodeResourcesFitScore:
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
         return scores
+
+    # ------------------------------------------------------------------ CP-SAT side
+    score_fidelity = Fidelity.SURROGATE
+
+    def direction(self) -> int:
+        """+1 when the strategy favours emptier nodes (spread), -1 fuller ones (pack), 0 neither."""
+        if self.strategy == ScoringStrategyType.LeastAllocated:
+            return 1
+        if self.strategy == ScoringStrategyType.MostAllocated:
+            return -1
+        first, last = self.shape[0][1], self.shape[-1][1]
+        return (first > last) - (first < last)
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """Spread: per configured resource and node the classes may use, a convex penalty ≈ U²/1000 of the
+        node's per-mille utilization U at the end, scaled so that one average pod of the batch moving
+        from a node at U_A to one at U_B changes it by LeastAllocated's difference (U_A − U_B)/10 points.
+        Pack: ``weight × 100`` points for each node without fixed pods that the batch leaves empty."""
+        way = self.direction()
+        if way == 0 or not classes:
+            return
+        nodes = class_nodes(model, classes)
+        if way > 0:
+            self._spread(model, nodes, weight, objective)
+            return
+        points = SCORE_SCALE * weight * MAX_NODE_SCORE
+        for n in nodes.tolist():
+            if not model.snapshot.pods_on[n]:
+                add_var(objective, used_flag(model, objective, n, f"fit_used{n}"), -points)
+                objective.const += points
+
+    def _spread(self, model: BatchModel, nodes: np.ndarray, weight: int, objective: Linear) -> None:
+        wsum = int(self.scorer.weights[self.scorer.scorable].sum())
+        for name, w, ok in zip(self.scorer.resources, self.scorer.weights.tolist(), self.scorer.scorable.tolist()):
+            if not ok or w == 0:
+                continue
+            for n, util in node_utilization(model, name, False, nodes).items():
+                # f(U) = U²/1000 grows by 2·U·Δ/1000 for a pod of Δ per-mille; LeastAllocated's score
+                # falls by U/10 points per per-mille: 50/Δ points per unit of f, Δ the mean request here
+                mean_delta = sum(k for _, k, _ in util.terms) / len(util.terms)
+                coef = max(1, round(SCORE_SCALE * weight * w * 50 / (wsum * mean_delta)))
+                add_var(objective, convex_load(model, objective, util, f"fit_load{n}_{name}"), -coef)

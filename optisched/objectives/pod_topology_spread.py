@@ -19,11 +19,15 @@ the constraint resolution and counting of ``common.go`` shared with the filter
 * Score: ``round(Σ over the constraints whose key the node has of cnt·weight + (maxSkew − 1))`` in
   float64, ``math.Round``. NormalizeScore: ``100·(max + min − s) / max`` over the non-ignored nodes
   (integer division), 100 for all when max is 0.
+
+The batch objective is a SURROGATE (a pod's score depends on the pods placed before it): per distinct
+ScheduleAnyway constraint, its skew at the end is minimized (:meth:`PodTopologySpreadScore.encode_score`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,8 +41,15 @@ from ..constraints.pod_topology_spread import (
     matching_pods_per_node,
     resolve_constraints,
 )
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
+from ..model.objects import Pod
 from ..model.snapshot import Snapshot
+from ..optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
+    from ..optimal.tiers import Linear
 
 __all__ = ["PodTopologySpreadScore", "go_round"]
 
@@ -145,3 +156,52 @@ class PodTopologySpreadScore:
         else:
             out = MAX_NODE_SCORE * (hi + lo - scores) // hi  # operands are non-negative: // is Go's /
         return np.where(ignored, 0, out)
+
+    # ------------------------------------------------------------------ CP-SAT side
+    score_fidelity = Fidelity.SURROGATE
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """Per distinct ScheduleAnyway constraint of the classes (their own, else the profile's defaults
+        with the pod's default selector), its skew at the end (most minus fewest matching pods over the
+        constraint's domains: fixed pods and every class the selector matches in the namespace, on the
+        nodes that carry the keys and pass the inclusion policies) costs ``weight × 100 / maxSkew``
+        points per unit: kube's score gives the emptiest domain 100 and softens differences by maxSkew.
+        Only the domains where the batch has variables get a constraint."""
+        seen: set[tuple] = set()
+        for c in classes:
+            pod = self.state.pods[c.rep]
+            cons = resolve_constraints(model.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
+            if not cons:
+                continue
+            elig = NodeEligibility(self.state, pod, cons)
+            require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
+            for h in cons:
+                counted = elig.policy_mask(h) & self.state.label(h.topology_key).has()
+                if require_all:
+                    counted &= elig.all_keys
+                key = (pod.metadata.namespace or "default", h.topology_key, h.selector, h.max_skew, counted.tobytes())
+                if key not in seen:
+                    seen.add(key)
+                    self._encode_skew(model, pod, h, counted, weight, objective, len(seen))
+
+    def _encode_skew(self, model: BatchModel, pod: Pod, h: SpreadConstraint, counted: np.ndarray, weight: int,
+                     objective: Linear, i: int) -> None:
+        if h.selector.empty or h.selector.nothing:  # counts nothing: every node scores alike
+            return
+        col = self.state.label(h.topology_key)
+        per_node = matching_pods_per_node(self.counter, pod, h.selector)
+        fixed, present = domain_counts(col.codes, counted, per_node, len(col.values))
+        ns = pod.metadata.namespace or "default"
+        matching = model.classes_where(("spread", ns, h.selector), lambda p: (p.metadata.namespace or "default") == ns
+                                       and p.metadata.deletion_timestamp is None
+                                       and h.selector.matches(p.metadata.labels))
+        terms = model.domain_terms(matching, col.codes, counted)
+        if not terms:
+            return
+        affs = [Affine([(v, 1, u) for v, u in t], int(fixed[d])) for d, t in terms.items()]
+        const = [int(fixed[d]) for d in np.flatnonzero(present).tolist() if d not in terms]
+        most = upper_var(model, objective, affs, f"skew_max{i}", max(const, default=0))
+        fewest = lower_var(model, objective, affs, f"skew_min{i}", min(const, default=max(a.bounds()[1] for a in affs)))
+        coef = max(1, round(SCORE_SCALE * weight * MAX_NODE_SCORE / h.max_skew))
+        add_var(objective, most, -coef)
+        add_var(objective, fewest, coef)

@@ -4,7 +4,9 @@ Each enabled score plugin that has a CP-SAT side (``encode_score``, :class:`~opt
 EncodableScore`) adds weighted terms to one objective, maximized after the placement and disruption
 tiers. kube-scheduler scores one pod at a time against the cluster as it is at that moment; a batch
 objective can only approximate scores that depend on other placements or on normalization over the
-feasible nodes of that moment: each plugin declares whether its terms are ``EXACT`` or a ``SURROGATE``.
+feasible nodes of that moment: each plugin declares whether its terms are ``EXACT`` or a ``SURROGATE``,
+and the tier is a ``SURROGATE`` when any of its plugins is. Units: :data:`.score_terms.SCORE_SCALE`
+objective units per score point (kube's 0–100 per pod, times the plugin's weight).
 """
 from __future__ import annotations
 
@@ -31,4 +33,6 @@ def score_objective(model: BatchModel) -> tuple[Linear, dict[str, Fidelity]]:
                 continue
             rule.encode_score(model, classes, int(fw.profile.score_weights.get(name, 1)), objective)
             fidelity[name] = rule.score_fidelity
+    if Fidelity.SURROGATE in fidelity.values():
+        objective.fidelity = Fidelity.SURROGATE.value
     return objective, fidelity

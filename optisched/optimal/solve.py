@@ -4,12 +4,14 @@
 2. The batch becomes pod classes (:mod:`.classes`) and one :class:`.model.BatchModel` with every filter
    of the profile as constraints, plus the batch preemption rules (:mod:`optisched.preemption.batch`).
 3. Tiers (:mod:`.tiers`): pods placed per priority level, highest first (no lower-priority pod placed
-   at the expense of a higher one); then disruption of running pods; then the objectives.
+   at the expense of a higher one); then disruption of running pods; then the user's objective when one
+   is asked for (:mod:`.user_objectives`); then the profile's score (:mod:`.score`).
 4. The answer is decoded to a node per pod and re-checked by the greedy filters (:mod:`.check`).
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +31,7 @@ from .hint import repair_hint, repair_placement
 from .model import BatchModel
 from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
+from .user_objectives import check_objective, user_objective
 
 __all__ = ["Certificate", "OptimalOptions", "OptimalResult", "solve_optimal"]
 
@@ -42,6 +45,7 @@ class OptimalOptions:
     preemption: bool = True
     max_variables: int = 30_000  # above this, classes keep candidate nodes only (see .candidates)
     presolve_limit: int = 20_000  # CP-SAT presolve only for models with at most this many variables
+    objective: str | None = None  # a user objective (user_objectives.OBJECTIVES), a tier before the score
 
 
 @dataclass
@@ -98,8 +102,9 @@ def placed_per_level(batch: Batch, node_of: np.ndarray) -> dict[int, int]:
     return out
 
 
-def _objectives(model: BatchModel) -> list[tuple[str, str, Linear]]:
-    """(name, sense, objective) of every tier, in order."""
+def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
+    """(name, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
+    when their tier comes (a function), so the placement tiers solve without their constraints."""
     batch = model.batch
     out = []
     for level in batch.levels:
@@ -118,11 +123,17 @@ def _objectives(model: BatchModel) -> list[tuple[str, str, Linear]]:
                 lin.const += rank[c.priority] * u
                 lin.add(v, -rank[c.priority], u)
         out.append(("disruption", "min", lin))
-    score, fidelity = score_objective(model)
-    if score.vars:
-        out.append(("score", "max", score))
-        model.fidelity.update({f"score:{k}": v for k, v in fidelity.items()})
+    if objective is not None:
+        out.append((f"objective:{objective}", "min", lambda: user_objective(model, objective)))
+    if any(cv.arr_vars for cv in model.vars):
+        out.append(("score", "max", lambda: _score(model)))
     return out
+
+
+def _score(model: BatchModel) -> Linear:
+    score, fidelity = score_objective(model)
+    model.fidelity.update({f"score:{k}": v for k, v in fidelity.items()})
+    return score
 
 
 def _values_of(model: BatchModel, node_of: np.ndarray) -> dict[int, int]:
@@ -213,11 +224,12 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     return groups, LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
 
 
-def _solve_group(g: _Group, deadline: float, raw: np.ndarray) -> None:
-    """Run every tier of one group on its own solver, until ``deadline``."""
+def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None) -> None:
+    """Run every tier of one group on its own solver, until ``deadline``. Objectives after the
+    placement and disruption tiers are built when their turn comes (they add variables)."""
     g.solver.deadline = deadline
     caps = _level_caps(g.batch)
-    objectives = _objectives(g.model)
+    objectives = _objectives(g.model, objective)
     raw_values = _values_of(g.model, raw)
     weights = [4 if name.startswith("placed[") else 1 for name, _, _ in objectives]
     for i, (name, sense, lin) in enumerate(objectives):
@@ -228,8 +240,11 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray) -> None:
             for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
                 later.add(v, c, dhi, dlo)
         rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
+        if callable(lin):
+            lin = lin()
         tier = g.solver.solve(name, lin, sense, weights[i] / sum(weights[i:]), caps.get(level), later, rest)
         tier.greedy = lin.value(raw_values)
+        tier.fidelity = lin.fidelity
         g.tiers.append(tier)
 
 
@@ -248,7 +263,8 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Ti
         tier = Tier(name, sense, sum(t.objective for t in parts), sum(t.bound for t in parts),
                     "OPTIMAL" if all(t.status == "OPTIMAL" for t in parts) else
                     ("FEASIBLE" if any(t.status in ("OPTIMAL", "FEASIBLE") for t in parts) else parts[0].status),
-                    sum(t.seconds for t in parts), sum(t.greedy or 0 for t in parts), parts[0].fidelity)
+                    sum(t.seconds for t in parts), sum(t.greedy or 0 for t in parts),
+                    "SURROGATE" if any(t.fidelity == "SURROGATE" for t in parts) else parts[0].fidelity)
         if name.startswith("placed["):
             level = int(name[len("placed[priority="):-1])
             relaxed = lp.bound(level)
@@ -265,6 +281,7 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Ti
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
+    check_objective(options.objective)
     t0 = time.perf_counter()
     end = t0 + options.time_limit
     deadline = end - max(0.3, 0.1 * options.time_limit)  # the rest decodes, re-checks and explains
@@ -284,7 +301,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
     for k, g in enumerate(groups):
         left = deadline - time.perf_counter()
-        _solve_group(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw)
+        _solve_group(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw, options.objective)
 
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase)

@@ -22,12 +22,18 @@ Progress = Callable[[str, float | None, float | None, float], None]  # tier, inc
 
 @dataclass
 class Linear:
-    """``Σ coef · var + const`` over CP-SAT variables, each with its domain ``[lo, hi]``."""
+    """``Σ coef · var + const`` over CP-SAT variables, each with its domain ``[lo, hi]``.
+
+    ``derived``: auxiliary variables (a maximum, an absolute value, a node-used flag) with the function
+    giving their value from the others' at an optimum, so :meth:`value` evaluates any placement;
+    ``fidelity``: whether the objective is the rule's own value (``EXACT``) or a ``SURROGATE``."""
 
     vars: list[cp_model.IntVar] = field(default_factory=list)
     coefs: list[int] = field(default_factory=list)
     const: int = 0
     domains: list[tuple[int, int]] = field(default_factory=list)
+    derived: list[tuple[cp_model.IntVar, Callable[[dict[int, int]], int]]] = field(default_factory=list)
+    fidelity: str = "EXACT"
 
     def add(self, var: cp_model.IntVar, coef: int, hi: int, lo: int = 0) -> None:
         if coef:
@@ -39,8 +45,17 @@ class Linear:
         return cp_model.LinearExpr.weighted_sum(self.vars, self.coefs) + self.const
 
     def value(self, values: dict[int, int]) -> int:
-        """The expression for ``values`` (variable index -> value; absent = 0)."""
+        """The expression for ``values`` (variable index -> value; absent = 0, derived ones computed)."""
+        values = self.completed(values)
         return self.const + sum(c * values.get(v.Index(), 0) for v, c in zip(self.vars, self.coefs))
+
+    def completed(self, values: dict[int, int]) -> dict[int, int]:
+        """``values`` with the derived variables' values added."""
+        if self.derived:
+            values = dict(values)
+            for var, fn in self.derived:
+                values[var.Index()] = fn(values)
+        return values
 
     def bounds(self) -> tuple[int, int]:
         """(lowest, highest) value over the variables' domains."""
@@ -114,6 +129,19 @@ class TierSolver:
             hint.vars.extend(range(len(self.full)))
             hint.values.extend(self.full)
 
+    def _complete(self, objective: Linear) -> None:
+        """Extend the incumbent to variables created since (a tier built when its turn comes), with
+        the values its derived variables take at the incumbent."""
+        if self.full is None:
+            return
+        n = len(self.cp.proto.variables)
+        if len(self.full) < n:
+            self.full.extend([0] * (n - len(self.full)))
+        if objective.derived:
+            done = objective.completed(dict(enumerate(self.full)))
+            for var, _ in objective.derived:
+                self.full[var.Index()] = done[var.Index()]
+
     def _key(self, objective: Linear, later: tuple[Linear, ...], sense: str) -> tuple[int, ...]:
         """(objective, later objectives...) of the incumbent; larger is better."""
         sign = 1 if sense == "max" else -1
@@ -132,6 +160,7 @@ class TierSolver:
         tier replaces the incumbent: only when it is lexicographically no worse on them."""
         start = time.perf_counter()
         budget = (self.deadline - start) * share
+        self._complete(objective)
         lo, hi = objective.bounds()
         if cap is not None:
             hi, lo = (min(hi, cap), lo) if sense == "max" else (hi, max(lo, cap))
