@@ -188,6 +188,8 @@ class _Group:
     base: object
     tiers: list[Tier] = field(default_factory=list)
     cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
+    objectives: list | None = None
+    raw_values: dict[int, int] = field(default_factory=dict)
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, fallback: np.ndarray,
@@ -224,15 +226,20 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     return groups, LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
 
 
-def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None) -> None:
-    """Run every tier of one group on its own solver, until ``deadline``. Objectives after the
-    placement and disruption tiers are built when their turn comes (they add variables)."""
+def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None, placement: bool) -> None:
+    """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``.
+    Objectives after the placement and disruption tiers are built when their turn comes (they add
+    variables), and only when time is left to build and solve them."""
     g.solver.deadline = deadline
     caps = _level_caps(g.batch)
-    objectives = _objectives(g.model, objective)
-    raw_values = _values_of(g.model, raw)
+    if g.objectives is None:
+        g.objectives = _objectives(g.model, objective)
+        g.raw_values = _values_of(g.model, raw)
+    objectives = g.objectives
     weights = [4 if name.startswith("placed[") else 1 for name, _, _ in objectives]
     for i, (name, sense, lin) in enumerate(objectives):
+        if name.startswith("placed[") != placement:
+            continue
         level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
         later = Linear()  # the next placement tier breaks ties, so this one does not spoil it
         nxt = objectives[i + 1] if i + 1 < len(objectives) else None
@@ -240,10 +247,14 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
             for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
                 later.add(v, c, dhi, dlo)
         rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
+        share = weights[i] / sum(w for (n, _, _), w in zip(objectives[i:], weights[i:])
+                                 if n.startswith("placed[") == placement)
         if callable(lin):
+            if deadline - time.perf_counter() < 1.0:
+                continue  # no time to build it: the tier is left out of the certificate
             lin = lin()
-        tier = g.solver.solve(name, lin, sense, weights[i] / sum(weights[i:]), caps.get(level), later, rest)
-        tier.greedy = lin.value(raw_values)
+        tier = g.solver.solve(name, lin, sense, share, caps.get(level), later, rest)
+        tier.greedy = lin.value(g.raw_values)
         tier.fidelity = lin.fidelity
         g.tiers.append(tier)
 
@@ -299,9 +310,13 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     fallback = repair_placement(batch, config, raw)
     groups, lp = _build_groups(batch, config, options, fallback, deadline, progress)
     sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
-    for k, g in enumerate(groups):
-        left = deadline - time.perf_counter()
-        _solve_group(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw, options.objective)
+    placing = time.perf_counter() + 0.75 * (deadline - time.perf_counter())  # placement tiers first, everywhere
+    for placement, until in ((True, placing), (False, deadline)):
+        for k, g in enumerate(groups):
+            left = until - time.perf_counter()
+            _solve_group(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw, options.objective, placement)
+        for g in groups:
+            g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
 
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase)
