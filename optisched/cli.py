@@ -228,7 +228,13 @@ def preempt(
     cluster: ClusterArg = None,
     pod: Annotated[str | None, typer.Option("--pod", help="Only this pending pod (namespace/name).")] = None,
     all_pending: Annotated[bool, typer.Option("--all-pending", help="Every pending pod (the default).")] = False,
-    mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler's DefaultPreemption).")] = "greedy",
+    mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler's DefaultPreemption) | optimal "
+                                      "(CP-SAT: minimal victims for --pod, the whole batch otherwise).")] = "greedy",
+    cross_node: Annotated[bool, typer.Option("--cross-node", help="Optimal mode, one pod: victims may be on other "
+                                             "nodes of the domain its anti-affinity or spread counts.")] = False,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for optimal mode.")] = 60.0,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
+    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML).")] = None,
     kubeconfig: KubeconfigOpt = None,
@@ -237,27 +243,66 @@ def preempt(
     """Show which pods preemption evicts for which preemptors, with priorities and PDBs."""
     import yaml
 
-    from .greedy.scheduler import GreedyOptions, GreedyScheduler
-    from .preemption.plan import eviction_objects, preemptions
-    from .render import render_preemptions
-
-    if mode != "greedy":
-        raise InputError(f"--mode: {mode!r} is not available yet; modes: greedy")
+    if mode not in MODES:
+        raise InputError(f"--mode: {mode!r} is not a mode; modes: {', '.join(MODES)}")
     if pod and all_pending:
         raise InputError("give --pod or --all-pending, not both")
+    if cross_node and (mode != "optimal" or not pod):
+        raise InputError("--cross-node applies to optimal mode for one pod (--mode optimal --pod NS/NAME)")
     state, config = _load(cluster, profile, kubeconfig, context)
     key = None
     if pod:
         key = pod if "/" in pod else f"default/{pod}"
         if key not in state.pod_index:
             raise InputError(f"no pod {key!r} in the input", obj=f"Pod/{key}")
-    sched = GreedyScheduler(state, config, GreedyOptions())
-    result = sched.run()
-    plan = preemptions(result, sched.pdbs, key)
-    render_preemptions(out, plan)
+        if state.pod_node[state.pod_index[key]] >= 0:
+            raise InputError(f"pod {key!r} is already bound to {state.pods[state.pod_index[key]].spec.node_name}",
+                             obj=f"Pod/{key}")
+    if mode == "optimal":
+        docs = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed)
+    else:
+        from .greedy.scheduler import GreedyOptions, GreedyScheduler
+        from .preemption.plan import eviction_objects, preemptions
+        from .render import render_preemptions
+
+        sched = GreedyScheduler(state, config, GreedyOptions())
+        result = sched.run()
+        plan = preemptions(result, sched.pdbs, key)
+        render_preemptions(out, plan)
+        docs = eviction_objects(plan)
     if output is not None:
         with open(output, "w", encoding="utf-8") as f:
-            yaml.safe_dump_all(eviction_objects(plan), f, sort_keys=False, explicit_start=True)
+            yaml.safe_dump_all(docs, f, sort_keys=False, explicit_start=True)
+
+
+def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
+                     workers: int, seed: int) -> list[dict]:
+    from .render import solver_status
+
+    if key is not None:
+        from .preemption.minimal import minimal_victims
+        from .preemption.plan import minimal_eviction_objects
+        from .render import render_minimal_preemption
+
+        with solver_status(err) as update:
+            answer = minimal_victims(state, config, key, cross_node=cross_node, time_limit=time_limit,
+                                     workers=workers, seed=seed, progress=update)
+        render_minimal_preemption(out, [answer])
+        if answer.violations:
+            raise typer.Exit(1)
+        return minimal_eviction_objects([answer])
+    from .optimal.solve import OptimalOptions, solve_optimal
+    from .preemption.plan import batch_eviction_objects, batch_preemptions
+    from .render import render_batch_preemptions
+
+    with solver_status(err) as update:
+        result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed),
+                               progress=update)
+    plan = batch_preemptions(result)
+    render_batch_preemptions(out, plan, result)
+    if result.violations:
+        raise typer.Exit(1)
+    return batch_eviction_objects(plan)
 
 
 @app.command()

@@ -242,3 +242,57 @@ def render_preemptions(console: Console, plan: list) -> None:
         victims = "\n".join(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})" for v, prio, pdbs in p.victims)
         t.add_row(p.preemptor, str(p.priority), p.node, victims, "yes" if p.placed else "no")
     console.print(t)
+
+
+def _key_text(key: tuple | None, n_victims: int) -> str:
+    if key is None:
+        return "-"
+    return f"{key[0]} PDB violations, highest {key[1] if n_victims else '-'}, {key[3]} victim(s)"
+
+
+def render_minimal_preemption(console: Console, answers: list) -> None:
+    """Optimal single-pod preemption: the minimal victims beside kube-scheduler's for the same pod."""
+    for a in answers:
+        t = Table(title=f"Preemption for {escape(a.preemptor)} (priority {a.priority}"
+                        f"{', cross-node' if a.cross_node else ''})")
+        for c in ("mode", "node", "victims (priority, node, PDBs)", "key", "status"):
+            t.add_column(c)
+
+        def victims(vs: tuple) -> str:
+            return "\n".join(escape(f"{v.pod} ({v.priority}, {v.node}{', ' + ', '.join(v.pdbs) if v.pdbs else ''})")
+                             for v in vs) or "-"
+
+        note = a.message if a.status != "OPTIMAL" or not a.victims else ""
+        t.add_row("optimal", a.node or "-", victims(a.victims), _key_text(a.key, len(a.victims)),
+                  escape(a.status + (f": {note}" if note else "")))
+        t.add_row("kube-scheduler", a.greedy_node or "-", victims(a.greedy_victims),
+                  _key_text(a.greedy_key, len(a.greedy_victims)), escape(a.greedy_message or ""))
+        console.print(t)
+        if a.tiers:
+            def shown(tier: Any, v: int) -> int:  # the highest victim priority is solved shifted by 2^31
+                return v - 2**31 if tier.name == "highestVictimPriority" and v > 0 else v
+
+            console.print("  tiers (objective / bound): " + ", ".join(
+                f"{tier.name} {shown(tier, tier.objective)} / {shown(tier, tier.bound)} {tier.status}"
+                for tier in a.tiers), highlight=False)
+        if a.violations:
+            console.print(f"[bold red]the answer fails the greedy filters:[/] {escape(a.message)}")
+
+
+def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
+    """Optimal batch preemption: per node, the preemptors placed there and who leaves (evicted or moved)."""
+    if not plan:
+        console.print("No preemption: the optimal batch evicts and moves nothing.")
+    else:
+        t = Table(title="Preemptions (optimal batch, CP-SAT)")
+        for c in ("node", "preemptors placed (priority)", "victims (priority, PDBs)", "outcome"):
+            t.add_column(c)
+        for b in plan:
+            pre = "\n".join(escape(f"{p} ({prio})") for p, prio in b.preemptors) or "-"
+            vs = "\n".join(escape(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs, _ in b.victims)
+            outcome = "\n".join("evicted" if m is None else f"moved to {escape(m)}" for *_, m in b.victims)
+            t.add_row(escape(b.node), pre, vs, outcome)
+        console.print(t)
+        ev, mv = sum(b.evictions for b in plan), sum(b.moves for b in plan)
+        console.print(f"{ev} eviction(s), {mv} move(s) on {len(plan)} node(s)")
+    render_optimal_summary(console, result)

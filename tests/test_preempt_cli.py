@@ -27,6 +27,33 @@ def test_preempt_for_one_pod_and_without_preemptions(capsys):
     assert code == 0 and "No preemption" in out
 
 
-def test_optimal_mode_is_refused_until_it_exists(capsys):
-    code, _, err = run_cli(["preempt", str(EXAMPLES / "preemption.yaml"), "--mode", "optimal"], capsys)
-    assert code == 2 and "not available yet" in err
+def test_optimal_single_pod_prints_minimal_victims_and_evictions(tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    code, out, err = run_cli(["preempt", str(EXAMPLES / "preemption.yaml"), "--mode", "optimal",
+                              "--pod", "default/preemptor", "--output", str(plan)], capsys)
+    assert code == 0, err
+    assert "kube-scheduler" in out and "OPTIMAL" in out and "highestVictimPriority 10 / 10" in out
+    docs = list(yaml.safe_load_all(plan.read_text()))
+    assert sorted(d["metadata"]["name"] for d in docs) == ["low-a", "low-b"]
+    assert all(d["metadata"]["annotations"]["optisched.io/preemptor-node"] == "n1" for d in docs)
+
+
+def test_optimal_batch_preemption_plan(tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    code, out, err = run_cli(["preempt", str(EXAMPLES / "preemption.yaml"), "--mode", "optimal",
+                              "--time-limit", "5", "--output", str(plan)], capsys)
+    assert code == 0, err
+    assert "optimal batch" in out and "2 eviction(s), 0 move(s)" in out and "Certificate" in out
+    docs = list(yaml.safe_load_all(plan.read_text()))
+    assert sorted(d["metadata"]["name"] for d in docs) == ["low-a", "low-b"]
+    assert all(d["metadata"]["annotations"]["optisched.io/preemptors"] == "default/preemptor" for d in docs)
+
+
+def test_preempt_rejects_bad_options(capsys):
+    ex = str(EXAMPLES / "preemption.yaml")
+    code, _, err = run_cli(["preempt", ex, "--mode", "fastest"], capsys)
+    assert code == 2 and "not a mode" in err
+    code, _, err = run_cli(["preempt", ex, "--cross-node"], capsys)
+    assert code == 2 and "--cross-node applies" in err
+    code, _, err = run_cli(["preempt", ex, "--mode", "optimal", "--pod", "default/low-a"], capsys)
+    assert code == 2 and "already bound" in err

@@ -70,11 +70,12 @@ class Batch:
 
 
 def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool = False,
-                preemption: bool = True) -> Batch:
-    """Group the pending pods (and the running pods that may leave their node) into classes."""
+                preemption: bool = True, only: list[int] | None = None) -> Batch:
+    """Group the pending pods (and the running pods that may leave their node) into classes.
+    ``only``: the pending pods the batch places (default: all); the others are left out of the model."""
     profiles = {p.scheduler_name for p in config.profiles}
     pending, skipped = [], {}
-    for p in state.pending:
+    for p in state.pending if only is None else only:
         pod = state.pods[p]
         if pod.spec.scheduler_name not in profiles:
             skipped[p] = f"schedulerName {pod.spec.scheduler_name!r} matches no profile"
