@@ -269,8 +269,8 @@ def render_minimal_preemption(console: Console, answers: list) -> None:
                   _key_text(a.greedy_key, len(a.greedy_victims)), escape(a.greedy_message or ""))
         console.print(t)
         if a.tiers:
-            def shown(tier: Any, v: int) -> int:  # the highest victim priority is solved shifted by 2^31
-                return v - 2**31 if tier.name == "highestVictimPriority" and v > 0 else v
+            def shown(tier: Any, v: int) -> int | str:  # no victim: no highest priority
+                return "-" if tier.name == "highestVictimPriority" and v == -2**31 else v
 
             console.print("  tiers (objective / bound): " + ", ".join(
                 f"{tier.name} {shown(tier, tier.objective)} / {shown(tier, tier.bound)} {tier.status}"

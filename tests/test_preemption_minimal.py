@@ -194,3 +194,36 @@ def test_tiers_certify_the_answer(cross_node):
     if m.node is not None:
         assert names == ["placed", "pdbViolations", "highestVictimPriority", "victimPrioritySum", "victims"]
         assert all(t.gap == 0 for t in m.tiers)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_preemption_clusters())
+def test_growing_the_model_by_node_bounds_loses_nothing(objs):
+    """Starting from the single most promising node and growing only while a node left out could hold
+    a better answer gives the same key as the model over every node at once: the bounds are valid."""
+    state = state_of(*objs)
+    key = state.pods[state.pending[0]].key
+    small = minimal_victims(state, CFG, key, time_limit=10, first_nodes=1)
+    whole = minimal_victims(state, CFG, key, time_limit=10, first_nodes=10_000)
+    assert small.key == whole.key
+    assert (small.node is None) == (whole.node is None)
+
+
+def test_node_bounds_on_a_hand_computed_cluster():
+    """n1: 4 cpu, a priority-1 pod of 2 cpu and two priority-5 pods of 1 cpu; the pod needs 3 cpu:
+    priority-1 pods alone free 2 (too little), up to priority 5 all 4: level 5, at least 2 victims
+    (2 + 1 cpu), one at priority 5 and one at ≥ 1. n2: 2 cpu, too small even when empty."""
+    from optisched.preemption.minimal import INFEASIBLE_KEY, node_bounds
+    from optisched.profile import default_config as cfg
+
+    objs = [node("n1", cpu="4"), node("n2", cpu="2"),
+            pod("a").req(cpu="2").priority(1).on("n1"), pod("b").req(cpu="1").priority(5).on("n1"),
+            pod("c").req(cpu="1").priority(5).on("n1"), pod("p").req(cpu="3").priority(10)]
+    state = state_of(*objs)
+    from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
+
+    sched = GreedyScheduler(state, cfg(), GreedyOptions(record=False))
+    rule = sched.framework(cfg().profiles[0]).filter_rules["NodeResourcesFit"]
+    bounds = node_bounds(state, rule, state.pod_index["default/p"])
+    assert bounds[state.node_index["n1"]] == (0, 5, (5 + SHIFT) + (1 + SHIFT), 2)
+    assert bounds[state.node_index["n2"]] == INFEASIBLE_KEY

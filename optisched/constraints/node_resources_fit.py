@@ -154,6 +154,15 @@ class NodeResourcesFit:
             most = np.minimum(most, ((alloc[:, cols] - used[:, cols]) // need).min(axis=1))
         return np.maximum(most, 0)
 
+    def shortfall(self, pod: int, nodes: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What must leave ``nodes`` for one copy of the pod to fit given ``used``: (checked columns,
+        the pod count first; amount per node and column, ≤ 0 where nothing must). Preemption reads it
+        as a lower bound on the victims a node needs."""
+        cols, need, _ = self._checks(pod)
+        cols = np.concatenate([[self.pods_col], cols]).astype(np.int64)
+        need = np.concatenate([[1], need])
+        return cols, used[:, cols] + need - self.snapshot.state.allocatable[nodes][:, cols]
+
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
         """A node where even one pod does not fit next to the fixed pods is out (the greedy verdict),
         and no more pods than fit there alone may go to a node."""

@@ -111,16 +111,7 @@ class GreedyScheduler:
         self.pdbs = PDBLedger(state, (state.pod_node >= 0).tolist())
 
     def _start_times(self) -> tuple[np.ndarray, float]:
-        """``status.startTime`` of bound pods (else their creation time); pods bound during the run start
-        at the latest time in the input + 1 h + the cycle number in seconds."""
-        times = np.zeros(len(self.state.pods), dtype=np.float64)
-        latest = 0.0
-        for i, p in enumerate(self.state.pods):
-            created = _seconds(p.metadata.creation_timestamp)
-            started = _seconds(p.status.start_time)
-            times[i] = started if started is not None else (created or 0.0)
-            latest = max(latest, created or 0.0, started or 0.0)
-        return times, latest + 3600.0
+        return start_times(self.state)
 
     def framework(self, profile: Profile) -> Framework:
         fw = self._frameworks.get(profile.scheduler_name)
@@ -349,3 +340,16 @@ class GreedyScheduler:
             result.preempted[v] = (pod, outcome.nominated)
         self.nominated[pod] = outcome.nominated
         queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
+
+
+def start_times(state: ClusterState) -> tuple[np.ndarray, float]:
+    """``status.startTime`` of bound pods (else their creation time), and the start time of pods bound
+    during a run: the latest time in the input + 1 h (a run adds the cycle number in seconds)."""
+    times = np.zeros(len(state.pods), dtype=np.float64)
+    latest = 0.0
+    for i, p in enumerate(state.pods):
+        created = _seconds(p.metadata.creation_timestamp)
+        started = _seconds(p.status.start_time)
+        times[i] = started if started is not None else (created or 0.0)
+        latest = max(latest, created or 0.0, started or 0.0)
+    return times, latest + 3600.0

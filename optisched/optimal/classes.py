@@ -70,9 +70,11 @@ class Batch:
 
 
 def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool = False,
-                preemption: bool = True, only: list[int] | None = None) -> Batch:
+                preemption: bool = True, only: list[int] | None = None,
+                running_on: np.ndarray | None = None) -> Batch:
     """Group the pending pods (and the running pods that may leave their node) into classes.
-    ``only``: the pending pods the batch places (default: all); the others are left out of the model."""
+    ``only``: the pending pods the batch places (default: all); the others are left out of the model.
+    ``running_on``: a bool mask over nodes; running pods elsewhere stay fixed."""
     profiles = {p.scheduler_name for p in config.profiles}
     pending, skipped = [], {}
     for p in state.pending if only is None else only:
@@ -92,6 +94,8 @@ def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool =
     for p in np.flatnonzero(state.pod_node >= 0):
         pod = state.pods[p]
         if pod.metadata.deletion_timestamp is not None:
+            continue
+        if running_on is not None and not running_on[state.pod_node[p]]:
             continue
         if movable or (preemptor_prio is not None and state.pod_priority[p] < preemptor_prio):
             running.append(int(p))

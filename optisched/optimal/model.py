@@ -55,8 +55,9 @@ class BatchModel:
 
     def __init__(self, batch: Batch, config: SchedulerConfig, *,
                  candidates: dict[int, np.ndarray] | None = None, build: bool = True,
-                 domains: tuple[np.ndarray, np.ndarray, dict] | None = None) -> None:
+                 domains: tuple[np.ndarray, np.ndarray, dict] | None = None, replace_running: bool = True) -> None:
         self.batch = batch
+        self.replace_running = replace_running  # running pods that leave may arrive elsewhere (else: evicted)
         self.state = state = batch.state
         self.config = config
         self.classes: list[PodClass] = batch.classes
@@ -164,6 +165,8 @@ class BatchModel:
             keep_mask = np.zeros_like(mask)
             keep_mask[candidates[c.index]] = True
             mask &= keep_mask
+        if not c.pending and not self.replace_running:
+            mask[:] = False
         nodes = np.flatnonzero(mask)
         ub = self.cap[c.index, nodes]
         nodes, ub = nodes[ub > 0], ub[ub > 0]

@@ -284,6 +284,8 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Ti
             lp.fix(level, tier.objective)
             if tier.objective == tier.bound:
                 tier.status = "OPTIMAL"
+            elif tier.status == "OPTIMAL":  # optimal for a model restricted to candidate nodes only
+                tier.status = "FEASIBLE"
             valid = valid and tier.status == "OPTIMAL"
         out.append(tier)
     return out

@@ -118,6 +118,7 @@ class TierSolver:
         self.full: list[int] | None = None  # the incumbent: a value per model variable (proto order)
         self.improved = False  # the solver found a solution (not only the hint)
         self.t0 = time.perf_counter()
+        self.params: dict[str, object] = {}  # further CP-SAT parameters for every tier
 
     def value(self, var: cp_model.IntVar) -> int:
         return 0 if self.full is None else self.full[var.Index()]
@@ -181,6 +182,8 @@ class TierSolver:
         solver.parameters.num_workers = self.workers
         solver.parameters.random_seed = self.seed
         solver.parameters.cp_model_presolve = self.presolve
+        for k, v in self.params.items():
+            setattr(solver.parameters, k, v)
         status = solver.solve(self.cp, _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi))
         seconds = time.perf_counter() - start
         value = current

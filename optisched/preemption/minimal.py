@@ -6,7 +6,7 @@ at every node at once and minimizes, lexicographically, exactly the quantities u
 ``pickOneNodeForPreemption`` compares:
 
 1. the number of victims that violate a PodDisruptionBudget;
-2. the highest victim priority;
+2. the highest victim priority (solved as its rank among the victims' priorities);
 3. the sum of victim priorities (each shifted by ``MaxInt32 + 1``, as upstream sums them);
 4. the number of victims.
 
@@ -22,6 +22,11 @@ which helps when the pod's required anti-affinity, an existing pod's anti-affini
 spread constraint counts pods on other nodes of the same domain (the limitation the Kubernetes docs
 describe under "Cross node preemption"). Victims are evicted, never re-placed.
 
+The pod may only land where kube-scheduler's filters say ``Unschedulable`` (elsewhere the status is
+``UnschedulableAndUnresolvable``: taints, node affinity, a missing topology label, unmatched required
+pod affinity, which no eviction changes); without ``cross_node`` only those nodes hold victims. Nodes
+that provably cannot beat kube-scheduler's own answer are left out before the model is built.
+
 Assumptions: the other pending pods are left out (the pod is treated as the head of the queue, as
 kube-scheduler's cycle for it sees the cluster) and nominated pods reserve nothing. A pod covered by
 several budgets counts once per exhausted budget in tier 1 (upstream counts it once): the tier is then
@@ -31,17 +36,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..greedy.scheduler import GreedyOptions, GreedyScheduler
+from ..framework import Code
+from ..greedy.scheduler import GreedyOptions, GreedyScheduler, start_times
 from ..model.objects import PreemptionPolicy
 from ..model.state import ClusterState, compile_cluster
 from ..optimal.check import Violation, check_placement
-from ..optimal.classes import Batch, build_batch
-from ..optimal.decode import decode
+from ..optimal.classes import Batch, PodClass, build_batch
+from ..optimal.decode import counts_of, decode
+from ..optimal.hint import repair_hint
 from ..optimal.model import BatchModel
 from ..optimal.tiers import Linear, Progress, Tier, TierSolver
 from ..profile import SchedulerConfig
@@ -53,6 +61,7 @@ from .plan import preemptions
 __all__ = ["SHIFT", "MinimalPreemption", "Victim", "minimal_victims", "single_pod_state", "victim_key"]
 
 SHIFT = MAX_INT32 + 1  # upstream: sumPriorities += int64(priority) + int64(math.MaxInt32) + 1
+PARAMS: dict[str, object] = {"cp_model_probing_level": 0, "symmetry_level": 0}
 TIER_NAMES = ("placed", "pdbViolations", "highestVictimPriority", "victimPrioritySum", "victims")
 
 
@@ -122,8 +131,12 @@ def single_pod_state(state: ClusterState, key: str) -> ClusterState:
     return compile_cluster(dataclasses.replace(state.cluster, pods=pods))
 
 
-def _greedy(sub: ClusterState, config: SchedulerConfig, row: int, out: MinimalPreemption) -> None:
-    """kube-scheduler's answer for the same pod on the same cluster (DefaultPreemption, offset 0)."""
+def _greedy(sub: ClusterState, config: SchedulerConfig, row: int,
+            out: MinimalPreemption) -> tuple[np.ndarray | None, object | None]:
+    """kube-scheduler's answer for the same pod on the same cluster (DefaultPreemption, offset 0).
+    Returns the nodes its filters found ``Unschedulable`` (the only ones any eviction can help: elsewhere
+    the status is ``UnschedulableAndUnresolvable``; None when its cycle gives no per-node verdicts), and
+    the profile's NodeResourcesFit rule (None when the profile has none)."""
     sched = GreedyScheduler(sub, config, GreedyOptions(requeue=False))
     result = sched.run()
     out.greedy_message = result.unschedulable.get(row, "")
@@ -138,132 +151,292 @@ def _greedy(sub: ClusterState, config: SchedulerConfig, row: int, out: MinimalPr
     elif result.snapshot.node_of[row] >= 0:
         out.greedy_node = sub.node_names[int(result.snapshot.node_of[row])]
         out.greedy_key = (0, -SHIFT, 0, 0)
-    out._start_time = sched.start_time  # type: ignore[attr-defined]
-    out._ledger = sched.pdbs  # type: ignore[attr-defined]
+    profile = next((p for p in config.profiles if p.scheduler_name == sub.pods[row].spec.scheduler_name), None)
+    rule = sched.framework(profile).filter_rules.get("NodeResourcesFit") if profile is not None else None
+    rec = next((r for r in result.cycles if r.pod == row), None)
+    if rec is None or rec.filters is None or rec.nominated is not None:
+        return None, rule
+    f = rec.filters
+    mask = np.zeros(sub.num_nodes, dtype=bool)
+    mask[f.evaluated[f.fail_code == Code.UNSCHEDULABLE]] = True
+    return mask, rule
 
 
-def _tiers(model: BatchModel, batch: Batch, ledger: PDBLedger) -> tuple[list[tuple[str, Linear]], bool]:
-    """The five objectives over the model's variables; whether tier 1 is exact."""
+INFEASIBLE_KEY = (1 << 62, 1 << 62, 1 << 62, 1 << 62)
+
+
+def node_bounds(state: ClusterState, rule, row: int) -> list[tuple[int, int, int, int]]:  # type: ignore[no-untyped-def]
+    """Per node, a lexicographic lower bound on the key of any victim set that makes room for pod ``row``
+    there, from NodeResourcesFit alone: (0 PDB violations; the lowest priority level whose pods, all
+    taken, cover the node's shortfall; the shifted priority sum of the fewest such pods that cover it,
+    largest first, one at that level and the others at the lowest priority among them; that count). :data:`INFEASIBLE_KEY` where even every victim
+    leaves too little. Each part bounds the key's part whenever the parts before it are equal."""
+    n_nodes = state.num_nodes
+    prio_p = int(state.pod_priority[row])
+    bound = state.pod_node >= 0
+    used = np.zeros_like(state.allocatable)
+    np.add.at(used, state.pod_node[bound], state.pod_requests[bound])
+    alive = np.array([p.metadata.deletion_timestamp is None for p in state.pods], dtype=bool)
+    lower = np.flatnonzero(bound & alive & (state.pod_priority < prio_p))
+    if rule is None:
+        return [(0, -SHIFT, 0, 0)] * n_nodes
+    cols, short = rule.shortfall(row, np.arange(n_nodes), used)
+    where, prio = state.pod_node[lower], state.pod_priority[lower].astype(np.int64)
+    size = state.pod_requests[lower][:, cols]
+    top = np.full(n_nodes, np.iinfo(np.int64).max, dtype=np.int64)  # lowest level that covers the shortfall
+    top[(short <= 0).all(axis=1)] = -SHIFT
+    for level in np.unique(prio).tolist():
+        freed = np.zeros_like(short)
+        ok = prio <= level
+        np.add.at(freed, where[ok], size[ok])
+        top[(top == np.iinfo(np.int64).max) & (freed >= short).all(axis=1)] = level
+    usable = prio <= top[where]
+    w, sz, pr = where[usable], size[usable], prio[usable]
+    need = np.zeros(n_nodes, dtype=np.int64)
+    for j in range(len(cols)):
+        order = np.lexsort((-sz[:, j], w))
+        wn, sj = w[order], sz[order, j]
+        csum = np.cumsum(sj)
+        start = np.searchsorted(wn, wn)
+        before = csum - sj - (csum - sj)[start]  # what the larger pods of the node free before this one
+        hit = before < short[wn, j]
+        need = np.maximum(need, np.bincount(wn[hit], minlength=n_nodes))
+    lowest = np.full(n_nodes, SHIFT, dtype=np.int64)
+    np.minimum.at(lowest, w, pr)
+    out = []
+    for n in range(n_nodes):
+        t = int(top[n])
+        if t == np.iinfo(np.int64).max:
+            out.append(INFEASIBLE_KEY)
+        else:
+            k = int(need[n])
+            # one victim has the highest priority, the others at least the node's lowest
+            out.append((0, t, (t + SHIFT) + (k - 1) * (int(lowest[n]) + SHIFT) if k else 0, k))
+    return out
+
+
+def _tiers(model: BatchModel, batch: Batch, ledger: PDBLedger) -> list[tuple[str, Callable[[], Linear]]]:
+    """The five objectives over the model's variables, each built when its turn comes (the auxiliary
+    variables of later tiers would only slow the earlier ones down)."""
     cp = model.cp
-    placed = Linear()
-    evicted: list[tuple[int, cp_model.LinearExpr, int, object]] = []  # (class, evicted expr, most, class)
+    evicted: list[tuple[PodClass, cp_model.LinearExpr, int]] = []  # (class, pods evicted, at most)
     for c in batch.classes:
+        if not c.pending:
+            cv = model.vars[c.index]
+            total = int(cv.keep_ub.sum())
+            if total:
+                evicted.append((c, total - cp_model.LinearExpr.sum(cv.keep_vars), total))
+
+    def gone(c: PodClass, values: dict[int, int]) -> int:
+        """Pods of class ``c`` evicted in ``values`` (the derived variables' values follow from it)."""
         cv = model.vars[c.index]
-        if c.pending:
-            for v, u in zip(cv.arr_vars, cv.arr_ub.tolist()):
-                placed.add(v, 1, u)
-            continue
-        if cv.arr_vars:  # a victim is evicted, not re-placed
-            cp.add(cp_model.LinearExpr.sum(cv.arr_vars) == 0)
-        total = int(cv.keep_ub.sum())
-        if total:
-            evicted.append((c.index, total - cp_model.LinearExpr.sum(cv.keep_vars), total, c))
+        return int(cv.keep_ub.sum()) - sum(values.get(v.Index(), 0) for v in cv.keep_vars)
 
-    count, prio_sum = Linear(), Linear()
-    for c in batch.classes:
-        if c.pending:
-            continue
-        cv = model.vars[c.index]
-        for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
-            count.const += u
-            count.add(v, -1, u)
-            prio_sum.const += (c.priority + SHIFT) * u
-            prio_sum.add(v, -(c.priority + SHIFT), u)
+    def placed() -> Linear:
+        lin = Linear()
+        for c in batch.classes:
+            if c.pending:
+                for v, u in zip(model.vars[c.index].arr_vars, model.vars[c.index].arr_ub.tolist()):
+                    lin.add(v, 1, u)
+        return lin
 
-    highest = Linear()
-    top = max((c.priority + SHIFT for *_, c in evicted), default=0)
-    m = cp.new_int_var(0, top, "highest_victim")
-    levels: dict[int, list[tuple[cp_model.LinearExpr, int]]] = {}
-    for _, expr, most, c in evicted:
-        levels.setdefault(c.priority, []).append((expr, most))  # type: ignore[attr-defined]
-    for prio, exprs in levels.items():
-        any_ = cp.new_bool_var(f"evicts_{prio}")
-        cp.add(cp_model.LinearExpr.sum([e for e, _ in exprs]) <= sum(u for _, u in exprs) * any_)
-        cp.add(m >= (prio + SHIFT) * any_)
-    highest.add(m, 1, top)
+    def pdb_violations() -> Linear:
+        lin = Linear()
+        covered: dict[int, list[tuple[cp_model.LinearExpr, int]]] = {}
+        for c, expr, most in evicted:
+            budgets = ledger.budgets_of(c.rep)
+            if len(budgets) > 1:
+                lin.fidelity = "SURROGATE"
+            for b in budgets:
+                covered.setdefault(b, []).append((expr, most))
+        members: dict[int, list[PodClass]] = {}
+        for c, _, _ in evicted:
+            for b in ledger.budgets_of(c.rep):
+                members.setdefault(b, []).append(c)
+        for b, exprs in covered.items():
+            most = sum(u for _, u in exprs)
+            allowed = max(0, int(ledger.allowed[b]))
+            if most > allowed:
+                over = cp.new_int_var(0, most - allowed, f"pdb_over_{b}")
+                cp.add(over >= cp_model.LinearExpr.sum([e for e, _ in exprs]) - allowed)
+                lin.add(over, 1, most - allowed)
+                lin.derived.append((over, lambda vals, cs=members[b], a=allowed:
+                                    max(0, sum(gone(c, vals) for c in cs) - a)))
+        return lin
 
-    pdb = Linear()
-    exact = True
-    covered: dict[int, list[tuple[cp_model.LinearExpr, int]]] = {}
-    for _, expr, most, c in evicted:
-        budgets = ledger.budgets_of(c.rep)  # type: ignore[attr-defined]
-        exact = exact and len(budgets) <= 1
-        for b in budgets:
-            covered.setdefault(b, []).append((expr, most))
-    for b, exprs in covered.items():
-        most = sum(u for _, u in exprs)
-        allowed = max(0, int(ledger.allowed[b]))
-        if most <= allowed:
-            continue
-        over = cp.new_int_var(0, most - allowed, f"pdb_over_{b}")
-        cp.add(over >= cp_model.LinearExpr.sum([e for e, _ in exprs]) - allowed)
-        pdb.add(over, 1, most - allowed)
-    if not exact:
-        pdb.fidelity = "SURROGATE"
-    return [("placed", placed), ("pdbViolations", pdb), ("highestVictimPriority", highest),
-            ("victimPrioritySum", prio_sum), ("victims", count)], exact
+    def highest() -> Linear:
+        """The rank of the highest victim priority (1 = the lowest priority present, 0 = no victim):
+        ranks keep the order of priorities with small coefficients."""
+        lin = Linear()
+        levels = sorted({c.priority for c, _, _ in evicted})
+        if not levels:
+            return lin
+        m = cp.new_int_var(0, len(levels), "highest_victim_rank")
+        for rank, prio in enumerate(levels, 1):
+            exprs = [(e, u) for c, e, u in evicted if c.priority == prio]
+            any_ = cp.new_bool_var(f"evicts_{prio}")
+            cp.add(cp_model.LinearExpr.sum([e for e, _ in exprs]) <= sum(u for _, u in exprs) * any_)
+            cp.add(m >= rank * any_)
+            lin.derived.append((any_, lambda vals, p=prio: int(any(gone(c, vals) > 0 for c, _, _ in evicted
+                                                                   if c.priority == p))))
+        lin.add(m, 1, len(levels))
+        lin.derived.append((m, lambda vals: max((levels.index(c.priority) + 1 for c, _, _ in evicted
+                                                  if gone(c, vals) > 0), default=0)))
+        lin.ranks = levels  # type: ignore[attr-defined]
+        return lin
+
+    def priority_sum() -> Linear:
+        lin = Linear()
+        for c, _, _ in evicted:
+            cv = model.vars[c.index]
+            for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
+                lin.const += (c.priority + SHIFT) * u
+                lin.add(v, -(c.priority + SHIFT), u)
+        return lin
+
+    def count() -> Linear:
+        lin = Linear()
+        for c, _, _ in evicted:
+            cv = model.vars[c.index]
+            for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
+                lin.const += u
+                lin.add(v, -1, u)
+        return lin
+
+    return [("placed", placed), ("pdbViolations", pdb_violations), ("highestVictimPriority", highest),
+            ("victimPrioritySum", priority_sum), ("victims", count)]
 
 
 def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, cross_node: bool = False,
                     time_limit: float = 10.0, workers: int = 2, seed: int = 0,
-                    progress: Progress | None = None, compare_greedy: bool = True) -> MinimalPreemption:
-    """The victims of least upstream key that let ``pod`` (``namespace/name``, pending) fit somewhere."""
+                    progress: Progress | None = None, first_nodes: int = 32) -> MinimalPreemption:
+    """The victims of least upstream key that let ``pod`` (``namespace/name``, pending) fit somewhere.
+
+    kube-scheduler's own answer for the pod comes first: it is reported beside the optimum, it is the
+    solver's starting point, and its filter verdicts say which nodes any eviction can help. The model
+    then grows over the nodes in the order of their lower bounds (:func:`node_bounds`): first the
+    ``first_nodes`` most promising ones (and kube-scheduler's node), and more only while a node left
+    out could still hold a better answer than the one found, so a small model usually proves the
+    optimum for the whole cluster."""
     t0 = time.perf_counter()
-    row0 = state.pod_index[pod]
-    out = MinimalPreemption(pod, int(state.pod_priority[row0]), cross_node)
-    sub = single_pod_state(state, pod)
-    row = sub.pod_index[pod]
-    if compare_greedy:
-        _greedy(sub, config, row, out)
-    ledger = getattr(out, "_ledger", None) or PDBLedger(sub, (sub.pod_node >= 0).tolist())
-    start_time = getattr(out, "_start_time", None)
-    if start_time is None:
-        start_time = GreedyScheduler(sub, config, GreedyOptions(record=False)).start_time
-    preempts = sub.pods[row].spec.preemption_policy != PreemptionPolicy.NEVER
-    batch = build_batch(sub, config, only=[row], preemption=preempts)
+    deadline = t0 + time_limit
+    out = MinimalPreemption(pod, int(state.pod_priority[state.pod_index[pod]]), cross_node)
+    state = single_pod_state(state, pod)  # from here on: the bound pods and this one
+    row = state.pod_index[pod]
+    candidates, rule = _greedy(state, config, row, out)
+    if out.greedy_node is not None and not out.greedy_victims:
+        out.node, out.key, out.status = out.greedy_node, out.greedy_key, "OPTIMAL"
+        out.message = f"fits on {out.node} without preemption"
+        return _done(out, t0)
+    if state.pods[row].spec.preemption_policy == PreemptionPolicy.NEVER:
+        out.status, out.message = "INFEASIBLE", NEVER
+        return _done(out, t0)
+    bounds = node_bounds(state, rule, row)
+    pool = np.flatnonzero(candidates) if candidates is not None else np.arange(state.num_nodes)
+    pool = np.array([n for n in sorted(pool.tolist(), key=lambda n: bounds[n]) if bounds[n] != INFEASIBLE_KEY],
+                    dtype=np.int64)
+    kube = state.node_index[out.greedy_node] if out.greedy_node is not None else None
+    size = first_nodes
+    while True:
+        chosen = pool[:size]
+        rest = bounds[int(pool[size])] if size < len(pool) else INFEASIBLE_KEY
+        if kube is not None and kube not in set(chosen.tolist()):
+            chosen = np.append(chosen, kube)
+        mask = np.zeros(state.num_nodes, dtype=bool)
+        mask[chosen] = True
+        result = _solve_on(state, config, row, mask, cross_node, out, deadline, workers, seed, progress)
+        if result is None:
+            return _done(out, t0)
+        proven = out.key is not None and out.key <= rest
+        if proven or size >= len(pool) or time.perf_counter() > deadline - 0.5:
+            break
+        size *= 8
+    if out.key is None and rest != INFEASIBLE_KEY:  # nothing found on the nodes tried, others left
+        out.status, out.message = "UNKNOWN", "no answer within the time limit"
+    elif out.key is not None and not proven:
+        out.status = "FEASIBLE"
+        out.message = f"nodes left out may hold a better answer (their bound: {rest})"
+    return _done(out, t0)
+
+
+def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.ndarray, cross_node: bool,
+              out: MinimalPreemption, deadline: float, workers: int, seed: int,
+              progress: Progress | None) -> bool | None:
+    """The tiers on the model where the pod may only land on ``nodes``; fills ``out``. None: stop
+    (nothing to place); False: no victim set on these nodes; True: an answer."""
+    ledger = PDBLedger(state, (state.pod_node >= 0).tolist())
+    start_time, _ = start_times(state)
+    batch = build_batch(state, config, only=[row], running_on=None if cross_node else nodes)
     if not batch.classes:
         out.status, out.message = "SKIPPED", next(iter(batch.skipped.values()), "not scheduled by any profile")
-        return _done(out, t0)
-    model = BatchModel(batch, config)
+        return None
+    model = BatchModel(batch, config, build=False, replace_running=False)
+    pc = next(c for c in batch.classes if c.pending)
+    model.forbid(pc, ~nodes)
+    model.build()
     if not cross_node:
         encode_eviction_rules(model)
-    objectives, _ = _tiers(model, batch, ledger)
-    solver = TierSolver(model.cp, workers=workers, seed=seed, deadline=t0 + time_limit, progress=progress)
+    objectives = _tiers(model, batch, ledger)
+    solver = TierSolver(model.cp, workers=workers, seed=seed, deadline=deadline, progress=progress)
+    solver.params = dict(PARAMS)
+    if out.greedy_node is not None:
+        hint = state.pod_node.copy()
+        hint[row] = state.node_index[out.greedy_node]
+        hint[[state.pod_index[v.pod] for v in out.greedy_victims]] = -1
+        left = deadline - time.perf_counter()
+        solver.full = repair_hint(model, _values(model, hint), seconds=max(0.2, 0.1 * left))
+    tiers = []
     shares = [0.4, 0.35, 0.4, 0.5, 1.0]
-    for (name, lin), share in zip(objectives, shares):
+    for (name, make), share in zip(objectives, shares):
         sense = "max" if name == "placed" else "min"
-        tier = solver.solve(name, lin, sense, share)
+        lin = make()
+        tier = solver.solve(name, lin, sense, share, cap=1 if name == "placed" else None)
         tier.fidelity = lin.fidelity
-        out.tiers.append(tier)
+        ranks = getattr(lin, "ranks", None)
+        if ranks is not None:  # report priorities, not ranks
+            tier.objective, tier.bound = (ranks[v - 1] if v > 0 else -SHIFT for v in (tier.objective, tier.bound))
+        tiers.append(tier)
         if name == "placed" and (solver.full is None or tier.objective == 0):
             break
-    placed = out.tiers[0]
+    out.tiers = tiers
+    placed = tiers[0]
     if solver.full is None or placed.objective == 0:
         out.status = "INFEASIBLE" if placed.status == "OPTIMAL" else "UNKNOWN"
-        out.message = (NEVER if not preempts else "no set of lower-priority victims makes room for the pod") \
-            if out.status == "INFEASIBLE" else "no answer within the time limit"
-        return _done(out, t0)
+        out.message = "no set of lower-priority victims makes room for the pod" if out.status == "INFEASIBLE" \
+            else "no answer within the time limit"
+        return False
     arrivals, kept = model.counts(solver.value)
     node_of = decode(batch, arrivals, kept)
-    node = int(node_of[row])
     gone = [p for c in batch.classes for n, ps in c.running.items() for p in ps if node_of[p] != n]
-    names = sub.node_names
-    out.node = names[node]
-    out.victims = tuple(Victim(sub.pods[v].key, int(sub.pod_priority[v]), names[int(sub.pod_node[v])],
+    names = state.node_names
+    out.node = names[int(node_of[row])]
+    out.victims = tuple(Victim(state.pods[v].key, int(state.pod_priority[v]), names[int(state.pod_node[v])],
                                tuple(ledger.names[i] for i in ledger.budgets_of(v)))
-                        for v in sorted(gone, key=lambda p: (-int(sub.pod_priority[p]), float(start_time[p]))))
-    out.key = victim_key(sub, ledger, start_time, gone)
-    out.status = "OPTIMAL" if all(t.status == "OPTIMAL" for t in out.tiers) else "FEASIBLE"
-    out.violations = check_placement(sub, config, node_of, batch.class_of)
+                        for v in sorted(gone, key=lambda p: (-int(state.pod_priority[p]), float(start_time[p]))))
+    out.key = victim_key(state, ledger, start_time, gone)
+    out.status = "OPTIMAL" if all(t.status == "OPTIMAL" for t in tiers) else "FEASIBLE"
+    out.message = ""
+    out.violations = check_placement(state, config, node_of, batch.class_of)
     if out.violations:  # a bug, never a warning: the caller raises
         out.message = "the answer fails the greedy filters: " + "; ".join(str(v) for v in out.violations)
     elif not gone:
         out.message = f"fits on {out.node} without preemption"
-    return _done(out, t0)
+    return True
+
+
+def _values(model: BatchModel, node_of: np.ndarray) -> dict[int, int]:
+    """Arrival and keep variable values of a placement."""
+    arrivals, kept = counts_of(model.batch, node_of)
+    values: dict[int, int] = {}
+    for c in model.classes:
+        cv = model.vars[c.index]
+        for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars):
+            values[v.Index()] = arrivals[c.index].get(n, 0)
+        for n, v in zip(cv.keep_nodes.tolist(), cv.keep_vars):
+            values[v.Index()] = kept[c.index].get(n, 0)
+    return values
 
 
 def _done(out: MinimalPreemption, t0: float) -> MinimalPreemption:
     out.seconds = time.perf_counter() - t0
-    for attr in ("_ledger", "_start_time"):
-        out.__dict__.pop(attr, None)
     return out
