@@ -227,3 +227,22 @@ def test_node_bounds_on_a_hand_computed_cluster():
     bounds = node_bounds(state, rule, state.pod_index["default/p"])
     assert bounds[state.node_index["n1"]] == (0, 5, (5 + SHIFT) + (1 + SHIFT), 2)
     assert bounds[state.node_index["n2"]] == INFEASIBLE_KEY
+
+
+def test_batch_plan_moves_a_victim_that_fits_elsewhere():
+    """The preemptor can only use n1 (n2 is tainted against it); n1's low-priority pod is not evicted but
+    moved to n2, and the plan and its Eviction objects say so."""
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+    from optisched.preemption.plan import batch_eviction_objects, batch_preemptions
+
+    objs = [node("n1", cpu="1"), node("n2", cpu="1").taint("reserved"),
+            pod("low").req(cpu="1").priority(1).tolerate("reserved").on("n1"),
+            pod("p").req(cpu="1").priority(10)]
+    state = state_of(*objs)
+    r = solve_optimal(state, CFG, OptimalOptions(time_limit=5))
+    plan = batch_preemptions(r)
+    assert [(b.node, b.preemptors, b.victims) for b in plan] == [
+        ("n1", (("default/p", 10),), (("default/low", 1, (), "n2"),))]
+    assert plan[0].moves == 1 and plan[0].evictions == 0
+    (ev,) = batch_eviction_objects(plan)
+    assert ev["metadata"]["annotations"]["optisched.io/target-node"] == "n2"
