@@ -246,6 +246,9 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         if level is not None and nxt is not None and nxt[0].startswith("placed["):
             for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
                 later.add(v, c, dhi, dlo)
+        elif level is not None and nxt is not None and nxt[0] == "disruption":
+            for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
+                later.add(v, -c, dhi, dlo)  # the last level breaks ties by less disruption
         rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
         share = weights[i] / sum(w for (n, _, _), w in zip(objectives[i:], weights[i:])
                                  if n.startswith("placed[") == placement)
