@@ -63,7 +63,8 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
                    on_solver: Progress | None = None) -> tuple[Comparison, OptimalResult]:
     """Greedy, optimal, then each policy; ``on_greedy(done, total)`` and ``on_solver`` report progress."""
     start = time.perf_counter()
-    greedy = GreedyScheduler(state, config, GreedyOptions(record=True)).run(progress=on_greedy)
+    greedy = GreedyScheduler(state, config, GreedyOptions(record=True, record_candidates=False)).run(
+        progress=on_greedy)
     runs = [PlacementRun.from_greedy("greedy", greedy, time.perf_counter() - start)]
     start = time.perf_counter()
     opt = solve_optimal(state, config, OptimalOptions(time_limit=options.time_limit, workers=options.workers,
@@ -73,6 +74,7 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
     runs.append(optimal_run(opt, time.perf_counter() - start))
     for policy in options.policies:
         start = time.perf_counter()
-        other = GreedyScheduler(state, policy_config(policy), GreedyOptions(record=True)).run()
+        other = GreedyScheduler(state, policy_config(policy),
+                                GreedyOptions(record=True, record_candidates=False)).run()
         runs.append(PlacementRun.from_greedy(f"greedy:{Path(policy).stem}", other, time.perf_counter() - start))
     return build_comparison(state, config, runs), opt

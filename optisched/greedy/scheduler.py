@@ -40,6 +40,7 @@ class GreedyOptions:
     seed: int = 0
     requeue: bool = True
     record: bool = True  # keep per-cycle records (traces, explain); off for large benchmark runs
+    record_candidates: bool = True  # with record: preemption's per-node candidate table (traces)
     reference: bool = False  # the plain per-node code paths the optimized ones are tested against
 
 
@@ -276,7 +277,8 @@ class GreedyScheduler:
             nominated = {n for p, n in self.nominated.items()
                          if p != cycle.pod and self.state.pod_priority[p] >= prio and self.snapshot.node_of[p] < 0}
             outcome = VectorPreemption(*args).post_filter_all(cycle, codes, self.order, filter_node, fw,
-                                                              rec.skipped_filters, nominated, self.options.record)
+                                                              rec.skipped_filters, nominated,
+                                                              self.options.record and self.options.record_candidates)
             if outcome is not None:
                 return outcome
         fit_failed = None

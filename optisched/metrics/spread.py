@@ -86,11 +86,33 @@ def spread_constraints(state: ClusterState) -> list[SpreadDomains]:
 
 
 def _matching(state: ClusterState, namespace: str, c: SpreadConstraint) -> np.ndarray:
-    if c.selector.empty:  # countPodsMatchSelector: an empty selector counts nothing
-        return np.zeros(len(state.pods), dtype=bool)
-    return np.fromiter(((p.metadata.namespace or "default") == namespace and p.metadata.deletion_timestamp is None
-                        and c.selector.matches(p.metadata.labels) for p in state.pods), dtype=bool,
-                       count=len(state.pods))
+    out = np.zeros(len(state.pods), dtype=bool)
+    if c.selector.empty or c.selector.nothing:  # countPodsMatchSelector: an empty selector counts nothing
+        return out
+    by_ns, by_pair = _label_index(state)
+    pool = by_ns.get(namespace, []) if not c.selector.labels else \
+        by_pair.get((namespace, *min(c.selector.labels)), [])  # a match carries every matchLabels pair
+    pods = state.pods
+    for p in pool:
+        out[p] = c.selector.matches(pods[p].metadata.labels)
+    return out
+
+
+def _label_index(state: ClusterState) -> tuple[dict[str, list[int]], dict[tuple[str, str, str], list[int]]]:
+    """Live pods by namespace and by (namespace, label key, value); built once per cluster state."""
+    hit = state.__dict__.get("_spread_label_index")
+    if hit is None:
+        by_ns: dict[str, list[int]] = {}
+        by_pair: dict[tuple[str, str, str], list[int]] = {}
+        for i, p in enumerate(state.pods):
+            if p.metadata.deletion_timestamp is not None:
+                continue
+            ns = p.metadata.namespace or "default"
+            by_ns.setdefault(ns, []).append(i)
+            for k, v in p.metadata.labels.items():
+                by_pair.setdefault((ns, k, v), []).append(i)
+        hit = state.__dict__["_spread_label_index"] = (by_ns, by_pair)
+    return hit
 
 
 def domain_counts(state: ClusterState, node_of: np.ndarray, sd: SpreadDomains) -> tuple[list[str], np.ndarray]:

@@ -113,6 +113,7 @@ class InterPodAffinityScore:
         towards each other are counted once, by the class that carries them; the hardPodAffinityWeight
         bonus between batch pods is left out (their required affinity is a filter)."""
         for c in classes:
+            model.check_time()
             scores = static_scores(model, self, c)
             if scores is not None:
                 add_arrival_scores(model, c, scores, SCORE_SCALE * weight, objective)

@@ -169,6 +169,7 @@ class PodTopologySpreadScore:
         Only the domains where the batch has variables get a constraint."""
         seen: set[tuple] = set()
         for c in classes:
+            model.check_time()
             pod = self.state.pods[c.rep]
             cons = resolve_constraints(model.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
             if not cons:

@@ -18,6 +18,7 @@ itself removed (what an independent re-check with the greedy filters verifies, :
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,7 +31,11 @@ from ..model.snapshot import Snapshot
 from ..profile import SchedulerConfig
 from .classes import Batch, PodClass
 
-__all__ = ["BatchModel", "ClassVars"]
+__all__ = ["BatchModel", "BuildTimeout", "ClassVars"]
+
+
+class BuildTimeout(Exception):
+    """An objective's terms could not be built before the model's ``deadline``."""
 
 
 @dataclass
@@ -97,6 +102,7 @@ class BatchModel:
         self._rule = ""
         self.vars: list[ClassVars] = []
         self.restricted = False  # some class lost allowed nodes to a candidate list
+        self.deadline: float | None = None  # long objective builds stop here (BuildTimeout)
         if build:
             self.build(candidates)
 
@@ -107,6 +113,11 @@ class BatchModel:
         for name, fw, classes in self._rule_groups():
             fw.filter_rules[name].encode_filter(self, classes)
         self.placed = [self._placed(c) for c in self.classes]
+
+    def check_time(self) -> None:
+        """Raise :class:`BuildTimeout` once ``deadline`` (a ``time.perf_counter()`` value) has passed."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise BuildTimeout
 
     def size(self) -> int:
         """Arrival variables the model would have on every allowed node."""

@@ -22,7 +22,8 @@ __all__ = ["score_objective"]
 
 
 def score_objective(model: BatchModel) -> tuple[Linear, dict[str, Fidelity]]:
-    """(the score tier's objective, fidelity per plugin that contributed)."""
+    """(the score tier's objective, fidelity per plugin that contributed). Raises
+    :class:`~.model.BuildTimeout` past the model's deadline (the tier is then left out)."""
     objective = Linear()
     fidelity: dict[str, Fidelity] = {}
     for sched, classes in model.by_profile.items():
@@ -31,6 +32,7 @@ def score_objective(model: BatchModel) -> tuple[Linear, dict[str, Fidelity]]:
             rule = fw.score_rules[name]
             if not hasattr(rule, "encode_score"):
                 continue
+            model.check_time()
             rule.encode_score(model, classes, int(fw.profile.score_weights.get(name, 1)), objective)
             fidelity[name] = rule.score_fidelity
     if Fidelity.SURROGATE in fidelity.values():

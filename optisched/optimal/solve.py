@@ -28,7 +28,7 @@ from .components import group_components, sub_batch
 from .decode import counts_of, decode
 from .explain import Explanation, explain_unplaced
 from .hint import repair_hint, repair_placement
-from .model import BatchModel
+from .model import BatchModel, BuildTimeout
 from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
 from .user_objectives import check_objective, user_objective
@@ -190,6 +190,7 @@ class _Group:
     cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
     objectives: list | None = None
     raw_values: dict[int, int] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # tiers not built in time
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, fallback: np.ndarray,
@@ -253,9 +254,18 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         share = weights[i] / sum(w for (n, _, _), w in zip(objectives[i:], weights[i:])
                                  if n.startswith("placed[") == placement)
         if callable(lin):
-            if deadline - time.perf_counter() < 1.0:
-                continue  # no time to build it: the tier is left out of the certificate
-            lin = lin()
+            left = deadline - time.perf_counter()
+            if left < 1.0:
+                g.skipped.append(name)  # no time to build it: the tier is left out of the certificate
+                continue
+            g.model.deadline = time.perf_counter() + 0.6 * left  # the rest solves it
+            try:
+                lin = lin()
+            except BuildTimeout:  # its partial terms are harmless; nothing after it is built
+                g.skipped += [n for n, _, _ in objectives[i:]]
+                break
+            finally:
+                g.model.deadline = None
         tier = g.solver.solve(name, lin, sense, share, caps.get(level), later, rest)
         tier.greedy = lin.value(g.raw_values)
         tier.fidelity = lin.fidelity
@@ -364,5 +374,8 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     greedy_optimal = not (fallback != raw).any() and all(t.greedy == t.bound for t in placed_tiers)
     if len(groups) > 1:
         notes.append(f"solved as {len(groups)} independent parts")
+    skipped = list(dict.fromkeys(n for g in groups for n in g.skipped))
+    if skipped:
+        notes.append(f"not enough time left to build the {', '.join(skipped)} tier(s): left out")
     cert = Certificate(status, tiers, time.perf_counter() - t0, source, greedy_optimal, notes)
     return OptimalResult(state, batch, node_of, cert, greedy, violations)
