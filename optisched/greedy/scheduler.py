@@ -182,6 +182,8 @@ class GreedyScheduler:
         to_find = num_feasible_nodes_to_find(pct, n_all)
         # most cycles find enough feasible nodes early: filter a head first, the rest only if needed
         head = min(2 * (to_find + 1) + 64, len(rotated))
+        if 4 * (len(rotated) - head) < head:
+            head = len(rotated)  # a short rest costs less than a second pass's fixed cost
         fp = fw.filter(cycle, rotated[:head], skipped)
         self._apply_nominated(fw, cycle, fp)
         if head < len(rotated) and np.count_nonzero(fp.passed) <= to_find:
