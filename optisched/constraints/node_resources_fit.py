@@ -100,6 +100,7 @@ class NodeResourcesFit:
         self.check_cols = np.array(cols, dtype=np.int64)
         self.reasons = [f"Insufficient {state.resources[j]}" for j in cols]
         self._per_pod: dict[int, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+        self._per_request: dict[bytes, tuple[np.ndarray, np.ndarray, list[str]]] = {}
         self._alloc_cols = np.ascontiguousarray(state.allocatable.T)  # one row per resource: column reads
         # allocatable − requested per resource and node, recomputed after the snapshot changed
         self._free = np.empty_like(self._alloc_cols)
@@ -117,8 +118,11 @@ class NodeResourcesFit:
         hit = self._per_pod.get(pod)
         if hit is None:
             need = self.snapshot.state.pod_requests[pod, self.check_cols]
-            keep = np.flatnonzero(need > 0)
-            hit = (self.check_cols[keep], need[keep], [self.reasons[k] for k in keep])
+            key = need.tobytes()  # pods with the same requests share one entry
+            hit = self._per_request.get(key)
+            if hit is None:
+                keep = np.flatnonzero(need > 0)
+                hit = self._per_request[key] = (self.check_cols[keep], need[keep], [self.reasons[k] for k in keep])
             self._per_pod[pod] = hit
         return hit
 
