@@ -136,3 +136,21 @@ def test_matches_every_recorded_cycle(case):
         cycles += 1
     assert cycles > 0
     assert not problems, problems[:5]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_two_column_score_matches_the_matrix_score(seed):
+    """cpu and memory on every node: the two-column path gives ``balanced_score`` over the matrix."""
+    from test_node_resources_fit import _random_cluster
+    snap = snapshot_of(*_random_cluster(seed))
+    rule = BalancedAllocation(snap, DEFAULT)
+    assert rule.scorer.columns is not None
+    nodes = np.arange(snap.state.num_nodes)[::-1]
+    for name, p in snap.state.pod_index.items():
+        if snap.node_of[p] >= 0:
+            continue
+        cycle = CycleState(p, snap, DEFAULT)
+        if rule.pre_score(cycle, nodes).code == Code.SKIP:
+            continue
+        want = balanced_score(*rule.scorer.inputs(nodes, rule.scorer.pod_requests(p)))
+        assert rule.score(cycle, nodes).tolist() == want.tolist(), name

@@ -70,8 +70,8 @@ def test_optimized_engine_decides_as_the_reference(seed, nodes, pods, load, tie_
     assert got["preempted"] == ref["preempted"]
 
 
-def _mixed_doc(seed: int, options: GreedyOptions, nominate: bool) -> dict:
-    state = compile_cluster(cluster_from_objects(mixed_cluster(seed)))
+def _mixed_doc(seed: int, options: GreedyOptions, nominate: bool, twins: bool = False) -> dict:
+    state = compile_cluster(cluster_from_objects(mixed_cluster(seed, twins)))
     config = default_config()
     sched = GreedyScheduler(state, config, options)
     if nominate:  # as if earlier preemptions had nominated these pods and they were still waiting
@@ -93,5 +93,17 @@ def test_optimized_engine_decides_as_the_reference_when_rules_cross_priorities(s
     options = GreedyOptions(requeue=requeue)
     ref = _mixed_doc(seed, replace(options, reference=True), nominate)
     got = _mixed_doc(seed, options, nominate)
+    assert _first_difference(ref["cycles"], got["cycles"]) is None
+    assert (got["final"], got["messages"], got["preempted"]) == (ref["final"], ref["messages"], ref["preempted"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), requeue=st.booleans(), nominate=st.booleans())
+def test_a_failed_cycle_is_reused_only_while_what_it_read_holds(seed, requeue, nominate):
+    """Every pending pod has a twin of the same shape: the optimized engine reuses a failed cycle's record
+    for the twin when the snapshot, the nominations and the start index are unchanged."""
+    options = GreedyOptions(requeue=requeue)
+    ref = _mixed_doc(seed, replace(options, reference=True), nominate, twins=True)
+    got = _mixed_doc(seed, options, nominate, twins=True)
     assert _first_difference(ref["cycles"], got["cycles"]) is None
     assert (got["final"], got["messages"], got["preempted"]) == (ref["final"], ref["messages"], ref["preempted"])

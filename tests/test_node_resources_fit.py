@@ -366,3 +366,47 @@ def test_matches_every_recorded_cycle(case):
         cycles += 1
     assert cycles > 0
     assert not problems, problems[:5]
+
+
+def _random_cluster(seed: int) -> list[dict]:
+    """Nodes of odd sizes, some overcommitted by their bound pods, pods with and without requests."""
+    import random
+    rng = random.Random(seed)
+    objs: list[dict] = []
+    for i in range(12):
+        objs.append(node(f"n{i}", cpu=f"{rng.choice([500, 1000, 3000, 7900])}m", memory=f"{rng.choice([1, 3, 64])}Gi"))
+        for k in range(rng.randint(0, 5)):
+            p = pod(f"b{i}-{k}").on(f"n{i}")
+            objs.append(p.req(cpu=f"{rng.choice([0, 100, 999, 4000])}m", memory=f"{rng.choice([0, 100, 2500])}Mi")
+                        if rng.random() < 0.8 else p)
+    for k in range(6):
+        p = pod(f"p{k}")
+        objs.append(p.req(cpu=f"{rng.choice([0, 1, 250, 3000])}m", memory=f"{rng.choice([0, 1, 300])}Mi")
+                    if k else p)
+    return objs
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("kind,resources", [("LeastAllocated", None), ("MostAllocated", None),
+                                            ("LeastAllocated", [("memory", 3), ("cpu", 1)]),
+                                            ("MostAllocated", [("cpu", 2), ("memory", 1), ("ephemeral-storage", 1)])])
+def test_column_scorer_matches_the_matrix_scorer(seed, kind, resources):
+    """When every configured resource counts on every node, the per-column path gives the strategy's
+    scores over the (requested, allocatable) matrix, overcommitted nodes and pods without requests included."""
+    objs = _random_cluster(seed)
+    if resources and any(r == "ephemeral-storage" for r, _ in resources):
+        for o in objs:
+            if o["kind"] == "Node":
+                o["status"]["allocatable"]["ephemeral-storage"] = "10Gi"
+    snap = snapshot_of(*objs)
+    profile = strategy(kind, resources)
+    rule = NodeResourcesFitScore(snap, profile)
+    assert rule.scorer.columns is not None
+    nodes = np.array([3, 0, 7, 7, 11, 5])
+    for name, p in snap.state.pod_index.items():
+        if snap.node_of[p] >= 0:
+            continue
+        cycle = CycleState(p, snap, profile)
+        rule.pre_score(cycle, nodes)
+        want = rule.score_inputs(*rule.scorer.inputs(nodes, rule.scorer.pod_requests(p)))
+        assert rule.score(cycle, nodes).tolist() == want.tolist(), name

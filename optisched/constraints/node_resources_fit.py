@@ -100,15 +100,29 @@ class NodeResourcesFit:
         self.check_cols = np.array(cols, dtype=np.int64)
         self.reasons = [f"Insufficient {state.resources[j]}" for j in cols]
         self._per_pod: dict[int, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+        self._per_request: dict[bytes, tuple[np.ndarray, np.ndarray, list[str]]] = {}
         self._alloc_cols = np.ascontiguousarray(state.allocatable.T)  # one row per resource: column reads
+        # allocatable − requested per resource and node, recomputed after the snapshot changed
+        self._free = np.empty_like(self._alloc_cols)
+        self._stale = True
+        snapshot.subscribe(self)
+
+    def on_add(self, pod: int, node: int) -> None:
+        self._stale = True
+
+    def on_remove(self, pod: int, node: int) -> None:
+        self._stale = True
 
     def _checks(self, pod: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """(columns, requested amounts, reasons) of the checked resources the pod requests (> 0)."""
         hit = self._per_pod.get(pod)
         if hit is None:
             need = self.snapshot.state.pod_requests[pod, self.check_cols]
-            keep = np.flatnonzero(need > 0)
-            hit = (self.check_cols[keep], need[keep], [self.reasons[k] for k in keep])
+            key = need.tobytes()  # pods with the same requests share one entry
+            hit = self._per_request.get(key)
+            if hit is None:
+                keep = np.flatnonzero(need > 0)
+                hit = self._per_request[key] = (self.check_cols[keep], need[keep], [self.reasons[k] for k in keep])
             self._per_pod[pod] = hit
         return hit
 
@@ -119,26 +133,39 @@ class NodeResourcesFit:
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         return self.fits(cycle.pod, nodes, None)
 
+    def _free_now(self) -> np.ndarray:
+        if self._stale:
+            np.subtract(self._alloc_cols, self.snapshot.requested.T, out=self._free)
+            self._stale = False
+        return self._free
+
     def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray | None) -> FilterResult:
         """``fitsRequest`` of pod row ``pod`` on ``nodes``, given ``used[i]`` = what is requested on
         ``nodes[i]`` (the "pods" column counts the pods there); None: what the snapshot holds."""
-        requested = self.snapshot.requested
-        code = np.zeros(len(nodes), dtype=np.int8)
+        free = self._free_now() if used is None else None
         reasons: list[tuple[np.ndarray, str]] = []
-        taken = requested[nodes, self.pods_col] if used is None else used[:, self.pods_col]
-        too_many = taken + 1 > self._alloc_cols[self.pods_col][nodes]
-        if too_many.any():
-            code[too_many] = Code.UNSCHEDULABLE
-            reasons.append((too_many, TOO_MANY_PODS))
+        # taken + 1 > allocatable, i.e. allocatable − taken < 1
+        room = free[self.pods_col][nodes] if free is not None else \
+            self._alloc_cols[self.pods_col][nodes] - used[:, self.pods_col]
+        bad = room < 1
+        if bad.any():
+            reasons.append((bad, TOO_MANY_PODS))
+        unresolvable = None
         cols, need, texts = self._checks(pod)
         for j, amount, text in zip(cols, need, texts):
-            alloc = self._alloc_cols[j][nodes]
-            short = amount > alloc - (requested[nodes, j] if used is None else used[:, j])
+            room = free[j][nodes] if free is not None else self._alloc_cols[j][nodes] - used[:, j]
+            short = amount > room
             if not short.any():
                 continue
             reasons.append((short, text))
-            code[short] = np.maximum(code[short], np.int8(Code.UNSCHEDULABLE))
-            code[short & (amount > alloc)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            bad = bad | short
+            beyond = short & (amount > self._alloc_cols[j][nodes])
+            unresolvable = beyond if unresolvable is None else unresolvable | beyond
+        if not reasons:
+            return FilterResult(np.zeros(len(nodes), dtype=np.int8))
+        code = bad.view(np.int8) * np.int8(Code.UNSCHEDULABLE)
+        if unresolvable is not None:
+            code[unresolvable] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(code, reasons)
 
     # ------------------------------------------------------------------ CP-SAT side

@@ -25,6 +25,7 @@ __all__ = ["STATIC_FILTERS", "STATIC_SCORES", "CachedFramework"]
 STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
 STATIC_SCORES = frozenset({"TaintToleration", "NodeAffinity", "ImageLocality"})
 _ABSENT = object()
+_FILTER_KEY = "__static_filter_key__"
 MAX_ENTRIES = 512  # per cache: distinct pod shapes are few; a bound keeps memory flat on odd inputs
 
 
@@ -77,11 +78,18 @@ class CachedFramework(Framework):
         self._scores: dict[tuple, np.ndarray] = {}
         self._pre_filters: dict[tuple, tuple[Status, object]] = {}
 
+    def _filter_key(self, cycle: CycleState) -> tuple:
+        """``filter_key`` of the cycle's pod, computed once per cycle."""
+        key = cycle.data.get(_FILTER_KEY)
+        if key is None:
+            key = cycle.data[_FILTER_KEY] = filter_key(cycle.pod_obj)
+        return key
+
     def _pre_filter_one(self, name: str, cycle: CycleState) -> Status:
         """A static plugin's PreFilter status, and what it keeps in the cycle state, once per pod shape."""
         if name not in STATIC_FILTERS:
             return super()._pre_filter_one(name, cycle)
-        key = (name, filter_key(cycle.pod_obj))
+        key = (name, self._filter_key(cycle))
         hit = self._pre_filters.get(key)
         if hit is None:
             status = super()._pre_filter_one(name, cycle)
@@ -93,7 +101,7 @@ class CachedFramework(Framework):
 
     def _static_pass(self, cycle: CycleState, skipped: set[str]) -> _StaticPass:
         names = self.filter_names[:self.static_prefix]
-        key = (filter_key(cycle.pod_obj), frozenset(skipped.intersection(names)))
+        key = (self._filter_key(cycle), frozenset(skipped.intersection(names)))
         hit = self._filters.get(key)
         if hit is None:
             fp = super().filter(cycle, self.all_nodes, skipped | set(self.filter_names[self.static_prefix:]))

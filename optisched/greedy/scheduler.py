@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC
 
 import numpy as np
@@ -83,6 +83,19 @@ class GreedyResult:
                 for i, p in enumerate(self.state.pods)}
 
 
+class _ChangeCount:
+    """Snapshot listener counting adds and removes: what a cycle saw holds while the count stays."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def on_add(self, pod: int, node: int) -> None:
+        self.n += 1
+
+    def on_remove(self, pod: int, node: int) -> None:
+        self.n += 1
+
+
 def _seconds(ts) -> float | None:  # type: ignore[no-untyped-def]
     if ts is None:
         return None
@@ -110,6 +123,13 @@ class GreedyScheduler:
         self.cycle_no = 0
         # PDB status as the input had it: no disruption controller runs during a simulated run
         self.pdbs = PDBLedger(state, (state.pod_node >= 0).tolist())
+        # Failed cycles, by pod shape, valid while nothing they read changed (see schedule_one)
+        self._changes = _ChangeCount()
+        self.snapshot.subscribe(self._changes)
+        self._nominations = 0  # bumped whenever a nomination is made or dropped
+        self._failed: dict[tuple, CycleRecord] = {}
+        self._failed_at: tuple[int, int, int] | None = None
+        self._shapes: dict[int, tuple] = {}
 
     def _start_times(self) -> tuple[np.ndarray, float]:
         return start_times(self.state)
@@ -174,6 +194,8 @@ class GreedyScheduler:
         to_find = num_feasible_nodes_to_find(pct, n_all)
         # most cycles find enough feasible nodes early: filter a head first, the rest only if needed
         head = min(2 * (to_find + 1) + 64, len(rotated))
+        if 4 * (len(rotated) - head) < head:
+            head = len(rotated)  # a short rest costs less than a second pass's fixed cost
         fp = fw.filter(cycle, rotated[:head], skipped)
         self._apply_nominated(fw, cycle, fp)
         if head < len(rotated) and np.count_nonzero(fp.passed) <= to_find:
@@ -196,7 +218,41 @@ class GreedyScheduler:
             codes[rec.filters.evaluated] = rec.filters.fail_code
         return codes
 
+    def _shape(self, pod: int) -> tuple:
+        """Everything a cycle reads of a pod but its name, uid and creation time."""
+        key = self._shapes.get(pod)
+        if key is None:
+            obj = self.state.pods[pod]
+            key = self._shapes[pod] = (
+                obj.model_dump_json(exclude={"metadata": {"name", "uid", "creation_timestamp"}}),
+                self.state.pod_requests[pod].tobytes(), self.state.pod_nonzero[pod].tobytes(),
+                int(self.state.pod_priority[pod]))
+        return key
+
+    def _stamp(self) -> tuple[int, int, int]:
+        """What a failed cycle's outcome depends on besides the pod: snapshot, nominations, start index."""
+        return self._changes.n, self._nominations, self.next_start
+
     def schedule_one(self, pod: int, profile: Profile, attempt: int) -> CycleRecord:
+        """One cycle. A pod of the same shape as one that just failed, on the same snapshot, with the same
+        nominations and the same ``nextStartNodeIndex``, fails the same way (PreFilter, Filter and
+        PostFilter are functions of these): its record is reused. Only failures that evaluated every
+        node (and so left the start index where it was) and nominated nothing are kept."""
+        memo = (not self.options.reference and pod not in self.nominated
+                and not self.state.pods[pod].status.nominated_node_name)
+        stamp = self._stamp()
+        if memo and stamp == self._failed_at:
+            hit = self._failed.get(self._shape(pod))
+            if hit is not None:
+                return replace(hit, pod=pod, attempt=attempt)
+        rec = self._cycle(pod, profile, attempt)
+        if memo and rec.chosen is None and rec.preemption is None and self._stamp() == stamp:
+            if stamp != self._failed_at:
+                self._failed, self._failed_at = {}, stamp
+            self._failed[self._shape(pod)] = rec
+        return rec
+
+    def _cycle(self, pod: int, profile: Profile, attempt: int) -> CycleRecord:
         fw = self.framework(profile)
         cycle = CycleState(pod, self.snapshot, profile)
         nominated_row = self.nominated.get(pod)
@@ -322,7 +378,8 @@ class GreedyScheduler:
             if rec.chosen is not None:
                 self.snapshot.add(p, rec.chosen)
                 self.start_time[p] = self.bind_epoch + self.cycle_no
-                self.nominated.pop(p, None)
+                if self.nominated.pop(p, None) is not None:
+                    self._nominations += 1
                 result.unschedulable.pop(p, None)
                 queue.on_event(ClusterEvent.ASSIGNED_POD_ADD)
             else:
@@ -341,6 +398,7 @@ class GreedyScheduler:
             self.nominated.pop(v, None)
             result.preempted[v] = (pod, outcome.nominated)
         self.nominated[pod] = outcome.nominated
+        self._nominations += 1
         queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
 
 

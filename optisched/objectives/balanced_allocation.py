@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..optimal.model import BatchModel
     from ..optimal.tiers import Linear
 
-__all__ = ["BalancedAllocation", "balanced_score"]
+__all__ = ["BalancedAllocation", "balanced_pair", "balanced_score"]
 
 
 def balanced_score(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
@@ -70,6 +70,13 @@ def balanced_score(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
 
+def balanced_pair(req1: np.ndarray, alloc1: np.ndarray, req2: np.ndarray, alloc2: np.ndarray) -> np.ndarray:
+    """``balanced_score`` with two resources every node has: std = |f1 − f2| / 2, the same float64 steps."""
+    f1 = np.minimum(req1.astype(np.float64) / alloc1.astype(np.float64), 1.0)
+    f2 = np.minimum(req2.astype(np.float64) / alloc2.astype(np.float64), 1.0)
+    return ((1 - np.abs((f1 - f2) / 2)) * MAX_NODE_SCORE).astype(np.int64)
+
+
 class BalancedAllocation:
     """PreScore + Score of ``NodeResourcesBalancedAllocation``."""
 
@@ -94,6 +101,9 @@ class BalancedAllocation:
             pod_req = self.scorer.pod_requests(cycle.pod)
             if not pod_req.any():  # Score without PreScore returns 0 for a best-effort pod
                 return np.zeros(len(nodes), dtype=np.int64)
+        columns = self.scorer.plain_inputs(nodes, pod_req) if len(self.scorer.resources) == 2 else None
+        if columns is not None:
+            return balanced_pair(*columns[0], *columns[1])
         req, alloc = self.scorer.inputs(nodes, pod_req)
         return balanced_score(req, alloc)
 

@@ -59,6 +59,7 @@ __all__ = [
     "scorable_resource",
 ]
 
+_NATIVE = ("cpu", "memory", "ephemeral-storage")
 MAX_UTILIZATION = 100  # requested_to_capacity_ratio.go maxUtilization
 MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 
@@ -97,12 +98,43 @@ class ResourceAllocationScorer:
         self.weights = np.array([r.weight for r in resources], dtype=np.int64)
         self.use_requested = use_requested
         self.scorable = np.array([scorable_resource(r) for r in self.resources], dtype=bool)
+        self._pod_requests: dict[int, np.ndarray] = {}
+        self.columns = self._plain_columns()
+
+    def _plain_columns(self) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """(allocatable, used) per configured resource over all nodes when no node's score leaves any
+        resource out: every one is cpu, memory or ephemeral-storage (never skipped for a zero request)
+        and every node has it (allocatable ≠ 0). ``used`` is a view of the snapshot's column; None
+        otherwise."""
+        state, snap = self.snapshot.state, self.snapshot
+        if not self.resources or any(r not in _NATIVE or r not in state.resources for r in self.resources):
+            return None
+        out = []
+        for r in self.resources:
+            j = state.resource_col(r)
+            alloc = np.ascontiguousarray(state.allocatable[:, j])
+            if not alloc.all():
+                return None
+            nonzero = not self.use_requested and r in ("cpu", "memory")
+            out.append((alloc, snap.nonzero[:, 0 if r == "cpu" else 1] if nonzero else snap.requested[:, j]))
+        return out
 
     def pod_requests(self, pod: int) -> np.ndarray:
-        """``calculatePodResourceRequestList``: the pod's request per configured resource."""
-        req = pod_request_list(self.snapshot, pod, self.resources, self.use_requested)
-        req[~self.scorable] = 0
+        """``calculatePodResourceRequestList``: the pod's request per configured resource (read-only)."""
+        req = self._pod_requests.get(pod)
+        if req is None:
+            req = pod_request_list(self.snapshot, pod, self.resources, self.use_requested)
+            req[~self.scorable] = 0
+            req.flags.writeable = False
+            self._pod_requests[pod] = req
         return req
+
+    def plain_inputs(self, nodes: np.ndarray, pod_req: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """(requested with the pod, allocatable) per configured resource, as columns over ``nodes``, when
+        ``columns`` applies (then ``inputs`` has no zeroed entry); None otherwise."""
+        if self.columns is None:
+            return None
+        return [(used[nodes] + int(r), alloc[nodes]) for (alloc, used), r in zip(self.columns, pod_req.tolist())]
 
     def inputs(self, nodes: np.ndarray, pod_req: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(requested [n, k], allocatable [n, k]): requested includes the pod; both 0 for a resource the
@@ -200,8 +232,27 @@ class NodeResourcesFitScore:
         return Status()
 
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        if self.strategy != ScoringStrategyType.RequestedToCapacityRatio:
+            pod_req = cycle.data.get(self.state_key)
+            columns = self.scorer.plain_inputs(nodes, self.scorer.pod_requests(cycle.pod) if pod_req is None else pod_req)
+            if columns is not None:
+                return self._plain_score(columns)
         req, alloc = self.scorer.cycle_inputs(cycle, self.state_key, nodes)
         return self.score_inputs(req, alloc)
+
+    def _plain_score(self, columns: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """``least_allocated`` / ``most_allocated`` when every resource counts on every node: the same
+        integer arithmetic, one column at a time, and the weight sum a constant."""
+        most = self.strategy == ScoringStrategyType.MostAllocated
+        total = None
+        for (req, alloc), w in zip(columns, self.scorer.weights.tolist()):
+            if most:
+                s = np.minimum(req, alloc) * MAX_NODE_SCORE // alloc
+            else:
+                s = np.where(req <= alloc, (alloc - req) * MAX_NODE_SCORE // alloc, 0)
+            total = s * w if total is None else total + s * w
+        wsum = int(self.scorer.weights.sum())
+        return total // wsum if wsum > 0 else np.zeros_like(total)
 
     def score_inputs(self, req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
         """The strategy over (requested, allocatable) rows."""

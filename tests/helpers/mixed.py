@@ -8,6 +8,7 @@ host ports, equal start times and tight pod limits.
 """
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -50,8 +51,9 @@ def _pod(rng: random.Random, name: str, stamp: str, pending: bool) -> dict:
     return p
 
 
-def mixed_cluster(seed: int) -> list[dict]:
-    """Nodes in three zones (one without a zone label), bound and pending pods, PDBs on the tiers."""
+def mixed_cluster(seed: int, twins: bool = False) -> list[dict]:
+    """Nodes in three zones (one without a zone label), bound and pending pods, PDBs on the tiers.
+    With ``twins``, every pending pod has a copy under another name (the same shape, queued next to it)."""
     rng = random.Random(seed)
     nodes = []
     for i in range(rng.randint(5, 12)):
@@ -67,6 +69,10 @@ def mixed_cluster(seed: int) -> list[dict]:
         objs.append(p)
     for i in range(rng.randint(8, 25)):
         objs.append(_pod(rng, f"p{i:02d}", rng.choice(stamps), pending=True))
+        if twins:
+            twin = copy.deepcopy(objs[-1])
+            twin["metadata"]["name"] = f"p{i:02d}-twin"
+            objs.append(twin)
     for tier in TIERS:
         if rng.random() < 0.6:
             objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
