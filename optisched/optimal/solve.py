@@ -276,7 +276,8 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Ti
     """The batch's tiers: sums over the groups, bounded by the LP relaxation of the whole batch."""
     names = [f"placed[priority={lv}]" for lv in levels]
     names += [n for g in groups for t in g.tiers for n in [t.name] if n not in names]
-    names = list(dict.fromkeys(names))
+    left_out = {n for g in groups for n in g.skipped}  # a tier some part could not build covers no batch
+    names = [n for n in dict.fromkeys(names) if n not in left_out]
     out = []
     valid = all(g.cp_valid for g in groups)
     for name in names:
