@@ -86,6 +86,7 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
     status = {t.name: t.status for t in tiers}
     out: list[Explanation] = []
     probes = 0
+    cost = 2e-5 * len(base.proto.variables)  # copying and loading the model; then the last probe's time
     for c in model.classes:
         left = [state.pods[p].key for p in c.pending if node_of[p] < 0]
         if not left:
@@ -98,9 +99,12 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
             detail = "no node passes " + " and ".join(f"{r} (excludes {k})" for r, k in rules.items())
             out.append(Explanation(left, c.priority, "excluded", detail, rules))
             continue
-        left_s = deadline - time.perf_counter()
-        possible = _can_place_one(model, base, c.index, min(2.0, left_s)) if probes < MAX_PROBES and left_s > 0.05 \
-            else None
+        left_s = deadline - time.perf_counter() - cost
+        possible = None
+        if probes < MAX_PROBES and left_s > 0.05:
+            t0 = time.perf_counter()
+            possible = _can_place_one(model, base, c.index, min(2.0, left_s))
+            cost = time.perf_counter() - t0
         probes += 1
         if possible is False:
             out.append(Explanation(left, c.priority, "infeasible",
