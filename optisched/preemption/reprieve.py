@@ -14,6 +14,7 @@ import numpy as np
 
 from ..framework import FilterResult
 from .default_preemption import MAX_INT32
+from .worlds import ResourceWorld
 
 __all__ = ["Reprieved", "pdb_violating", "reprieve"]
 
@@ -91,8 +92,12 @@ def reprieve(dp, qs: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checks, w
     by_rank = np.argsort(rank, kind="stable")
     bounds = np.searchsorted(rank[by_rank], np.arange(int(sizes.max()) + 1 if len(sizes) else 1))
     victim = np.zeros(len(pp), dtype=bool)
+    only = worlds[0] if len(worlds) == 1 and len(checks) == 1 and isinstance(worlds[0], ResourceWorld) else None
     for r in range(len(bounds) - 1):
         idx = by_rank[bounds[r]:bounds[r + 1]]
+        if only is not None:  # NodeResourcesFit alone: put back and check in one step
+            victim[idx[~only.put_back(pp[idx], pv[idx])]] = True
+            continue
         for w in worlds:
             w.move(pp[idx], pv[idx], 1)
         bad = idx[~_fits(checks, pp[idx])]
