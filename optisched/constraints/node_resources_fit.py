@@ -168,6 +168,16 @@ class NodeResourcesFit:
             code[unresolvable] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(code, reasons)
 
+    def fits_rows(self, pod: int, allocatable: np.ndarray, used: np.ndarray) -> np.ndarray:
+        """Whether ``fits`` passes, without codes or reasons, for rows of ``allocatable`` and ``used``
+        (one node each): a free pod slot and ``need ≤ allocatable − used`` on every checked column."""
+        room = allocatable - used
+        ok = room[:, self.pods_col] >= 1
+        cols, need, _ = self._checks(pod)
+        if len(cols):
+            ok &= (room[:, cols] >= need).all(axis=1)
+        return ok
+
     # ------------------------------------------------------------------ CP-SAT side
     filter_fidelity = Fidelity.EXACT
 

@@ -191,38 +191,63 @@ class NodeEligibility:
     ``all_keys``: the node carries every constraint's topology key (``nodeLabelsMatchSpreadConstraints``);
     ``policy_mask(c)``: the node passes ``c``'s inclusion policies (``matchNodeInclusionPolicies``:
     Honor affinity = the pod's nodeSelector and required node affinity match; Honor taints = the pod
-    tolerates the node's NoSchedule and NoExecute taints)."""
+    tolerates the node's NoSchedule and NoExecute taints).
+
+    Nodes are fixed, so each mask is a function of what it reads of the pod (the keys; the nodeSelector
+    and node affinity; the tolerations): it is built once per such key and kept in ``state.memo``,
+    read-only (callers combine masks into new arrays)."""
 
     def __init__(self, state: ClusterState, pod: Pod, constraints: list[SpreadConstraint]) -> None:
         self.state = state
         self.pod = pod
-        self.all_keys = np.ones(state.num_nodes, dtype=bool)
-        for key in dict.fromkeys(c.topology_key for c in constraints):
-            self.all_keys &= state.label(key).has()
+        keys = tuple(dict.fromkeys(c.topology_key for c in constraints))
+        self.all_keys = _memo(state, ("spread.all_keys", keys), lambda: _all_keys(state, keys))
         self._affinity: np.ndarray | None = None
         self._taints: np.ndarray | None = None
 
     def policy_mask(self, c: SpreadConstraint) -> np.ndarray:
-        mask = np.ones(self.state.num_nodes, dtype=bool)
         if c.honor_affinity:
             if self._affinity is None:
-                self._affinity = required_mask(self.state, self.pod)
-            mask &= self._affinity
+                spec = self.pod.spec
+                aff = spec.affinity.node_affinity if spec.affinity else None
+                key = ("spread.affinity", frozenset(spec.node_selector.items()),
+                       None if aff is None else aff.model_dump_json())
+                self._affinity = _memo(self.state, key, lambda: required_mask(self.state, self.pod))
+            if not c.honor_taints:
+                return self._affinity
         if c.honor_taints:
             if self._taints is None:
-                taints, matrix = self.state.distinct_taints
-                if taints:
-                    bad = untolerated(self.pod.spec.tolerations, taints,
-                                      {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE})
-                    self._taints = np.asarray(~matrix[:, bad].any(axis=1), dtype=bool)
-                else:
-                    self._taints = np.ones(self.state.num_nodes, dtype=bool)
-            mask &= self._taints
-        return mask
+                key = ("spread.taints", tuple(self.pod.spec.tolerations))
+                self._taints = _memo(self.state, key, self._tolerated)
+            return self._taints if not c.honor_affinity else self._affinity & self._taints
+        return _memo(self.state, ("spread.all",), lambda: np.ones(self.state.num_nodes, dtype=bool))
+
+    def _tolerated(self) -> np.ndarray:
+        taints, matrix = self.state.distinct_taints
+        if not taints:
+            return np.ones(self.state.num_nodes, dtype=bool)
+        bad = untolerated(self.pod.spec.tolerations, taints, {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE})
+        return np.asarray(~matrix[:, bad].any(axis=1), dtype=bool)
 
     def counted(self, c: SpreadConstraint) -> np.ndarray:
         """Nodes whose pods count for ``c`` in filtering: all keys and ``c``'s policies."""
         return self.all_keys & self.policy_mask(c)
+
+
+def _all_keys(state: ClusterState, keys: tuple[str, ...]) -> np.ndarray:
+    mask = np.ones(state.num_nodes, dtype=bool)
+    for key in keys:
+        mask &= state.label(key).has()
+    return mask
+
+
+def _memo(state: ClusterState, key: tuple, build: Any) -> np.ndarray:
+    """``state.memo[key]``, built on first use and made read-only."""
+    hit = state.memo.get(key)
+    if hit is None:
+        hit = state.memo[key] = build()
+        hit.flags.writeable = False
+    return hit
 
 
 def matching_pods_per_node(counter: MatchCounter, pod: Pod, selector: Selector) -> np.ndarray:

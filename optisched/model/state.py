@@ -81,6 +81,8 @@ class ClusterState:
     pod_node: np.ndarray  # int64 [P]: node row of bound pods, -1 for pending
     pod_priority: np.ndarray  # int64 [P]
     _labels: dict[str, LabelColumn] = field(default_factory=dict, repr=False)
+    # node masks that rules derive from the fixed nodes and a key of what they read of a pod
+    memo: dict[tuple, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def nodes(self) -> list[Node]:

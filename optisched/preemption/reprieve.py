@@ -14,6 +14,7 @@ import numpy as np
 
 from ..framework import FilterResult
 from .default_preemption import MAX_INT32
+from .worlds import ResourceWorld
 
 __all__ = ["Reprieved", "pdb_violating", "reprieve"]
 
@@ -40,7 +41,21 @@ class Reprieved:
 
 
 def _group_starts(sorted_pos: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(np.r_[True, sorted_pos[1:] != sorted_pos[:-1]]) if len(sorted_pos) else sorted_pos
+    if len(sorted_pos) == 0:
+        return sorted_pos
+    new = np.empty(len(sorted_pos), dtype=bool)
+    new[0] = True
+    np.not_equal(sorted_pos[1:], sorted_pos[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
+def _sizes(starts: np.ndarray, n: int) -> np.ndarray:
+    """Group sizes from the groups' starts in a sequence of ``n``."""
+    out = np.empty(len(starts), dtype=np.int64)
+    if len(starts):
+        np.subtract(starts[1:], starts[:-1], out=out[:-1])
+        out[-1] = n - starts[-1]
+    return out
 
 
 def pdb_violating(ledger, pos: np.ndarray, pods: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -54,7 +69,7 @@ def pdb_violating(ledger, pos: np.ndarray, pods: np.ndarray) -> np.ndarray:  # t
     r, b = r[o], b[o]
     key = pos[r] * (int(b.max()) + 1) + b
     starts = _group_starts(key)
-    taken = np.arange(len(r)) - np.repeat(starts, np.diff(np.r_[starts, len(r)])) + 1
+    taken = np.arange(len(r)) - np.repeat(starts, _sizes(starts, len(r))) + 1
     out[r[taken > np.asarray(ledger.allowed, dtype=np.int64)[b]]] = True
     return out
 
@@ -86,13 +101,17 @@ def reprieve(dp, qs: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checks, w
     ro = np.lexsort((np.arange(len(pp)), ~viol, pp))  # violating ones first
     pp, pv, prio, start, viol = pp[ro], pv[ro], prio[ro], start[ro], viol[ro]
     starts = _group_starts(pp)
-    sizes = np.diff(np.r_[starts, len(pp)])
+    sizes = _sizes(starts, len(pp))
     rank = np.arange(len(pp)) - np.repeat(starts, sizes)
     by_rank = np.argsort(rank, kind="stable")
     bounds = np.searchsorted(rank[by_rank], np.arange(int(sizes.max()) + 1 if len(sizes) else 1))
     victim = np.zeros(len(pp), dtype=bool)
+    only = worlds[0] if len(worlds) == 1 and len(checks) == 1 and isinstance(worlds[0], ResourceWorld) else None
     for r in range(len(bounds) - 1):
         idx = by_rank[bounds[r]:bounds[r + 1]]
+        if only is not None:  # NodeResourcesFit alone: put back and check in one step
+            victim[idx[~only.put_back(pp[idx], pv[idx])]] = True
+            continue
         for w in worlds:
             w.move(pp[idx], pv[idx], 1)
         bad = idx[~_fits(checks, pp[idx])]
@@ -114,7 +133,7 @@ def _collect(n, pp, pv, prio, start, viol, victim, mixed) -> Reprieved:  # type:
     if len(v) == 0:
         return out
     starts = _group_starts(pp[v])
-    sizes = np.diff(np.r_[starts, len(v)])
+    sizes = _sizes(starts, len(v))
     q = pp[v[starts]]
     pr = prio[v]
     top = np.maximum.reduceat(pr, starts)

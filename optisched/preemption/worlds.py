@@ -48,12 +48,21 @@ class ResourceWorld:
         self.rule, self.pod, self.nodes = rule, cycle.pod, nodes
         self.used = rule.snapshot.requested[nodes]
         self.requests = rule.snapshot.state.pod_requests
+        self.allocatable = rule.snapshot.state.allocatable[nodes]
 
     def move(self, pos: np.ndarray, pods: np.ndarray, sign: int) -> None:
         np.add.at(self.used, pos, sign * self.requests[pods])
 
     def check(self, qs: np.ndarray) -> FilterResult:
         return self.rule.fits(self.pod, self.nodes[qs], self.used[qs])
+
+    def put_back(self, pos: np.ndarray, pods: np.ndarray) -> np.ndarray:
+        """``move(pos, pods, 1)`` for the pods that then pass :meth:`check` (positions do not repeat);
+        which did. The reprieve step when this is the only dynamic filter."""
+        used = self.used[pos] + self.requests[pods]
+        ok = self.rule.fits_rows(self.pod, self.allocatable[pos], used)
+        self.used[pos[ok]] = used[ok]
+        return ok
 
 
 class _PortUsers:
