@@ -70,6 +70,8 @@ def schedule(
     workers: Annotated[int, typer.Option("--workers", min=1, help="Optimal mode: CP-SAT workers.")] = 2,
     movable: Annotated[bool, typer.Option("--movable", help="Optimal mode: running pods may move.")] = False,
     objective: ObjectiveOpt = None,
+    weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
+                                                "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -86,12 +88,16 @@ def schedule(
         raise InputError("--trace records greedy mode's cycles; optimal mode has none (use --output)")
     if objective is not None and mode != "optimal":
         raise InputError("--objective applies to optimal mode (--mode optimal)")
+    if weights is not None and mode != "optimal":
+        raise InputError("--weights applies to optimal mode (--mode optimal)")
+    from .optimal.solve import parse_weights
     from .optimal.user_objectives import check_objective
 
     check_objective(objective)
+    parsed = parse_weights(weights)
     state, config = _load(cluster, profile, kubeconfig, context)
     if mode == "optimal":
-        _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective)
+        _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed)
         return
     _schedule_greedy(state, config, tb, seed, no_requeue, trace, output)
 
@@ -116,11 +122,13 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
 
 
 def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
-                      workers: int, movable: bool, objective: str | None = None) -> None:
+                      workers: int, movable: bool, objective: str | None = None,
+                      weights: tuple[tuple[str, int], ...] = ()) -> None:
     from .optimal.solve import OptimalOptions, solve_optimal
     from .render import render_optimal_summary, solver_status
 
-    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective)
+    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
+                             weights=weights)
     with solver_status(err) as update:
         result = solve_optimal(state, config, options, progress=update)
     if output is not None:

@@ -3,6 +3,7 @@ the Python API and the command line."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +12,11 @@ from builders import node, pod, run_cli, state_of
 import optisched
 from optisched.errors import InputError
 from optisched.model.loader import cluster_from_objects
-from optisched.optimal.solve import OptimalOptions, solve_optimal
+from optisched.optimal.solve import OptimalOptions, parse_weights, solve_optimal
 from optisched.optimal.user_objectives import COST_KEY, node_costs
 from optisched.profile import default_config
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
 
 
 def solve(objs: list, objective: str | None):  # type: ignore[no-untyped-def]
@@ -127,3 +130,57 @@ def test_schedule_optimal_with_an_objective(tmp_path, capsys) -> None:  # type: 
 def test_cli_refuses_bad_objectives(args: list[str], message: str, capsys) -> None:  # type: ignore[no-untyped-def]
     code, _, stderr = run_cli([args[0], "datasets/examples/quickstart.yaml", *args[1:]], capsys)
     assert code == 2 and message in stderr and "Traceback" not in stderr
+
+
+# ------------------------------------------------------------------ one weighted objective
+def _weighted_cluster():  # type: ignore[no-untyped-def]
+    return state_of(node("n1", cpu="2"), pod("low").req(cpu="2").priority(1).on("n1"),
+                    pod("p").req(cpu="2").priority(10))
+
+
+def test_weights_trade_placement_against_disruption():
+    """Lexicographic tiers evict the low-priority pod for the preemptor (priority first). With placed=1,
+    disruption=1 one more pod placed at a higher level no longer pays for the eviction (the evicted pod
+    counts as placed too): the answer keeps the running pod, and the certificate has one weighted tier
+    with each weighted tier's value beside it."""
+    state = _weighted_cluster()
+    p, low = state.pod_index["default/p"], state.pod_index["default/low"]
+    lex = solve_optimal(state, default_config(), OptimalOptions(time_limit=5))
+    assert lex.node_of[p] == 0 and lex.node_of[low] < 0
+    w = solve_optimal(state, default_config(), OptimalOptions(time_limit=5, weights=parse_weights("placed=1,disruption=1")))
+    assert w.node_of[p] < 0 and w.node_of[low] == 0
+    names = [t.name for t in w.certificate.tiers]
+    assert names[0] == "weighted" and "weighted:disruption" in names and "weighted:placed[priority=10]" in names
+    top = w.certificate.tiers[0]
+    assert top.status == "OPTIMAL" and top.objective == top.bound == 1
+    assert {t.status for t in w.certificate.tiers[1:]} == {"VALUE"}
+    assert w.explanations and w.explanations[0].kind == "weighted"
+    # a level weight overrides "placed": priority 10 worth 5 pays for the eviction again
+    heavy = solve_optimal(state, default_config(), OptimalOptions(
+        time_limit=5, weights=parse_weights({"placed": 1, "placed[priority=10]": 5, "disruption": 1})))
+    assert heavy.node_of[p] == 0 and heavy.node_of[low] < 0 and heavy.violations == []
+
+
+@pytest.mark.parametrize("text, message", [("placed", "is not NAME=INTEGER"), ("speed=3", "is not a tier"),
+                                           ("placed=x", "is not an integer")])
+def test_bad_weights_are_input_errors(text, message):
+    with pytest.raises(InputError, match=message):
+        parse_weights(text)
+
+
+def test_weights_on_the_command_line(capsys):
+    ex = str(EXAMPLES / "preemption.yaml")
+    code, out, err = run_cli(["schedule", ex, "--mode", "optimal", "--weights", "placed=1,disruption=1",
+                              "--time-limit", "5"], capsys)
+    assert code == 0, err
+    assert "weighted" in out and "VALUE" in out
+    code, _, err = run_cli(["schedule", ex, "--weights", "placed=1"], capsys)
+    assert code == 2 and "--weights applies to optimal mode" in err
+
+
+def test_weights_through_the_python_api():
+    objs = [node("n1", cpu="2").build(), pod("low").req(cpu="2").priority(1).on("n1").build(),
+            pod("p").req(cpu="2").priority(10).build()]
+    r = optisched.solve(cluster_from_objects(objs), time_limit=5, weights={"placed": 1, "disruption": 1})
+    assert r.placements() == {"default/low": "n1", "default/p": None}
+    assert r.certificate.to_dict()["tiers"][0]["name"] == "weighted"

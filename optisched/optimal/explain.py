@@ -31,7 +31,7 @@ MAX_PROBES = 20  # feasibility probes per answer (one per class), each short
 class Explanation:
     pods: list[str]
     priority: int
-    kind: str  # "excluded" | "infeasible" | "outranked"
+    kind: str  # "excluded" | "infeasible" | "outranked" | "weighted"
     detail: str
     rules: dict[str, int] = field(default_factory=dict)  # rule -> nodes it excludes (the minimum cover)
 
@@ -114,6 +114,11 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
         tier = status.get(f"placed[priority={c.priority}]", "")
         proof = "no assignment places more pods of this priority" if tier == "OPTIMAL" else \
             f"the placement tier for this priority ended {tier or 'unsolved'} within the time limit"
+        if "weighted" in status:
+            out.append(Explanation(left, c.priority, "weighted",
+                                   f"fits alone on {int(usable.sum())} node(s); the weighted objective given "
+                                   "scores the answer higher without them"))
+            continue
         out.append(Explanation(left, c.priority, "outranked",
                                f"fits alone on {int(usable.sum())} node(s); left out for pods of higher or equal "
                                f"priority: {proof}"))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
 from ..preemption.batch import encode_eviction_rules
@@ -33,7 +34,7 @@ from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
 from .user_objectives import check_objective, user_objective
 
-__all__ = ["Certificate", "OptimalOptions", "OptimalResult", "solve_optimal"]
+__all__ = ["Certificate", "OptimalOptions", "OptimalResult", "parse_weights", "solve_optimal"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class OptimalOptions:
     max_variables: int = 30_000  # above this, classes keep candidate nodes only (see .candidates)
     presolve_limit: int = 20_000  # CP-SAT presolve only for models with at most this many variables
     objective: str | None = None  # a user objective (user_objectives.OBJECTIVES), a tier before the score
+    weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
 
 
 @dataclass
@@ -169,6 +171,79 @@ def domain_keys(batch: Batch) -> dict[int, list[str]]:
         if keys:
             out[c.index] = keys
     return out
+
+
+WEIGHT_KEYS = ("placed", "disruption", "objective", "score")
+
+
+def parse_weights(text: str | dict[str, int] | None) -> tuple[tuple[str, int], ...]:
+    """``"placed=1000,disruption=1,score=1"`` (or a dict) as weights for one objective: ``placed`` counts
+    every pod on a node (``placed[priority=N]`` one level, overriding it), ``disruption`` the tier of that
+    name, ``objective`` the user objective, ``score`` the profile's score. Maximized tiers add, minimized
+    ones subtract; a tier without a weight is left out."""
+    if not text:
+        return ()
+    items = text.items() if isinstance(text, dict) else [kv.split("=", 1) for kv in text.split(",") if kv.strip()]
+    out = []
+    for item in items:
+        if len(item) != 2:
+            raise InputError(f"--weights: {'='.join(item)!r} is not NAME=INTEGER")
+        name, value = str(item[0]).strip(), str(item[1]).strip()
+        level = name.startswith("placed[priority=") and name.endswith("]") and \
+            name[len("placed[priority="):-1].lstrip("-").isdigit()
+        if name not in WEIGHT_KEYS and not level:
+            raise InputError(f"--weights: {name!r} is not a tier; tiers: {', '.join(WEIGHT_KEYS)}, placed[priority=N]")
+        try:
+            out.append((name, int(value)))
+        except ValueError:
+            raise InputError(f"--weights: {name}={value!r} is not an integer") from None
+    return tuple(out)
+
+
+def _weight_of(weights: dict[str, int], name: str) -> int:
+    if name in weights:
+        return weights[name]
+    if name.startswith("placed["):
+        return weights.get("placed", 0)
+    return weights.get(name.split(":", 1)[0], 0)
+
+
+def _solve_weighted(g: _Group, deadline: float, raw: np.ndarray, options: OptimalOptions) -> None:
+    """One objective: Σ weight · tier (minimized tiers subtracted), solved once; each weighted tier's value
+    at the answer is reported beside it (status ``VALUE``: it has no bound of its own)."""
+    weights = dict(options.weights)
+    g.solver.deadline = deadline
+    g.objectives = _objectives(g.model, options.objective)
+    g.raw_values = _values_of(g.model, raw)
+    combined, parts = Linear(), []
+    for name, sense, lin in g.objectives:
+        w = _weight_of(weights, name)
+        if w == 0:
+            continue
+        if callable(lin):
+            g.model.deadline = time.perf_counter() + 0.4 * (deadline - time.perf_counter())
+            try:
+                lin = lin()
+            except BuildTimeout:
+                g.skipped.append(name)
+                continue
+            finally:
+                g.model.deadline = None
+        m = w if sense == "max" else -w
+        for v, c, (lo, hi) in zip(lin.vars, lin.coefs, lin.domains):
+            combined.add(v, c * m, hi, lo)
+        combined.const += lin.const * m
+        combined.derived += lin.derived
+        if lin.fidelity != "EXACT":
+            combined.fidelity = lin.fidelity
+        parts.append((name, sense, lin))
+    tier = g.solver.solve("weighted", combined, "max", 1.0)
+    tier.greedy, tier.fidelity = combined.value(g.raw_values), combined.fidelity
+    g.tiers.append(tier)
+    for name, sense, lin in parts:
+        value = g.solver.evaluate(lin) if g.solver.full is not None else 0
+        g.tiers.append(Tier(f"weighted:{name}", sense, value, value, "VALUE", 0.0, lin.value(g.raw_values),
+                            lin.fidelity))
 
 
 def _level_caps(batch: Batch) -> dict[int, int]:
@@ -328,7 +403,11 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     groups, lp = _build_groups(batch, config, options, fallback, deadline, progress)
     sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
     placing = time.perf_counter() + 0.75 * (deadline - time.perf_counter())  # placement tiers first, everywhere
-    for placement, until in ((True, placing), (False, deadline)):
+    if options.weights:
+        for k, g in enumerate(groups):
+            left = deadline - time.perf_counter()
+            _solve_weighted(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw, options)
+    for placement, until in () if options.weights else ((True, placing), (False, deadline)):
         for k, g in enumerate(groups):
             left = until - time.perf_counter()
             _solve_group(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw, options.objective, placement)
@@ -336,7 +415,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
             g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
 
     tiers = _combine(groups, batch.levels, lp)
-    result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase)
+    result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase, bool(options.weights))
     phase("explaining pods left pending")
     for g in groups:
         result.explanations += explain_unplaced(g.model, result.node_of, tiers, g.base, end)
@@ -346,7 +425,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
 def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[_Group], tiers: list[Tier],
             greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
-            phase) -> OptimalResult:  # type: ignore[no-untyped-def]
+            phase, weighted: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
     """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
     node_of, source = fallback, "greedy"
@@ -364,16 +443,19 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     if (fallback != raw).any():
         notes.append(f"greedy mode's placement breaks batch semantics for {int((fallback != raw).sum())} pod(s); "
                      "its repaired version is the fallback")
-    if source == "solver" and (violations or _lex_key(batch, fallback) > _lex_key(batch, node_of)):
+    # with weights, the solver kept the better of the hint (the repaired greedy placement) and its search
+    worse = not weighted and _lex_key(batch, fallback) > _lex_key(batch, node_of)
+    if source == "solver" and (violations or worse):
         node_of, source, violations = fallback, "greedy", []
         notes.append("the (repaired) greedy placement is returned: it is at least as good as the solver's")
     if source == "solver" and not any(g.solver.improved for g in groups):
         source = "greedy"
-    statuses = {t.status for t in tiers}
+    statuses = {t.status for t in tiers} - {"VALUE"}
     status = "OPTIMAL" if statuses <= {"OPTIMAL"} else \
         ("FEASIBLE" if all(g.solver.full is not None for g in groups) else "UNKNOWN")
-    placed_tiers = [t for t in tiers if t.name.startswith("placed[")]
-    greedy_optimal = not (fallback != raw).any() and all(t.greedy == t.bound for t in placed_tiers)
+    placed_tiers = [t for t in tiers if t.name.startswith("placed[") or t.name == "weighted"]
+    greedy_optimal = not (fallback != raw).any() and bool(placed_tiers) and \
+        all(t.greedy == t.bound for t in placed_tiers)
     if len(groups) > 1:
         notes.append(f"solved as {len(groups)} independent parts")
     skipped = list(dict.fromkeys(n for g in groups for n in g.skipped))
