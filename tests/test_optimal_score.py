@@ -10,7 +10,7 @@ from optisched.framework import CycleState, Fidelity
 from optisched.greedy.framework_runner import Framework
 from optisched.model.snapshot import Snapshot
 from optisched.optimal.classes import build_batch
-from optisched.optimal.decode import counts_of
+from optisched.optimal.decode import variable_values
 from optisched.optimal.model import BatchModel
 from optisched.optimal.score import score_objective
 from optisched.optimal.score_terms import SCORE_SCALE
@@ -47,15 +47,7 @@ def score_of(state, cfg, placement: dict[str, str]) -> int:  # type: ignore[no-u
     node_of = state.pod_node.copy()
     for name, n in placement.items():
         node_of[state.pod_index[f"default/{name}"]] = state.node_index[n]
-    arrivals, kept = counts_of(model.batch, node_of)
-    values = {}
-    for c in model.classes:
-        cv = model.vars[c.index]
-        for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars):
-            values[v.Index()] = arrivals[c.index].get(n, 0)
-        for n, v in zip(cv.keep_nodes.tolist(), cv.keep_vars):
-            values[v.Index()] = kept[c.index].get(n, 0)
-    return objective.value(values)
+    return objective.value(variable_values(model, node_of))
 
 
 def nodes_of(result, names: list[str]) -> list[str]:  # type: ignore[no-untyped-def]

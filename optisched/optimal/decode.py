@@ -1,11 +1,16 @@
 """Between class counts and pods: a model solution to a node per pod, and a placement to counts."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .classes import Batch
 
-__all__ = ["counts_of", "decode"]
+if TYPE_CHECKING:
+    from .model import BatchModel
+
+__all__ = ["counts_of", "decode", "variable_values"]
 
 
 def decode(batch: Batch, arrivals: list[dict[int, int]], kept: list[dict[int, int]]) -> np.ndarray:
@@ -44,3 +49,17 @@ def counts_of(batch: Batch, node_of: np.ndarray) -> tuple[list[dict[int, int]], 
             if node_of[p] >= 0:
                 arrivals[c.index][int(node_of[p])] = arrivals[c.index].get(int(node_of[p]), 0) + 1
     return arrivals, kept
+
+
+def variable_values(model: BatchModel, node_of: np.ndarray) -> dict[int, int]:
+    """Arrival and keep variable values (variable index -> value) of a placement; pods on nodes without
+    a variable are left out."""
+    arrivals, kept = counts_of(model.batch, node_of)
+    values: dict[int, int] = {}
+    for c in model.classes:
+        cv = model.vars[c.index]
+        for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars):
+            values[v.Index()] = arrivals[c.index].get(n, 0)
+        for n, v in zip(cv.keep_nodes.tolist(), cv.keep_vars):
+            values[v.Index()] = kept[c.index].get(n, 0)
+    return values

@@ -26,7 +26,7 @@ from .candidates import choose_candidates
 from .check import Violation, check_placement
 from .classes import Batch, build_batch
 from .components import group_components, sub_batch
-from .decode import counts_of, decode
+from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
 from .hint import repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout
@@ -138,19 +138,6 @@ def _score(model: BatchModel) -> Linear:
     return score
 
 
-def _values_of(model: BatchModel, node_of: np.ndarray) -> dict[int, int]:
-    """Variable values of a placement (pods on nodes without a variable are left out)."""
-    arrivals, kept = counts_of(model.batch, node_of)
-    values: dict[int, int] = {}
-    for c in model.classes:
-        cv = model.vars[c.index]
-        for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars):
-            values[v.Index()] = arrivals[c.index].get(n, 0)
-        for n, v in zip(cv.keep_nodes.tolist(), cv.keep_vars):
-            values[v.Index()] = kept[c.index].get(n, 0)
-    return values
-
-
 def _lex_key(batch: Batch, node_of: np.ndarray) -> tuple:
     per = placed_per_level(batch, node_of)
     left = sum(1 for c in batch.classes for n, pods in c.running.items() for p in pods if node_of[p] != n)
@@ -214,7 +201,7 @@ def _solve_weighted(g: _Group, deadline: float, raw: np.ndarray, options: Optima
     weights = dict(options.weights)
     g.solver.deadline = deadline
     g.objectives = _objectives(g.model, options.objective)
-    g.raw_values = _values_of(g.model, raw)
+    g.raw_values = variable_values(g.model, raw)
     combined, parts = Linear(), []
     for name, sense, lin in g.objectives:
         w = _weight_of(weights, name)
@@ -297,7 +284,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         encode_eviction_rules(m)
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit)
-        solver.full = repair_hint(m, _values_of(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
+        solver.full = repair_hint(m, variable_values(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
         groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted))
     return groups, LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
 
@@ -310,7 +297,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
     caps = _level_caps(g.batch)
     if g.objectives is None:
         g.objectives = _objectives(g.model, objective)
-        g.raw_values = _values_of(g.model, raw)
+        g.raw_values = variable_values(g.model, raw)
     objectives = g.objectives
     weights = [4 if name.startswith("placed[") else 1 for name, _, _ in objectives]
     for i, (name, sense, lin) in enumerate(objectives):

@@ -48,7 +48,7 @@ from ..model.objects import PreemptionPolicy
 from ..model.state import ClusterState, compile_cluster
 from ..optimal.check import Violation, check_placement
 from ..optimal.classes import Batch, PodClass, build_batch
-from ..optimal.decode import counts_of, decode
+from ..optimal.decode import decode, variable_values
 from ..optimal.hint import repair_hint
 from ..optimal.model import BatchModel
 from ..optimal.tiers import Linear, Progress, Tier, TierSolver
@@ -62,7 +62,6 @@ __all__ = ["SHIFT", "MinimalPreemption", "Victim", "minimal_victims", "single_po
 
 SHIFT = MAX_INT32 + 1  # upstream: sumPriorities += int64(priority) + int64(math.MaxInt32) + 1
 PARAMS: dict[str, object] = {"cp_model_probing_level": 0, "symmetry_level": 0}
-TIER_NAMES = ("placed", "pdbViolations", "highestVictimPriority", "victimPrioritySum", "victims")
 
 
 @dataclass(frozen=True)
@@ -285,26 +284,19 @@ def _tiers(model: BatchModel, batch: Batch, ledger: PDBLedger) -> list[tuple[str
         lin.ranks = levels  # type: ignore[attr-defined]
         return lin
 
-    def priority_sum() -> Linear:
+    def evicted_sum(weight: Callable[[PodClass], int]) -> Linear:
+        """Σ over evicted pods of ``weight(class)``: each kept pod takes its weight off the full sum."""
         lin = Linear()
         for c, _, _ in evicted:
             cv = model.vars[c.index]
             for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
-                lin.const += (c.priority + SHIFT) * u
-                lin.add(v, -(c.priority + SHIFT), u)
-        return lin
-
-    def count() -> Linear:
-        lin = Linear()
-        for c, _, _ in evicted:
-            cv = model.vars[c.index]
-            for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
-                lin.const += u
-                lin.add(v, -1, u)
+                lin.const += weight(c) * u
+                lin.add(v, -weight(c), u)
         return lin
 
     return [("placed", placed), ("pdbViolations", pdb_violations), ("highestVictimPriority", highest),
-            ("victimPrioritySum", priority_sum), ("victims", count)]
+            ("victimPrioritySum", lambda: evicted_sum(lambda c: c.priority + SHIFT)),
+            ("victims", lambda: evicted_sum(lambda c: 1))]
 
 
 def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, cross_node: bool = False,
@@ -332,6 +324,8 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
         out.status, out.message = "INFEASIBLE", NEVER
         return _done(out, t0)
     bounds = node_bounds(state, rule, row)
+    ledger = PDBLedger(state, (state.pod_node >= 0).tolist())
+    start_time, _ = start_times(state)
     pool = np.flatnonzero(candidates) if candidates is not None else np.arange(state.num_nodes)
     pool = np.array([n for n in sorted(pool.tolist(), key=lambda n: bounds[n]) if bounds[n] != INFEASIBLE_KEY],
                     dtype=np.int64)
@@ -344,7 +338,8 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
             chosen = np.append(chosen, kube)
         mask = np.zeros(state.num_nodes, dtype=bool)
         mask[chosen] = True
-        result = _solve_on(state, config, row, mask, cross_node, out, deadline, workers, seed, progress)
+        result = _solve_on(state, config, row, mask, cross_node, out, ledger, start_time, deadline, workers, seed,
+                           progress)
         if result is None:
             return _done(out, t0)
         proven = out.key is not None and out.key <= rest
@@ -360,12 +355,10 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
 
 
 def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.ndarray, cross_node: bool,
-              out: MinimalPreemption, deadline: float, workers: int, seed: int,
-              progress: Progress | None) -> bool | None:
+              out: MinimalPreemption, ledger: PDBLedger, start_time: np.ndarray, deadline: float, workers: int,
+              seed: int, progress: Progress | None) -> bool | None:
     """The tiers on the model where the pod may only land on ``nodes``; fills ``out``. None: stop
     (nothing to place); False: no victim set on these nodes; True: an answer."""
-    ledger = PDBLedger(state, (state.pod_node >= 0).tolist())
-    start_time, _ = start_times(state)
     batch = build_batch(state, config, only=[row], running_on=None if cross_node else nodes)
     if not batch.classes:
         out.status, out.message = "SKIPPED", next(iter(batch.skipped.values()), "not scheduled by any profile")
@@ -384,7 +377,7 @@ def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.
         hint[row] = state.node_index[out.greedy_node]
         hint[[state.pod_index[v.pod] for v in out.greedy_victims]] = -1
         left = deadline - time.perf_counter()
-        solver.full = repair_hint(model, _values(model, hint), seconds=max(0.2, 0.1 * left))
+        solver.full = repair_hint(model, variable_values(model, hint), seconds=max(0.2, 0.1 * left))
     tiers = []
     shares = [0.4, 0.35, 0.4, 0.5, 1.0]
     for (name, make), share in zip(objectives, shares):
@@ -422,19 +415,6 @@ def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.
     elif not gone:
         out.message = f"fits on {out.node} without preemption"
     return True
-
-
-def _values(model: BatchModel, node_of: np.ndarray) -> dict[int, int]:
-    """Arrival and keep variable values of a placement."""
-    arrivals, kept = counts_of(model.batch, node_of)
-    values: dict[int, int] = {}
-    for c in model.classes:
-        cv = model.vars[c.index]
-        for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars):
-            values[v.Index()] = arrivals[c.index].get(n, 0)
-        for n, v in zip(cv.keep_nodes.tolist(), cv.keep_vars):
-            values[v.Index()] = kept[c.index].get(n, 0)
-    return values
 
 
 def _done(out: MinimalPreemption, t0: float) -> MinimalPreemption:

@@ -37,17 +37,17 @@ def preemptions(result: GreedyResult, ledger: PDBLedger, pod: str | None = None)
     return out
 
 
+def _eviction(pod: str, annotations: dict[str, str]) -> dict:
+    """A ``policy/v1`` Eviction of ``pod`` (namespace/name): what ``kubectl`` or a descheduler would POST."""
+    ns, name = pod.split("/", 1)
+    return {"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations}}
+
+
 def eviction_objects(plan: list[Preemption]) -> list[dict]:
-    """One ``policy/v1`` Eviction per victim (what ``kubectl`` or a descheduler would POST)."""
-    out = []
-    for p in plan:
-        for victim, _, _ in p.victims:
-            ns, name = victim.split("/", 1)
-            out.append({"apiVersion": "policy/v1", "kind": "Eviction",
-                        "metadata": {"name": name, "namespace": ns,
-                                     "annotations": {"optisched.io/preemptor": p.preemptor,
-                                                     "optisched.io/node": p.node}}})
-    return out
+    """One ``policy/v1`` Eviction per victim of greedy mode's preemptions."""
+    return [_eviction(victim, {"optisched.io/preemptor": p.preemptor, "optisched.io/node": p.node})
+            for p in plan for victim, _, _ in p.victims]
 
 
 @dataclass(frozen=True)
@@ -104,24 +104,14 @@ def batch_eviction_objects(plan: list[BatchPreemption]) -> list[dict]:
     out = []
     for b in plan:
         for victim, _, _, moved_to in b.victims:
-            ns, name = victim.split("/", 1)
             notes = {"optisched.io/node": b.node, "optisched.io/preemptors": ",".join(p for p, _ in b.preemptors)}
             if moved_to is not None:
                 notes["optisched.io/target-node"] = moved_to
-            out.append({"apiVersion": "policy/v1", "kind": "Eviction",
-                        "metadata": {"name": name, "namespace": ns, "annotations": notes}})
+            out.append(_eviction(victim, notes))
     return out
 
 
 def minimal_eviction_objects(answers) -> list[dict]:  # type: ignore[no-untyped-def]
     """One ``policy/v1`` Eviction per victim of single-pod optimal preemption answers."""
-    out = []
-    for a in answers:
-        for v in a.victims:
-            ns, name = v.pod.split("/", 1)
-            out.append({"apiVersion": "policy/v1", "kind": "Eviction",
-                        "metadata": {"name": name, "namespace": ns,
-                                     "annotations": {"optisched.io/preemptor": a.preemptor,
-                                                     "optisched.io/node": v.node,
-                                                     "optisched.io/preemptor-node": a.node}}})
-    return out
+    return [_eviction(v.pod, {"optisched.io/preemptor": a.preemptor, "optisched.io/node": v.node,
+                              "optisched.io/preemptor-node": a.node}) for a in answers for v in a.victims]
