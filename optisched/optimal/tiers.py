@@ -93,14 +93,19 @@ class Tier:
 class _Watch(cp_model.CpSolverSolutionCallback):
     """Reports the tier's own objective and bound (the solver's combined objective scaled back)."""
 
-    def __init__(self, name: str, t0: float, progress: Progress | None, scale: int = 1, offset: int = 0) -> None:
+    def __init__(self, name: str, t0: float, progress: Progress | None, scale: int = 1, offset: int = 0,
+                 target: int | None = None) -> None:
         super().__init__()
         self.name, self.t0, self.progress, self.scale, self.offset = name, t0, progress, scale, offset
+        self.target = target  # a known bound on the tier (maximized): reaching it ends the search
 
     def on_solution_callback(self) -> None:
+        value = (self.objective_value - self.offset) // self.scale
         if self.progress is not None:
-            self.progress(self.name, (self.objective_value - self.offset) // self.scale,
-                          (self.best_objective_bound - self.offset) // self.scale, time.perf_counter() - self.t0)
+            self.progress(self.name, value, (self.best_objective_bound - self.offset) // self.scale,
+                          time.perf_counter() - self.t0)
+        if self.target is not None and value >= self.target:
+            self.stop_search()
 
 
 class TierSolver:
@@ -184,7 +189,9 @@ class TierSolver:
         solver.parameters.cp_model_presolve = self.presolve
         for k, v in self.params.items():
             setattr(solver.parameters, k, v)
-        status = solver.solve(self.cp, _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi))
+        watch = _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi,
+                       best if sense == "max" and cap is not None else None)
+        status = solver.solve(self.cp, watch)
         seconds = time.perf_counter() - start
         value = current
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
