@@ -88,6 +88,8 @@ class PodTerms:
         aff = pod.spec.affinity
         pa = aff.pod_affinity if aff else None
         paa = aff.pod_anti_affinity if aff else None
+        if pa is None and paa is None:
+            return _NO_TERMS
         return PodTerms(
             tuple(_term(pod, t) for t in (pa.required_during_scheduling_ignored_during_execution if pa else ())),
             tuple(_term(pod, t) for t in (paa.required_during_scheduling_ignored_during_execution if paa else ())),
@@ -97,6 +99,9 @@ class PodTerms:
                   for w in (paa.preferred_during_scheduling_ignored_during_execution if paa else ())),
             pa is not None or paa is not None,
         )
+
+
+_NO_TERMS = PodTerms((), (), (), (), False)
 
 
 class _StaticTerms:
