@@ -39,6 +39,8 @@ from .worlds import AffinityWorld, PortsWorld, ResourceWorld, SpreadWorld
 __all__ = ["DryRuns", "VectorPreemption"]
 
 STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
+FEW_NODES = 8  # dry runs set up for at most this many nodes find their pods through the nodes' pod lists
+SPARE = 16  # kept runs: nodes reprieved beyond what the search needs, for the next pods of the shape
 Check = Callable[[np.ndarray], FilterResult]
 
 
@@ -150,7 +152,11 @@ class VectorPreemption(DefaultPreemption):
         prio = int(state.pod_priority[cycle.pod])
         at = np.full(state.num_nodes, -1, dtype=np.int64)
         at[nodes] = np.arange(len(nodes))
-        lower = np.flatnonzero((snap.node_of >= 0) & (state.pod_priority < prio))
+        if len(nodes) <= FEW_NODES:  # the nodes an earlier pod's runs lost: read their own pod lists
+            lower = np.array([p for n in nodes.tolist() for p in snap.pods_on[n]], dtype=np.int64)
+            lower = lower[state.pod_priority[lower] < prio]
+        else:
+            lower = np.flatnonzero((snap.node_of >= 0) & (state.pod_priority < prio))
         pos = at[snap.node_of[lower]]
         pairs_pos, pairs_pod = pos[pos >= 0], lower[pos >= 0]
         has = np.bincount(pairs_pos, minlength=len(nodes)) > 0
@@ -291,10 +297,14 @@ class _Walk:
         runs = self.runs
         i = 0
         while i < len(seg):
-            chunk = seg[i:i + max(self.want - len(self.found), 16)]
+            size = max(self.want - len(self.found), 16)
+            chunk = seg[i:i + size]
             nodes = self.potential[chunk]
             todo = nodes[~runs.done[nodes]]
             if len(todo):
+                if runs.local:  # the next pod of this shape needs a few more when one of these changes
+                    ahead = self.potential[seg[i + size:i + size + SPARE]]
+                    todo = np.concatenate((todo, ahead[~runs.done[ahead]]))
                 runs.reprieve(self.dp, todo)
             has = runs.count[nodes] > 0
             k = self._add(chunk[has], runs.violations[nodes][has])
