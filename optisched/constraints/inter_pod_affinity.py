@@ -88,6 +88,8 @@ class PodTerms:
         aff = pod.spec.affinity
         pa = aff.pod_affinity if aff else None
         paa = aff.pod_anti_affinity if aff else None
+        if pa is None and paa is None:
+            return _NO_TERMS
         return PodTerms(
             tuple(_term(pod, t) for t in (pa.required_during_scheduling_ignored_during_execution if pa else ())),
             tuple(_term(pod, t) for t in (paa.required_during_scheduling_ignored_during_execution if paa else ())),
@@ -99,12 +101,25 @@ class PodTerms:
         )
 
 
+_NO_TERMS = PodTerms((), (), (), (), False)
+
+
+def _terms_key(pod: Pod) -> tuple[str, str] | None:
+    """What :meth:`PodTerms.of` reads of a pod (namespace, pod affinity and anti-affinity); None: no terms."""
+    aff = pod.spec.affinity
+    if aff is None or (aff.pod_affinity is None and aff.pod_anti_affinity is None):
+        return None
+    return pod.metadata.namespace or "default", aff.model_dump_json(include={"pod_affinity", "pod_anti_affinity"})
+
+
 class _StaticTerms:
     """Every pod's parsed terms, interned to ids, and indexes over them: read-only, one per ClusterState
     (greedy mode, the batch model and the checker each build snapshots over the same pods)."""
 
     def __init__(self, state: ClusterState) -> None:
-        self.terms = [PodTerms.of(p) for p in state.pods]
+        parsed: dict[tuple[str, str], PodTerms] = {}  # replicas of a workload share their terms
+        self.terms = [_NO_TERMS if (key := _terms_key(p)) is None else
+                      parsed.get(key) or parsed.setdefault(key, PodTerms.of(p)) for p in state.pods]
         self.ns_labels = state.cluster.namespace_labels()
         term_ids: dict[AffinityTerm, int] = {}
         self.pod_term_ids: list[dict[str, tuple[int, ...]] | None] = []

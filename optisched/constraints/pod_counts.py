@@ -21,9 +21,7 @@ class MatchCounter:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         state = snapshot.state
-        self._labels = [p.metadata.labels for p in state.pods]
-        self._ns = [p.metadata.namespace or "default" for p in state.pods]
-        self._alive = [p.metadata.deletion_timestamp is None for p in state.pods]
+        self._labels, self._ns, self._alive = state.pod_meta
         self._counts: dict[tuple[frozenset[str] | None, Selector], np.ndarray] = {}
         # keys bucketed by one required label pair, so an added pod only checks keys it could match
         self._by_pair: dict[tuple[str, str], list[tuple]] = {}

@@ -46,6 +46,20 @@ def sort_key(state: ClusterState, pod: int) -> tuple:
     return (-int(state.pod_priority[pod]), ((ts or _EPOCH) - _EPOCH) // _MICROSECOND, pod)
 
 
+_POD_BITS = 64
+_TIME_BITS = 60  # microseconds from datetime.min to the year 9999 stay below 2**59
+
+
+def int_key(state: ClusterState, pod: int) -> int:
+    """:func:`sort_key` packed into one integer with the same order (the time and the row are below
+    2**60 and 2**64, so each field ranks before the next): a heap of ints compares in one step."""
+    neg_prio, micros, _ = sort_key(state, pod)
+    return (neg_prio << (_TIME_BITS + _POD_BITS)) + (micros << _POD_BITS) + pod
+
+
+_POD_MASK = (1 << _POD_BITS) - 1
+
+
 class SchedulingQueue:
     """activeQ, backoffQ and the unschedulable pods, with a simulated clock in seconds."""
 
@@ -55,14 +69,15 @@ class SchedulingQueue:
         self.clock = 0.0
         self.attempts: dict[int, int] = {}
         self._last_try: dict[int, float] = {}
-        self._active: list[tuple] = [(sort_key(state, p), p) for p in pods]
+        self._keys: dict[int, int] = {}
+        self._active: list[int] = [self._key(p) for p in pods]  # int_key per pod; the row is its low bits
         heapq.heapify(self._active)
-        self._backoff: list[tuple[float, tuple, int]] = []
+        self._backoff: list[tuple[float, int]] = []
         self.unschedulable: dict[int, frozenset[str]] = {}
 
     def initial_order(self) -> list[int]:
         """The activeQ order at the start of the run."""
-        return [p for _, p in sorted(self._active)]
+        return [k & _POD_MASK for k in sorted(self._active)]
 
     def backoff_duration(self, pod: int) -> float:
         n = self.attempts.get(pod, 0)
@@ -73,18 +88,23 @@ class SchedulingQueue:
         if not self._active and self._backoff:
             self.clock = max(self.clock, self._backoff[0][0])
         while self._backoff and self._backoff[0][0] <= self.clock:
-            _, key, p = heapq.heappop(self._backoff)
-            heapq.heappush(self._active, (key, p))
+            heapq.heappush(self._active, heapq.heappop(self._backoff)[1])
         if not self._active:
             return None
-        _, p = heapq.heappop(self._active)
+        p = heapq.heappop(self._active) & _POD_MASK
         self.attempts[p] = self.attempts.get(p, 0) + 1
         self._last_try[p] = self.clock
         return p
 
     def push_active(self, pod: int) -> None:
         """Requeue at once (a preemptor after nominating, as upstream's nominated-pod path)."""
-        heapq.heappush(self._active, (sort_key(self.state, pod), pod))
+        heapq.heappush(self._active, self._key(pod))
+
+    def _key(self, pod: int) -> int:
+        key = self._keys.get(pod)
+        if key is None:
+            key = self._keys[pod] = int_key(self.state, pod)
+        return key
 
     def park(self, pod: int, plugins: frozenset[str]) -> None:
         """The pod failed: keep it among the unschedulable pods with the plugins that rejected it."""
@@ -98,9 +118,9 @@ class SchedulingQueue:
         for p in moved:
             del self.unschedulable[p]
             expiry = self._last_try.get(p, 0.0) + self.backoff_duration(p)
-            key = sort_key(self.state, p)
+            key = self._key(p)
             if expiry > self.clock:
-                heapq.heappush(self._backoff, (expiry, key, p))
+                heapq.heappush(self._backoff, (expiry, key))
             else:
-                heapq.heappush(self._active, (key, p))
+                heapq.heappush(self._active, key)
         return len(moved)

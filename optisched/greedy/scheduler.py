@@ -22,7 +22,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..preemption.default_preemption import DefaultPreemption, PreemptionOutcome
 from ..preemption.pdb import PDBLedger
-from ..preemption.vector_dry_run import VectorPreemption
+from ..preemption.vector_dry_run import DryRuns, VectorPreemption
 from ..profile import Profile, SchedulerConfig
 from .cached_framework import CachedFramework
 from .fiterror import fit_error_message
@@ -84,16 +84,20 @@ class GreedyResult:
 
 
 class _ChangeCount:
-    """Snapshot listener counting adds and removes: what a cycle saw holds while the count stays."""
+    """Snapshot listener counting adds and removes: what a cycle saw holds while the count stays;
+    ``nodes`` lists the node of each change in order."""
 
     def __init__(self) -> None:
         self.n = 0
+        self.nodes: list[int] = []
 
     def on_add(self, pod: int, node: int) -> None:
         self.n += 1
+        self.nodes.append(node)
 
     def on_remove(self, pod: int, node: int) -> None:
         self.n += 1
+        self.nodes.append(node)
 
 
 def _seconds(ts) -> float | None:  # type: ignore[no-untyped-def]
@@ -130,6 +134,7 @@ class GreedyScheduler:
         self._failed: dict[tuple, CycleRecord] = {}
         self._failed_at: tuple[int, int, int] | None = None
         self._shapes: dict[int, tuple] = {}
+        self._dry_runs: tuple[tuple, DryRuns] | None = None  # the last preemptor's dry runs, by shape
 
     def _start_times(self) -> tuple[np.ndarray, float]:
         return start_times(self.state)
@@ -332,9 +337,14 @@ class GreedyScheduler:
             prio = self.state.pod_priority[cycle.pod]
             nominated = {n for p, n in self.nominated.items()
                          if p != cycle.pod and self.state.pod_priority[p] >= prio and self.snapshot.node_of[p] < 0}
+            runs = None if nominated else self._kept_dry_runs(cycle, rec)
+            changes = self._changes.n
             outcome = VectorPreemption(*args).post_filter_all(cycle, codes, self.order, filter_node, fw,
                                                               rec.skipped_filters, nominated,
-                                                              self.options.record and self.options.record_candidates)
+                                                              self.options.record and self.options.record_candidates,
+                                                              runs)
+            if runs is None or not runs.local or self._changes.n != changes:
+                self._dry_runs = None
             if outcome is not None:
                 return outcome
         fit_failed = None
@@ -344,6 +354,21 @@ class GreedyScheduler:
             fit_idx = fw.filter_names.index("NodeResourcesFit")
             fit_failed[rec.filters.evaluated[rec.filters.fail_plugin == fit_idx]] = True
         return DefaultPreemption(*args).post_filter(cycle, codes, self.order, filter_node, fit_failed, fit_rule)
+
+    def _kept_dry_runs(self, cycle: CycleState, rec: CycleRecord) -> DryRuns:
+        """The dry runs of the last preemptor when it had this pod's shape (preemptors of one workload
+        come one after another), without the nodes changed since; else new ones, kept for the next."""
+        key = (cycle.profile.scheduler_name, self._shape(cycle.pod), frozenset(rec.skipped_filters))
+        log = self._changes.nodes
+        if self._dry_runs is not None and self._dry_runs[0] == key:
+            runs = self._dry_runs[1]
+            if len(log) > runs.seen:
+                runs.invalidate(np.unique(np.asarray(log[runs.seen:], dtype=np.int64)))
+        else:
+            runs = DryRuns(self.state.num_nodes)
+            self._dry_runs = (key, runs)
+        runs.seen = len(log)
+        return runs
 
     # ------------------------------------------------------------------ the run
     def run(self, progress: Callable[[int, int], None] | None = None) -> GreedyResult:

@@ -128,6 +128,13 @@ class ClusterState:
         return taints, mat
 
     @cached_property
+    def pod_meta(self) -> tuple[list[dict[str, str]], list[str], list[bool]]:
+        """Per pod row: its labels, its namespace ("default" when unset), and whether it is not
+        terminating (no ``deletionTimestamp``): what the label indexes read, fixed for a run."""
+        return ([p.metadata.labels for p in self.pods], [p.metadata.namespace or "default" for p in self.pods],
+                [p.metadata.deletion_timestamp is None for p in self.pods])
+
+    @cached_property
     def pending(self) -> list[int]:
         return [i for i in range(len(self.pods)) if self.pod_node[i] < 0]
 

@@ -20,9 +20,7 @@ class PodIndex:
     def __init__(self, snapshot: Snapshot) -> None:
         pods = snapshot.state.pods
         self.num_pods = len(pods)
-        self._labels = [p.metadata.labels for p in pods]
-        self._ns = [p.metadata.namespace or "default" for p in pods]
-        self._alive = [p.metadata.deletion_timestamp is None for p in pods]
+        self._labels, self._ns, self._alive = snapshot.state.pod_meta
         by_pair: dict[tuple[str, str], list[int]] = {}
         for i, labels in enumerate(self._labels):
             for pair in labels.items():

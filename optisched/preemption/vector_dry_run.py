@@ -36,9 +36,11 @@ from .pod_index import PodIndex
 from .reprieve import Reprieved, reprieve
 from .worlds import AffinityWorld, PortsWorld, ResourceWorld, SpreadWorld
 
-__all__ = ["VectorPreemption"]
+__all__ = ["DryRuns", "VectorPreemption"]
 
 STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
+FEW_NODES = 8  # dry runs set up for at most this many nodes find their pods through the nodes' pod lists
+SPARE = 16  # kept runs: nodes reprieved beyond what the search needs, for the next pods of the shape
 Check = Callable[[np.ndarray], FilterResult]
 
 
@@ -119,63 +121,166 @@ class VectorPreemption(DefaultPreemption):
         return fp
 
     def post_filter_all(self, cycle: CycleState, node_codes: np.ndarray, order: np.ndarray, filter_node,  # type: ignore[no-untyped-def]
-                        fw, skipped: set[str], nominated_nodes: set[int], with_table: bool) -> PreemptionOutcome | None:
-        """``Evaluator.Preempt``; ``nominated_nodes``: nodes whose filters must count nominated pods."""
+                        fw, skipped: set[str], nominated_nodes: set[int], with_table: bool,
+                        runs: DryRuns | None = None) -> PreemptionOutcome | None:
+        """``Evaluator.Preempt``; ``nominated_nodes``: nodes whose filters must count nominated pods;
+        ``runs``: the dry runs an earlier pod of the same shape left (touched nodes dropped), or None."""
         if cycle.pod_obj.spec.preemption_policy == "Never":
             return PreemptionOutcome(None, message=f"preemption: {NEVER}")
-        snap, state = self.snapshot, self.state
+        if runs is None:
+            runs = DryRuns(self.state.num_nodes)
         potential = order[node_codes[order] == Code.UNSCHEDULABLE]
+        reference = np.isin(potential, list(nominated_nodes)) if nominated_nodes else None
+        unknown = ~runs.known[potential]
+        if reference is not None:
+            unknown &= ~reference
+        fresh = potential[unknown]
+        if len(fresh) and not self._dry_run(cycle, fw, skipped, fresh, runs):
+            return None
+        kind = runs.kind[potential]
+        if reference is not None:
+            kind[reference] = 3  # reference dry run
+        walk = _Walk(self, cycle, potential, kind, filter_node, runs)
+        return walk.run(with_table)
+
+    def _dry_run(self, cycle: CycleState, fw, skipped: set[str], nodes: np.ndarray,  # type: ignore[no-untyped-def]
+                 runs: DryRuns) -> bool:
+        """Set up the dry runs of ``nodes``: the pods of lower priority on each (none: "No preemption
+        victims found"), every such node with all of them taken off through the filters in order.
+        False when a filter has no vectorized dry run (the reference path answers)."""
+        snap, state = self.snapshot, self.state
         prio = int(state.pod_priority[cycle.pod])
         at = np.full(state.num_nodes, -1, dtype=np.int64)
-        at[potential] = np.arange(len(potential))
-        lower = np.flatnonzero((snap.node_of >= 0) & (state.pod_priority < prio))
+        at[nodes] = np.arange(len(nodes))
+        if len(nodes) <= FEW_NODES:  # the nodes an earlier pod's runs lost: read their own pod lists
+            lower = np.array([p for n in nodes.tolist() for p in snap.pods_on[n]], dtype=np.int64)
+            lower = lower[state.pod_priority[lower] < prio]
+        else:
+            lower = np.flatnonzero((snap.node_of >= 0) & (state.pod_priority < prio))
         pos = at[snap.node_of[lower]]
         pairs_pos, pairs_pod = pos[pos >= 0], lower[pos >= 0]
-        kind = np.where(np.bincount(pairs_pos, minlength=len(potential)) > 0, 1, 0)  # 0 no victims, 1 dry run
-        if nominated_nodes:
-            kind[np.isin(potential, list(nominated_nodes))] = 3  # reference dry run
-        live = np.flatnonzero(kind == 1)
-        built = self._checks(fw, cycle, skipped, potential[live]) if len(live) else ([], [])
-        if built is None:
-            return None
-        checks, worlds = built
-        wpos = np.full(len(potential), -1, dtype=np.int64)
+        has = np.bincount(pairs_pos, minlength=len(nodes)) > 0
+        live = np.flatnonzero(has)
+        runs.kind[nodes] = 0
+        runs.done[nodes] = False
+        if len(live):
+            built = self._checks(fw, cycle, skipped, nodes[live])
+            if built is None:
+                runs.local = False  # nothing here may be kept
+                return False
+            self._first_pass(nodes, live, pairs_pos, pairs_pod, *built, runs)
+        runs.known[nodes] = True
+        return True
+
+    def _first_pass(self, nodes: np.ndarray, live: np.ndarray, pairs_pos: np.ndarray, pairs_pod: np.ndarray,
+                    checks: list[tuple[str, Check]], worlds: list, runs: DryRuns) -> None:
+        """Take the pairs' pods off the ``live`` nodes' worlds and run the filters once."""
+        runs.local &= all(isinstance(w, _LOCAL_WORLDS) for w in worlds)
+        wpos = np.full(len(nodes), -1, dtype=np.int64)
         wpos[live] = np.arange(len(live))
-        keep = wpos[pairs_pos] >= 0
-        wpairs_pos, wpairs_pod = wpos[pairs_pos[keep]], pairs_pod[keep]
+        wpairs_pos, wpairs_pod = wpos[pairs_pos], pairs_pod
         for w in worlds:
             w.move(wpairs_pos, wpairs_pod, -1)
         first = self._evaluate(checks, np.arange(len(live)))
-        kind[live[first.passed]] = 2
-        walk = _Walk(self, cycle, potential, kind, filter_node, first, live, (wpairs_pos, wpairs_pod), checks, worlds)
-        return walk.run(with_table)
+        rows = nodes[live]
+        runs.kind[rows] = 1 + first.passed
+        runs.batch[rows] = len(runs.batches)
+        runs.wq[rows] = np.arange(len(live))
+        runs.batches.append(_Batch(rows, (wpairs_pos, wpairs_pod), [c for c in checks if c[0] not in STATIC_FILTERS],
+                                   worlds, first))
+
+
+_LOCAL_WORLDS = (ResourceWorld, PortsWorld)  # worlds that read only their own node
+
+
+class _Batch:
+    """Dry runs set up together: world positions' nodes, (world position, pod) of the pods taken off,
+    the dynamic filters and worlds the reprieve moves, and the first filter pass over the positions."""
+
+    def __init__(self, nodes: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checks: list, worlds: list,
+                 first: FilterPass) -> None:
+        self.nodes, self.pairs, self.checks, self.worlds, self.first = nodes, pairs, checks, worlds, first
+
+
+class DryRuns:
+    """Per node row: what one pod's dry run found there.
+
+    When every dynamic filter answers from the node's own state (NodeResourcesFit, NodePorts), a node's
+    dry run reads only that node's pods, so a pod of the same shape (everything but name, uid and
+    creation time) gets the same answer on every node no add or remove touched since: the scheduler
+    keeps the runs for the next pod of that shape and drops the touched nodes (``invalidate``).
+    ``kind``: 0 no lower-priority pods, 1 the pod does not fit with all of them off, 2 it does (victims
+    after the reprieve once ``done``)."""
+
+    def __init__(self, num_nodes: int) -> None:
+        self.known = np.zeros(num_nodes, dtype=bool)
+        self.kind = np.zeros(num_nodes, dtype=np.int8)
+        self.batch = np.full(num_nodes, -1, dtype=np.int64)  # which _Batch holds the node's world
+        self.wq = np.full(num_nodes, -1, dtype=np.int64)  # the node's world position in it
+        self.done = np.zeros(num_nodes, dtype=bool)  # reprieve run
+        self.count = np.zeros(num_nodes, dtype=np.int64)
+        self.violations = np.zeros(num_nodes, dtype=np.int64)
+        self.keys = np.zeros((num_nodes, 5))
+        self.rep = np.full(num_nodes, -1, dtype=np.int64)  # which Reprieved holds the node's victims
+        self.batches: list[_Batch] = []
+        self.reprieved: list[Reprieved] = []
+        self.local = True  # every world so far reads only its node: the runs may be kept
+        self.seen = 0  # changes (the scheduler's log) already dropped
+
+    def invalidate(self, nodes: np.ndarray) -> None:
+        self.known[nodes] = False
+        self.done[nodes] = False
+
+    def reprieve(self, dp: VectorPreemption, nodes: np.ndarray) -> None:
+        """Run the reprieve loop for ``nodes`` (kind 2, not ``done``), batch by batch."""
+        b_of = self.batch[nodes]
+        for b in np.unique(b_of).tolist():
+            mine = nodes[b_of == b]
+            batch = self.batches[b]
+            qs = self.wq[mine]
+            got = reprieve(dp, qs, batch.pairs, batch.checks, batch.worlds, len(batch.nodes))
+            self.count[mine] = got.count[qs]
+            self.violations[mine] = got.violations[qs]
+            self.keys[mine] = got.keys[qs]
+            self.rep[mine] = len(self.reprieved)
+            self.reprieved.append(got)
+        self.done[nodes] = True
+
+    def victims(self, node: int) -> list[int]:
+        return self.reprieved[int(self.rep[node])].of(int(self.wq[node]))
+
+    def first_status(self, node: int) -> tuple[Code, list[str]]:
+        first, q = self.batches[int(self.batch[node])].first, int(self.wq[node])
+        return Code(int(first.fail_code[q])), first.reasons_at(q)
+
+    def histogram(self, nodes: np.ndarray) -> Counter:
+        """FitError reasons of the first filter pass over ``nodes`` (kind 1)."""
+        hist: Counter = Counter()
+        b_of = self.batch[nodes]
+        for b in np.unique(b_of).tolist():
+            first = self.batches[b].first
+            mask = np.zeros(len(first.evaluated), dtype=bool)
+            mask[self.wq[nodes[b_of == b]]] = True
+            for name, positions, res in first.results:
+                mine = (first.fail_plugin[positions] == first.plugin_names.index(name)) & mask[positions]
+                for m, text in res.reasons:
+                    n = int(np.count_nonzero(m & mine))
+                    if n:
+                        hist[text] += n
+        return hist
 
 
 class _Walk:
     """The candidate search over the nodes in order (``DryRunPreemption``), stopping as upstream does:
     once it holds ``numCandidates`` candidates, one of them violating no PDB."""
 
-    def __init__(self, dp: VectorPreemption, cycle, potential, kind, filter_node, first: FilterPass,  # type: ignore[no-untyped-def]
-                 live, pairs, checks, worlds) -> None:
+    def __init__(self, dp: VectorPreemption, cycle, potential, kind, filter_node, runs: DryRuns) -> None:  # type: ignore[no-untyped-def]
         self.dp, self.cycle, self.potential, self.kind = dp, cycle, potential, kind
-        self.filter_node, self.first, self.pairs = filter_node, first, pairs
-        self.checks = [c for c in checks if c[0] not in STATIC_FILTERS]
-        self.worlds = worlds
+        self.filter_node, self.runs = filter_node, runs
         self.want = dp.num_candidates(len(potential))
-        self.world_of = np.full(len(potential), -1, dtype=np.int64)
-        self.world_of[live] = np.arange(len(live))
-        self.batches: list[Reprieved] = []
-        self.batch_of = np.full(len(live), -1, dtype=np.int64)  # which batch reprieved a world position
         self.fallback: dict[int, tuple[list[int] | None, int, tuple[Code, list[str]]]] = {}
         self.found: list[int] = []
         self.n_ok = 0
-
-    def _reprieve(self, chunk: np.ndarray) -> Reprieved:
-        qs = self.world_of[chunk]
-        got = reprieve(self.dp, qs, self.pairs, self.checks, self.worlds, len(self.batch_of))
-        self.batch_of[qs] = len(self.batches)
-        self.batches.append(got)
-        return got
 
     def _add(self, ps: np.ndarray, violations: np.ndarray) -> int:
         """Take the candidates ``ps`` in order; the index where the search stops, or -1."""
@@ -189,13 +294,20 @@ class _Walk:
 
     def _segment(self, seg: np.ndarray) -> int:
         """Reprieve nodes of ``seg`` (all dry-run in this path) chunk by chunk; the stopping position or -1."""
+        runs = self.runs
         i = 0
         while i < len(seg):
-            chunk = seg[i:i + max(self.want - len(self.found), 16)]
-            got = self._reprieve(chunk)
-            qs = self.world_of[chunk]
-            has = got.count[qs] > 0
-            k = self._add(chunk[has], got.violations[qs][has])
+            size = max(self.want - len(self.found), 16)
+            chunk = seg[i:i + size]
+            nodes = self.potential[chunk]
+            todo = nodes[~runs.done[nodes]]
+            if len(todo):
+                if runs.local:  # the next pod of this shape needs a few more when one of these changes
+                    ahead = self.potential[seg[i + size:i + size + SPARE]]
+                    todo = np.concatenate((todo, ahead[~runs.done[ahead]]))
+                runs.reprieve(self.dp, todo)
+            has = runs.count[nodes] > 0
+            k = self._add(chunk[has], runs.violations[nodes][has])
             if k >= 0:
                 return int(chunk[has][k])
             i += len(chunk)
@@ -231,12 +343,8 @@ class _Walk:
         return PreemptionOutcome(int(self.potential[best]), self._victims(best) or [], "", table)
 
     def _keys(self, found: np.ndarray) -> np.ndarray:
-        """pickOneNodeForPreemption's criteria of the candidates at ``found`` (rows, in order)."""
-        qs = self.world_of[found]
-        keys = np.zeros((len(found), 5))
-        for b, got in enumerate(self.batches):
-            mine = (qs >= 0) & (self.batch_of[np.maximum(qs, 0)] == b)
-            keys[mine] = got.keys[qs[mine]]
+        """pickOneNodeForPreemption's criteria of the candidates at ``found`` (positions, in order)."""
+        keys = self.runs.keys[self.potential[found]]
         for i, p in enumerate(found.tolist() if self.fallback else ()):
             if p in self.fallback:
                 victims, violations, _ = self.fallback[p]
@@ -246,15 +354,13 @@ class _Walk:
     def _victims(self, p: int) -> list[int] | None:
         if p in self.fallback:
             return self.fallback[p][0]
-        q = int(self.world_of[p])
-        return self.batches[int(self.batch_of[q])].of(q)
+        return self.runs.victims(int(self.potential[p]))
 
     def _status(self, p: int) -> tuple[Code, list[str]]:
         if self.kind[p] == 0:
             return Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [NO_VICTIMS]
         if self.kind[p] == 1:
-            q = int(self.world_of[p])
-            return Code(int(self.first.fail_code[q])), self.first.reasons_at(q)
+            return self.runs.first_status(int(self.potential[p]))
         if p in self.fallback:
             return self.fallback[p][2]
         return Code.SUCCESS, []
@@ -266,8 +372,7 @@ class _Walk:
             node = int(self.potential[p])
             victims = self._victims(p) if self.kind[p] >= 2 else None
             if victims:
-                violations = self.fallback[p][1] if p in self.fallback else \
-                    int(self.batches[int(self.batch_of[self.world_of[p]])].violations[self.world_of[p]])
+                violations = self.fallback[p][1] if p in self.fallback else int(self.runs.violations[node])
                 table[node] = {"victims": [pods[v].key for v in victims], "numPDBViolations": violations}
             else:
                 code, reasons = self._status(p)
@@ -281,7 +386,9 @@ class _Walk:
         no_victims = int(np.count_nonzero(self.kind == 0))
         if no_victims:
             hist[NO_VICTIMS] += no_victims
-        hist.update(self.first.histogram())
+        failed = self.potential[self.kind == 1]
+        if len(failed):
+            hist.update(self.runs.histogram(failed))
         for _, _, status in self.fallback.values():
             for r in status[1]:
                 hist[r] += 1
