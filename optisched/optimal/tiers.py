@@ -188,7 +188,10 @@ class TierSolver:
         solver.parameters.random_seed = self.seed
         solver.parameters.cp_model_presolve = self.presolve
         for k, v in self.params.items():
-            setattr(solver.parameters, k, v)
+            if isinstance(v, list | tuple):
+                getattr(solver.parameters, k).extend(v)
+            else:
+                setattr(solver.parameters, k, v)
         watch = _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi,
                        best if sense == "max" and cap is not None else None)
         status = solver.solve(self.cp, watch)

@@ -1,0 +1,81 @@
+"""The LP bound of the placement tiers (optisched.optimal.bound): never below what any placement reaches,
+and the rounding cuts take out the fractional pods the plain relaxation adds to each node's remainder."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from builders import node, pod, state_of
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from optisched.optimal.bound import LevelBound
+from optisched.optimal.classes import build_batch
+from optisched.optimal.model import BatchModel
+from optisched.profile import default_config
+
+
+def _model(objs: list) -> BatchModel:
+    state = state_of(*objs)
+    return BatchModel(build_batch(state, default_config()), default_config(), build=False)
+
+
+def _best(cpus: list[int], sizes: list[int]) -> int:
+    """Most pods placed on nodes of ``cpus`` millicores, by brute force (every pod: a node or none)."""
+    best = 0
+    for choice in itertools.product(range(len(cpus) + 1), repeat=len(sizes)):
+        used = [0] * len(cpus)
+        for size, n in zip(sizes, choice):
+            if n < len(cpus):
+                used[n] += size
+        if all(u <= c for u, c in zip(used, cpus)):
+            best = max(best, sum(1 for n in choice if n < len(cpus)))
+    return best
+
+
+def _cluster(cpus: list[int], sizes: list[int]) -> list:
+    nodes = [node(f"n{i}", cpu=f"{c}m", memory="64Gi") for i, c in enumerate(cpus)]
+    pods = [pod(f"p{i}").req(cpu=f"{s}m", memory="64Mi") for i, s in enumerate(sizes)]
+    return nodes + pods
+
+
+def test_rounding_cuts_close_a_node_remainder_the_plain_relaxation_fills() -> None:
+    # three nodes of 4 cpus, pods of 1.5 and 1.6 cpus: two per node, six in all; the plain relaxation
+    # pools the types' 12 cpus and tops them up with a fraction of a pod
+    objs = _cluster([4000] * 3, [1500] * 6 + [1600] * 6)
+    plain = LevelBound(_model(objs), max_columns=0, cuts=False)
+    cut = LevelBound(_model(objs), max_columns=0, cuts=True)
+    assert not cut.per_node  # one node type (same labels but the hostname): the pooled relaxation
+    assert plain.bound(0) == 7
+    assert cut.bound(0) == 6 == _best([4000] * 3, [1500] * 6 + [1600] * 6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cpus=st.lists(st.sampled_from([1000, 2500, 4000]), min_size=1, max_size=3),
+       sizes=st.lists(st.sampled_from([300, 700, 1200, 1500, 2600]), min_size=1, max_size=6))
+def test_the_bound_is_never_below_the_best_placement(cpus: list[int], sizes: list[int]) -> None:
+    objs = _cluster(cpus, sizes)
+    best = _best(cpus, sizes)
+    for per_node, cuts in ((True, True), (False, True), (False, False)):
+        lb = LevelBound(_model(objs), max_columns=10**9 if per_node else 0, cuts=cuts)
+        got = lb.bound(0)
+        assert got is not None and got >= best, (per_node, cuts, got, best)
+
+
+def test_a_tighter_bound_with_cuts_on_generated_clusters() -> None:
+    from optisched.datasets.generate import GenerateSpec, generate
+    from optisched.model.loader import cluster_from_objects
+    from optisched.model.state import compile_cluster
+
+    state = compile_cluster(cluster_from_objects(generate(GenerateSpec(nodes=60, pods=600, load=1.0, seed=3))))
+    batch = build_batch(state, default_config())
+    model = BatchModel(batch, default_config(), build=False)
+    plain, cut = LevelBound(model, max_columns=0, cuts=False), LevelBound(model, max_columns=0, cuts=True)
+    bounds = []
+    for level in batch.levels:
+        a, b = plain.bound(level), cut.bound(level)
+        assert a is not None and b is not None and b <= a
+        bounds.append((a, b))
+        plain.fix(level, b)
+        cut.fix(level, b)
+    assert np.any([b < a for a, b in bounds])
