@@ -288,6 +288,10 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden))
             m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
             models.append((sub, m))
+    lp = LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
+    # each LNS part's own LP (its placement tiers stop at it), unless the relaxation is large enough
+    # (5,000 nodes) that building it again per part costs seconds the search needs more
+    part_lps = lp.solver.NumVariables() <= 50_000
     groups = []
     for sub, m in models:
         encode_eviction_rules(m)
@@ -297,8 +301,8 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             solver.params.update(LNS_PARAMS)
         solver.full = repair_hint(m, variable_values(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
         groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted,
-                             lp=LevelBound(m, cuts=False) if "subsolvers" in solver.params else None))
-    return groups, LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
+                             lp=LevelBound(m, cuts=False) if part_lps and "subsolvers" in solver.params else None))
+    return groups, lp
 
 
 def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None, placement: bool) -> None:
