@@ -153,6 +153,8 @@ def compare(
     report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
     movable: Annotated[bool, typer.Option("--movable", help="Running pods may move in optimal mode.")] = False,
     objective: ObjectiveOpt = None,
+    weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
+                                                "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -164,12 +166,14 @@ def compare(
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     for name in names:
         policy_config(name)  # refuse a bad policy before the long runs
+    from .optimal.solve import parse_weights
     from .optimal.user_objectives import check_objective
 
     check_objective(objective)
+    parsed = parse_weights(weights)
     state, config = _load(cluster, profile, kubeconfig, context)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
-                             objective=objective)
+                             objective=objective, weights=parsed)
     with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
         comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
     render_comparison(out, comparison)

@@ -178,6 +178,23 @@ def test_weights_on_the_command_line(capsys):
     assert code == 2 and "--weights applies to optimal mode" in err
 
 
+def test_compare_with_weights(tmp_path, capsys):
+    """compare runs optimal mode with the weights: its column shows the weighted tier and each weighted
+    tier's value, and the JSON certificate carries them; bad weights are refused before any run."""
+    ex = str(EXAMPLES / "preemption.yaml")
+    code, out, err = run_cli(["compare", ex, "--weights", "placed=1,disruption=1,score=1", "--time-limit", "5",
+                              "--report", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert "weighted" in out
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    optimal = next(r for r in doc["runs"] if r["name"] == "optimal")
+    names = [t["name"] for t in optimal["certificate"]["tiers"]]
+    assert names[0] == "weighted" and "weighted:score" in names
+    assert optimal["scoreObjective"] is not None
+    code, _, err = run_cli(["compare", ex, "--weights", "speed=3"], capsys)
+    assert code == 2 and "'speed' is not a tier" in err and "Traceback" not in err
+
+
 def test_weights_through_the_python_api():
     objs = [node("n1", cpu="2").build(), pod("low").req(cpu="2").priority(1).on("n1").build(),
             pod("p").req(cpu="2").priority(10).build()]

@@ -34,6 +34,7 @@ class CompareOptions:
     policies: tuple[str, ...] = ()
     movable: bool = False
     objective: str | None = None  # a user objective for optimal mode (pack, spread, balance)
+    weights: tuple[tuple[str, int], ...] = ()  # one weighted objective for optimal mode (solve.parse_weights)
 
 
 def policy_config(policy: str) -> SchedulerConfig:
@@ -53,7 +54,7 @@ def policy_config(policy: str) -> SchedulerConfig:
 
 def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
     cert = result.certificate.to_dict()
-    score = next((t.objective for t in result.certificate.tiers if t.name == "score"), None)
+    score = next((t.objective for t in result.certificate.tiers if t.name in ("score", "weighted:score")), None)
     return PlacementRun("optimal", "optimal", result.node_of.copy(), seconds, dict(result.unschedulable),
                         certificate=cert, score_objective=None if score is None else score / SCORE_SCALE)
 
@@ -69,7 +70,7 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
     start = time.perf_counter()
     opt = solve_optimal(state, config, OptimalOptions(time_limit=options.time_limit, workers=options.workers,
                                                       seed=options.seed, movable=options.movable,
-                                                      objective=options.objective),
+                                                      objective=options.objective, weights=options.weights),
                         progress=on_solver, greedy=greedy)
     runs.append(optimal_run(opt, time.perf_counter() - start))
     for policy in options.policies:
