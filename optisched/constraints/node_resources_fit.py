@@ -101,6 +101,7 @@ class NodeResourcesFit:
         self.reasons = [f"Insufficient {state.resources[j]}" for j in cols]
         self._per_pod: dict[int, tuple[np.ndarray, np.ndarray, list[str]]] = {}
         self._per_request: dict[bytes, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+        self._rows: dict[int, tuple] = {}  # id(checks) -> the snapshot path's rows, thresholds, texts
         self._alloc_cols = np.ascontiguousarray(state.allocatable.T)  # one row per resource: column reads
         # allocatable − requested per resource and node, recomputed after the snapshot changed
         self._free = np.empty_like(self._alloc_cols)
@@ -139,10 +140,40 @@ class NodeResourcesFit:
             self._stale = False
         return self._free
 
+    def _rows_of(self, checks: tuple[np.ndarray, np.ndarray, list[str]]) -> tuple:
+        """For the snapshot path: the "pods" column then the checked ones, each one's threshold (room
+        below it fails), texts, and per checked column the nodes whose whole allocatable is short
+        (None when there are none: nothing can be unresolvable)."""
+        hit = self._rows.get(id(checks))
+        if hit is None or hit[0] is not checks:
+            cols, need, texts = checks
+            rows = np.concatenate(([self.pods_col], cols)).astype(np.int64)
+            thr = np.concatenate(([1], need)).astype(self._alloc_cols.dtype)[:, None]
+            over = self._alloc_cols[cols] < need[:, None]
+            hit = self._rows[id(checks)] = (checks, rows, thr, [TOO_MANY_PODS, *texts],
+                                            over if over.any() else None)
+        return hit
+
+    def _fits_now(self, pod: int, nodes: np.ndarray) -> FilterResult:
+        """``fits`` against what the snapshot holds: every checked row gathered and compared at once."""
+        _, rows, thr, texts, over = self._rows_of(self._checks(pod))
+        short = self._free_now()[rows].take(nodes, axis=1) < thr
+        hit = np.logical_or.reduce(short, axis=1).nonzero()[0]
+        if len(hit) == 0:
+            return FilterResult(np.zeros(len(nodes), dtype=np.int8))
+        reasons = [(short[i], texts[i]) for i in hit.tolist()]
+        code = np.logical_or.reduce(short, axis=0).view(np.int8) * np.int8(Code.UNSCHEDULABLE)
+        if over is not None:  # requested beyond the whole allocatable (always short there too)
+            beyond = np.logical_or.reduce(short[1:] & over.take(nodes, axis=1), axis=0)
+            code[beyond] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return FilterResult(code, reasons)
+
     def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray | None) -> FilterResult:
         """``fitsRequest`` of pod row ``pod`` on ``nodes``, given ``used[i]`` = what is requested on
         ``nodes[i]`` (the "pods" column counts the pods there); None: what the snapshot holds."""
-        free = self._free_now() if used is None else None
+        if used is None:
+            return self._fits_now(pod, nodes)
+        free = None
         reasons: list[tuple[np.ndarray, str]] = []
         # taken + 1 > allocatable, i.e. allocatable − taken < 1
         room = free[self.pods_col][nodes] if free is not None else \
