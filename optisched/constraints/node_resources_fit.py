@@ -106,13 +106,14 @@ class NodeResourcesFit:
         # allocatable − requested per resource and node, recomputed after the snapshot changed
         self._free = np.empty_like(self._alloc_cols)
         self._stale = True
+        self._touched: list[int] = []  # nodes changed since the last refresh (when not all are stale)
         snapshot.subscribe(self)
 
     def on_add(self, pod: int, node: int) -> None:
-        self._stale = True
+        self._touched.append(node)
 
     def on_remove(self, pod: int, node: int) -> None:
-        self._stale = True
+        self._touched.append(node)
 
     def _checks(self, pod: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """(columns, requested amounts, reasons) of the checked resources the pod requests (> 0)."""
@@ -135,9 +136,14 @@ class NodeResourcesFit:
         return self.fits(cycle.pod, nodes, None)
 
     def _free_now(self) -> np.ndarray:
-        if self._stale:
+        touched = self._touched
+        if self._stale or len(touched) > 64:
             np.subtract(self._alloc_cols, self.snapshot.requested.T, out=self._free)
             self._stale = False
+        elif touched:  # a few nodes changed (a cycle binds one): refresh only their columns
+            nodes = np.array(touched, dtype=np.int64)
+            self._free[:, nodes] = self._alloc_cols[:, nodes] - self.snapshot.requested[nodes].T
+        touched.clear()
         return self._free
 
     def _rows_of(self, checks: tuple[np.ndarray, np.ndarray, list[str]]) -> tuple:
