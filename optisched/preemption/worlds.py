@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.inter_pod_affinity import REASON_AFFINITY, REASON_ANTI, REASON_EXISTING, AffinityIndex
-from ..constraints.node_ports import ANY_IP, host_ports
+from ..constraints.node_ports import ANY_IP, PodHostPorts, host_ports
 from ..constraints.node_ports import REASON as REASON_PORTS
 from ..constraints.pod_topology_spread import REASON, REASON_MISSING_LABEL
 from ..constraints.selectors import NOTHING, Selector
@@ -70,8 +70,8 @@ class _PortUsers:
 
     def __init__(self, snapshot) -> None:  # type: ignore[no-untyped-def]
         rows: dict[tuple[str, str, int], list[int]] = {}
-        for i, p in enumerate(snapshot.state.pods):
-            for key in host_ports(p):
+        for i, ports in enumerate(snapshot.shared(PodHostPorts).of):
+            for key in ports:
                 rows.setdefault(key, []).append(i)
         self.rows = {k: np.array(v, dtype=np.int64) for k, v in rows.items()}
 
