@@ -147,9 +147,9 @@ class NodeResourcesFit:
         return self._free
 
     def _rows_of(self, checks: tuple[np.ndarray, np.ndarray, list[str]]) -> tuple:
-        """For the snapshot path: the "pods" column then the checked ones, each one's threshold (room
-        below it fails), texts, and per checked column the nodes whose whole allocatable is short
-        (None when there are none: nothing can be unresolvable)."""
+        """The "pods" column then the checked ones, each one's threshold (room below it fails), texts,
+        and per checked column the nodes whose whole allocatable is short (None when there are none:
+        nothing can be unresolvable)."""
         hit = self._rows.get(id(checks))
         if hit is None or hit[0] is not checks:
             cols, need, texts = checks
@@ -160,10 +160,17 @@ class NodeResourcesFit:
                                             over if over.any() else None)
         return hit
 
-    def _fits_now(self, pod: int, nodes: np.ndarray) -> FilterResult:
-        """``fits`` against what the snapshot holds: every checked row gathered and compared at once."""
+    def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray | None) -> FilterResult:
+        """``fitsRequest`` of pod row ``pod`` on ``nodes``, given ``used[i]`` = what is requested on
+        ``nodes[i]`` (the "pods" column counts the pods there); None: what the snapshot holds.
+        Every checked row is gathered and compared at once: "pods" fails below one free slot (taken + 1
+        > allocatable), a checked resource below the requested amount."""
         _, rows, thr, texts, over = self._rows_of(self._checks(pod))
-        short = self._free_now()[rows].take(nodes, axis=1) < thr
+        if used is None:
+            room = self._free_now()[rows].take(nodes, axis=1)
+        else:
+            room = self._alloc_cols[rows].take(nodes, axis=1) - used.T[rows]
+        short = room < thr
         hit = np.logical_or.reduce(short, axis=1).nonzero()[0]
         if len(hit) == 0:
             return FilterResult(np.zeros(len(nodes), dtype=np.int8))
@@ -172,37 +179,6 @@ class NodeResourcesFit:
         if over is not None:  # requested beyond the whole allocatable (always short there too)
             beyond = np.logical_or.reduce(short[1:] & over.take(nodes, axis=1), axis=0)
             code[beyond] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return FilterResult(code, reasons)
-
-    def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray | None) -> FilterResult:
-        """``fitsRequest`` of pod row ``pod`` on ``nodes``, given ``used[i]`` = what is requested on
-        ``nodes[i]`` (the "pods" column counts the pods there); None: what the snapshot holds."""
-        if used is None:
-            return self._fits_now(pod, nodes)
-        free = None
-        reasons: list[tuple[np.ndarray, str]] = []
-        # taken + 1 > allocatable, i.e. allocatable − taken < 1
-        room = free[self.pods_col][nodes] if free is not None else \
-            self._alloc_cols[self.pods_col][nodes] - used[:, self.pods_col]
-        bad = room < 1
-        if bad.any():
-            reasons.append((bad, TOO_MANY_PODS))
-        unresolvable = None
-        cols, need, texts = self._checks(pod)
-        for j, amount, text in zip(cols, need, texts):
-            room = free[j][nodes] if free is not None else self._alloc_cols[j][nodes] - used[:, j]
-            short = amount > room
-            if not short.any():
-                continue
-            reasons.append((short, text))
-            bad = bad | short
-            beyond = short & (amount > self._alloc_cols[j][nodes])
-            unresolvable = beyond if unresolvable is None else unresolvable | beyond
-        if not reasons:
-            return FilterResult(np.zeros(len(nodes), dtype=np.int8))
-        code = bad.view(np.int8) * np.int8(Code.UNSCHEDULABLE)
-        if unresolvable is not None:
-            code[unresolvable] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(code, reasons)
 
     def fits_rows(self, pod: int, allocatable: np.ndarray, used: np.ndarray) -> np.ndarray:
