@@ -57,6 +57,7 @@ __all__ = [
     "SpreadConstraint",
     "default_selector",
     "domain_counts",
+    "domain_totals",
     "matching_pods_per_node",
     "resolve_constraints",
 ]
@@ -282,6 +283,11 @@ def domain_counts(codes: np.ndarray, counted: np.ndarray, per_node: np.ndarray,
     totals = np.bincount(c, weights=per_node[counted], minlength=num_values).astype(np.int64)
     present = np.bincount(c, minlength=num_values) > 0
     return totals, present
+
+
+def domain_totals(codes: np.ndarray, counted: np.ndarray, per_node: np.ndarray, num_values: int) -> np.ndarray:
+    """``domain_counts``' count per value code alone."""
+    return np.bincount(codes[counted], weights=per_node[counted], minlength=num_values).astype(np.int64)
 
 
 # ----------------------------------------------------------------------------- the filter
