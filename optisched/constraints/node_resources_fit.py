@@ -103,6 +103,8 @@ class NodeResourcesFit:
         self._per_request: dict[bytes, tuple[np.ndarray, np.ndarray, list[str]]] = {}
         self._rows: dict[int, tuple] = {}  # id(checks) -> the snapshot path's rows, thresholds, texts
         self._alloc_cols = np.ascontiguousarray(state.allocatable.T)  # one row per resource: column reads
+        # every pod's requests summed per resource stay below 2**52: float64 sums of them are exact
+        self.sums_exact = bool((np.abs(state.pod_requests.astype(np.float64)).sum(axis=0) < 2.0 ** 52).all())
         # allocatable − requested per resource and node, recomputed after the snapshot changed
         self._free = np.empty_like(self._alloc_cols)
         self._stale = True
