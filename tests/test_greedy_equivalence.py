@@ -70,6 +70,20 @@ def test_optimized_engine_decides_as_the_reference(seed, nodes, pods, load, tie_
     assert got["preempted"] == ref["preempted"]
 
 
+def test_dry_runs_summing_every_move_with_bincount_decide_as_the_reference(monkeypatch):
+    """ResourceWorld sums large moves (taking every lower-priority pod off) per column with bincount;
+    these clusters are too small to reach the size where it starts, so here every move takes it."""
+    from optisched.preemption import worlds
+    monkeypatch.setattr(worlds, "_MANY", 1)
+    seed, nodes, pods, load, tie_break, requeue = CASES[1]
+    options = GreedyOptions(tie_break=tie_break, seed=seed, requeue=requeue)
+    ref = _run(seed, nodes, pods, load, replace(options, reference=True))
+    got = _run(seed, nodes, pods, load, options)
+    assert ref["preempted"]
+    assert _first_difference(ref["cycles"], got["cycles"]) is None
+    assert (got["final"], got["messages"], got["preempted"]) == (ref["final"], ref["messages"], ref["preempted"])
+
+
 def _mixed_doc(seed: int, options: GreedyOptions, nominate: bool, twins: bool = False) -> dict:
     state = compile_cluster(cluster_from_objects(mixed_cluster(seed, twins)))
     config = default_config()

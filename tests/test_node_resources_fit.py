@@ -410,3 +410,53 @@ def test_column_scorer_matches_the_matrix_scorer(seed, kind, resources):
         rule.pre_score(cycle, nodes)
         want = rule.score_inputs(*rule.scorer.inputs(nodes, rule.scorer.pod_requests(p)))
         assert rule.score(cycle, nodes).tolist() == want.tolist(), name
+
+
+def _fits_per_column(rule: NodeResourcesFit, p: int, nodes: np.ndarray, used: np.ndarray) -> list[tuple[int, list[str]]]:
+    """``fitsRequest`` node by node and resource by resource: (code, reasons) per node."""
+    state = rule.snapshot.state
+    out = []
+    for i, n in enumerate(nodes.tolist()):
+        alloc, reasons, unresolvable = state.allocatable[n], [], False
+        if used[i, rule.pods_col] + 1 > alloc[rule.pods_col]:
+            reasons.append("Too many pods")
+        for j, text in zip(rule.check_cols.tolist(), rule.reasons):
+            need = state.pod_requests[p, j]
+            if need > 0 and need > alloc[j] - used[i, j]:
+                reasons.append(text)
+                unresolvable |= bool(need > alloc[j])
+        out.append((0 if not reasons else int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE),
+                    reasons))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fits_matches_a_per_node_check(seed):
+    """``fits`` (all checked rows at once) gives each node the codes and reasons of a per-node, per-resource
+    ``fitsRequest``: against the snapshot as pods come and go, and against given usage."""
+    objs = _random_cluster(seed)
+    for o in objs:
+        if o["kind"] == "Node":
+            o["status"]["allocatable"]["pods"] = str(seed % 3 + 1)
+            o["status"]["allocatable"][GPU] = str(seed % 2)
+    objs.append(pod("g").req(cpu="1m").lim(nvidia_gpu="1"))
+    snap = snapshot_of(*objs)
+    rule = NodeResourcesFit(snap, DEFAULT)
+    nodes = np.array([3, 0, 7, 7, 11, 5, 1])
+    pending = [p for p in snap.state.pod_index.values() if snap.node_of[p] < 0]
+    rng = np.random.default_rng(seed)
+
+    def check(p: int, used: np.ndarray | None) -> None:
+        res = rule.fits(p, nodes, used)
+        want = _fits_per_column(rule, p, nodes, snap.requested[nodes] if used is None else used)
+        assert [(int(c), res.reasons_of(i)) for i, c in enumerate(res.code.tolist())] == want
+
+    for step in range(8):
+        for p in pending:
+            check(p, None)
+            check(p, np.maximum(snap.requested[nodes] - rng.integers(0, 2000, size=snap.requested[nodes].shape), 0))
+        p = pending[step % len(pending)]
+        if snap.node_of[p] >= 0:
+            snap.remove(p)
+        else:
+            snap.add(p, int(rng.integers(0, 12)))

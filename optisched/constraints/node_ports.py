@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
 
-__all__ = ["REASON", "NodePorts", "host_ports"]
+__all__ = ["REASON", "NodePorts", "PodHostPorts", "host_ports"]
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY_IP = "0.0.0.0"
@@ -38,6 +38,14 @@ def host_ports(pod: Pod) -> list[tuple[str, str, int]]:
     return out
 
 
+class PodHostPorts:
+    """``host_ports`` of every pod row, listed once per snapshot (``snapshot.shared``): NodePorts and
+    the preemption dry runs' port index read the same lists."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.of = [host_ports(p) for p in snapshot.state.pods]
+
+
 def _wants_ports(pod: Pod) -> bool:
     return any(c.ports for c in pod.spec.containers)
 
@@ -49,7 +57,7 @@ class NodePorts:
         n = snapshot.state.num_nodes
         self.state = snapshot.state
         self.snapshot = snapshot
-        self._ports = [host_ports(p) for p in snapshot.state.pods]
+        self._ports = snapshot.shared(PodHostPorts).of
         self.used: dict[tuple[str, str, int], np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=bool))
         self.ips: dict[tuple[str, int], set[str]] = defaultdict(set)  # (protocol, port) -> host IPs seen
         snapshot.subscribe(self)

@@ -101,17 +101,21 @@ class NodeResourcesFit:
         self.reasons = [f"Insufficient {state.resources[j]}" for j in cols]
         self._per_pod: dict[int, tuple[np.ndarray, np.ndarray, list[str]]] = {}
         self._per_request: dict[bytes, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+        self._rows: dict[int, tuple] = {}  # id(checks) -> the snapshot path's rows, thresholds, texts
         self._alloc_cols = np.ascontiguousarray(state.allocatable.T)  # one row per resource: column reads
+        # every pod's requests summed per resource stay below 2**52: float64 sums of them are exact
+        self.sums_exact = bool((np.abs(state.pod_requests.astype(np.float64)).sum(axis=0) < 2.0 ** 52).all())
         # allocatable − requested per resource and node, recomputed after the snapshot changed
         self._free = np.empty_like(self._alloc_cols)
         self._stale = True
+        self._touched: list[int] = []  # nodes changed since the last refresh (when not all are stale)
         snapshot.subscribe(self)
 
     def on_add(self, pod: int, node: int) -> None:
-        self._stale = True
+        self._touched.append(node)
 
     def on_remove(self, pod: int, node: int) -> None:
-        self._stale = True
+        self._touched.append(node)
 
     def _checks(self, pod: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """(columns, requested amounts, reasons) of the checked resources the pod requests (> 0)."""
@@ -134,38 +138,49 @@ class NodeResourcesFit:
         return self.fits(cycle.pod, nodes, None)
 
     def _free_now(self) -> np.ndarray:
-        if self._stale:
+        touched = self._touched
+        if self._stale or len(touched) > 64:
             np.subtract(self._alloc_cols, self.snapshot.requested.T, out=self._free)
             self._stale = False
+        elif touched:  # a few nodes changed (a cycle binds one): refresh only their columns
+            nodes = np.array(touched, dtype=np.int64)
+            self._free[:, nodes] = self._alloc_cols[:, nodes] - self.snapshot.requested[nodes].T
+        touched.clear()
         return self._free
+
+    def _rows_of(self, checks: tuple[np.ndarray, np.ndarray, list[str]]) -> tuple:
+        """The "pods" column then the checked ones, each one's threshold (room below it fails), texts,
+        and per checked column the nodes whose whole allocatable is short (None when there are none:
+        nothing can be unresolvable)."""
+        hit = self._rows.get(id(checks))
+        if hit is None or hit[0] is not checks:
+            cols, need, texts = checks
+            rows = np.concatenate(([self.pods_col], cols)).astype(np.int64)
+            thr = np.concatenate(([1], need)).astype(self._alloc_cols.dtype)[:, None]
+            over = self._alloc_cols[cols] < need[:, None]
+            hit = self._rows[id(checks)] = (checks, rows, thr, [TOO_MANY_PODS, *texts],
+                                            over if over.any() else None)
+        return hit
 
     def fits(self, pod: int, nodes: np.ndarray, used: np.ndarray | None) -> FilterResult:
         """``fitsRequest`` of pod row ``pod`` on ``nodes``, given ``used[i]`` = what is requested on
-        ``nodes[i]`` (the "pods" column counts the pods there); None: what the snapshot holds."""
-        free = self._free_now() if used is None else None
-        reasons: list[tuple[np.ndarray, str]] = []
-        # taken + 1 > allocatable, i.e. allocatable − taken < 1
-        room = free[self.pods_col][nodes] if free is not None else \
-            self._alloc_cols[self.pods_col][nodes] - used[:, self.pods_col]
-        bad = room < 1
-        if bad.any():
-            reasons.append((bad, TOO_MANY_PODS))
-        unresolvable = None
-        cols, need, texts = self._checks(pod)
-        for j, amount, text in zip(cols, need, texts):
-            room = free[j][nodes] if free is not None else self._alloc_cols[j][nodes] - used[:, j]
-            short = amount > room
-            if not short.any():
-                continue
-            reasons.append((short, text))
-            bad = bad | short
-            beyond = short & (amount > self._alloc_cols[j][nodes])
-            unresolvable = beyond if unresolvable is None else unresolvable | beyond
-        if not reasons:
+        ``nodes[i]`` (the "pods" column counts the pods there); None: what the snapshot holds.
+        Every checked row is gathered and compared at once: "pods" fails below one free slot (taken + 1
+        > allocatable), a checked resource below the requested amount."""
+        _, rows, thr, texts, over = self._rows_of(self._checks(pod))
+        if used is None:
+            room = self._free_now()[rows].take(nodes, axis=1)
+        else:
+            room = self._alloc_cols[rows].take(nodes, axis=1) - used.T[rows]
+        short = room < thr
+        hit = np.logical_or.reduce(short, axis=1).nonzero()[0]
+        if len(hit) == 0:
             return FilterResult(np.zeros(len(nodes), dtype=np.int8))
-        code = bad.view(np.int8) * np.int8(Code.UNSCHEDULABLE)
-        if unresolvable is not None:
-            code[unresolvable] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        reasons = [(short[i], texts[i]) for i in hit.tolist()]
+        code = np.logical_or.reduce(short, axis=0).view(np.int8) * np.int8(Code.UNSCHEDULABLE)
+        if over is not None:  # requested beyond the whole allocatable (always short there too)
+            beyond = np.logical_or.reduce(short[1:] & over.take(nodes, axis=1), axis=0)
+            code[beyond] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(code, reasons)
 
     def fits_rows(self, pod: int, allocatable: np.ndarray, used: np.ndarray) -> np.ndarray:

@@ -57,6 +57,7 @@ __all__ = [
     "SpreadConstraint",
     "default_selector",
     "domain_counts",
+    "domain_totals",
     "matching_pods_per_node",
     "resolve_constraints",
 ]
@@ -92,6 +93,8 @@ class _DefaultSelectors:
     def __init__(self, snapshot: Snapshot) -> None:
         self.state = snapshot.state
         self._cache: dict[tuple, Selector] = {}
+        self._wanted: dict[tuple, tuple] = {}  # (id(defaults), action) -> (defaults, those with the action)
+        self._parsed: dict[tuple, tuple] = {}  # ((id(defaults), action), id(selector)) -> parsed constraints
         # controllers by (kind, namespace, name), the first of each as the lists hold them
         self._owners: dict[tuple[str, str, str], Any] = {}
         cluster = self.state.cluster
@@ -116,6 +119,24 @@ class _DefaultSelectors:
         if hit is None:
             hit = self._cache[key] = self._compute(pod)
         return hit
+
+    def constraints(self, pod: Pod, defaults: tuple[dict, ...], action: str) -> list[SpreadConstraint]:
+        """``buildDefaultConstraints``: ``defaults`` with ``whenUnsatisfiable == action`` and the pod's
+        default selector (none when it is empty). They read nothing else of the pod, so they are
+        parsed once per (defaults, action, selector); a new list is returned each time."""
+        key = (id(defaults), action)
+        wanted = self._wanted.get(key)
+        if wanted is None or wanted[0] is not defaults:
+            wanted = self._wanted[key] = (defaults, [c for c in defaults if c.get("whenUnsatisfiable") == action])
+        if not wanted[1]:
+            return []
+        sel = self.of(pod)
+        if sel.empty:
+            return []
+        hit = self._parsed.get((key, id(sel)))
+        if hit is None or hit[0] is not sel or hit[1] is not defaults:
+            hit = self._parsed[(key, id(sel))] = (sel, defaults, [_parse(c, pod, sel) for c in wanted[1]])
+        return list(hit[2])
 
     def _compute(self, pod: Pod) -> Selector:
         ns = _namespace(pod)
@@ -175,13 +196,9 @@ def resolve_constraints(snapshot: Snapshot, pod: Pod, defaults: tuple[dict, ...]
     own = pod.spec.topology_spread_constraints
     if own:
         return [_parse(c, pod, None) for c in own if c.when_unsatisfiable == action]
-    wanted = [c for c in defaults if c.get("whenUnsatisfiable") == action]
-    if not wanted:
+    if not defaults:
         return []
-    sel = default_selector(snapshot, pod)
-    if sel.empty:
-        return []
-    return [_parse(c, pod, sel) for c in wanted]
+    return snapshot.shared(_DefaultSelectors).constraints(pod, defaults, action)
 
 
 # ----------------------------------------------------------------------------- nodes and counts
@@ -266,6 +283,11 @@ def domain_counts(codes: np.ndarray, counted: np.ndarray, per_node: np.ndarray,
     totals = np.bincount(c, weights=per_node[counted], minlength=num_values).astype(np.int64)
     present = np.bincount(c, minlength=num_values) > 0
     return totals, present
+
+
+def domain_totals(codes: np.ndarray, counted: np.ndarray, per_node: np.ndarray, num_values: int) -> np.ndarray:
+    """``domain_counts``' count per value code alone."""
+    return np.bincount(codes[counted], weights=per_node[counted], minlength=num_values).astype(np.int64)
 
 
 # ----------------------------------------------------------------------------- the filter

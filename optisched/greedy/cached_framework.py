@@ -132,7 +132,7 @@ class CachedFramework(Framework):
             everywhere = np.arange(len(nodes))
             for name, res in st.results:
                 code = res.code[nodes]
-                if code.any():
+                if np.count_nonzero(code):
                     fp.results.append((name, everywhere, FilterResult(code, [(m[nodes], t) for m, t in res.reasons])))
         return self._filter_from(cycle, fp, self.static_prefix, skipped)
 

@@ -136,12 +136,12 @@ class Framework:
             name = self.filter_names[j]
             if name in skipped:
                 continue
-            positions = np.flatnonzero(alive)
+            positions = alive.nonzero()[0]
             if len(positions) == 0:
                 break
             res = self.filter_rules[name].filter(cycle, nodes[positions])
-            failed = res.code != 0
-            if failed.any():
+            failed = res.code.nonzero()[0]
+            if len(failed):
                 bad = positions[failed]
                 alive[bad] = False
                 fp.fail_plugin[bad] = j

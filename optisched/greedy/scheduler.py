@@ -131,10 +131,11 @@ class GreedyScheduler:
         self._changes = _ChangeCount()
         self.snapshot.subscribe(self._changes)
         self._nominations = 0  # bumped whenever a nomination is made or dropped
-        self._failed: dict[tuple, CycleRecord] = {}
+        self._failed: dict[tuple, list[CycleRecord]] = {}  # by _hint; each record's pod has its shape
         self._failed_at: tuple[int, int, int] | None = None
         self._shapes: dict[int, tuple] = {}
-        self._dry_runs: tuple[tuple, DryRuns] | None = None  # the last preemptor's dry runs, by shape
+        # the last preemptor's dry runs: (profile, _hint, skipped filters), the pod, the runs
+        self._dry_runs: tuple[tuple, int, DryRuns] | None = None
 
     def _start_times(self) -> tuple[np.ndarray, float]:
         return start_times(self.state)
@@ -234,6 +235,14 @@ class GreedyScheduler:
                 int(self.state.pod_priority[pod]))
         return key
 
+    def _hint(self, pod: int) -> tuple:
+        """A part of ``_shape`` that is cheap to build: pods whose hints differ differ in shape, so the
+        shape (a JSON dump of the pod) is only built for pods whose hint matches another's."""
+        return self.state.pod_requests[pod].tobytes(), int(self.state.pod_priority[pod])
+
+    def _same_shape(self, a: int, b: int) -> bool:
+        return a == b or self._shape(a) == self._shape(b)
+
     def _stamp(self) -> tuple[int, int, int]:
         """What a failed cycle's outcome depends on besides the pod: snapshot, nominations, start index."""
         return self._changes.n, self._nominations, self.next_start
@@ -247,14 +256,14 @@ class GreedyScheduler:
                 and not self.state.pods[pod].status.nominated_node_name)
         stamp = self._stamp()
         if memo and stamp == self._failed_at:
-            hit = self._failed.get(self._shape(pod))
-            if hit is not None:
-                return replace(hit, pod=pod, attempt=attempt)
+            for hit in self._failed.get(self._hint(pod), ()):
+                if self._same_shape(hit.pod, pod):
+                    return replace(hit, pod=pod, attempt=attempt)
         rec = self._cycle(pod, profile, attempt)
         if memo and rec.chosen is None and rec.preemption is None and self._stamp() == stamp:
             if stamp != self._failed_at:
                 self._failed, self._failed_at = {}, stamp
-            self._failed[self._shape(pod)] = rec
+            self._failed.setdefault(self._hint(pod), []).append(rec)  # its shape differs from the others'
         return rec
 
     def _cycle(self, pod: int, profile: Profile, attempt: int) -> CycleRecord:
@@ -358,15 +367,15 @@ class GreedyScheduler:
     def _kept_dry_runs(self, cycle: CycleState, rec: CycleRecord) -> DryRuns:
         """The dry runs of the last preemptor when it had this pod's shape (preemptors of one workload
         come one after another), without the nodes changed since; else new ones, kept for the next."""
-        key = (cycle.profile.scheduler_name, self._shape(cycle.pod), frozenset(rec.skipped_filters))
+        key = (cycle.profile.scheduler_name, self._hint(cycle.pod), frozenset(rec.skipped_filters))
         log = self._changes.nodes
-        if self._dry_runs is not None and self._dry_runs[0] == key:
-            runs = self._dry_runs[1]
+        if self._dry_runs is not None and self._dry_runs[0] == key and self._same_shape(self._dry_runs[1], cycle.pod):
+            runs = self._dry_runs[2]
             if len(log) > runs.seen:
                 runs.invalidate(np.unique(np.asarray(log[runs.seen:], dtype=np.int64)))
         else:
             runs = DryRuns(self.state.num_nodes)
-            self._dry_runs = (key, runs)
+            self._dry_runs = (key, cycle.pod, runs)
         runs.seen = len(log)
         return runs
 

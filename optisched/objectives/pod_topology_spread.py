@@ -38,6 +38,7 @@ from ..constraints.pod_topology_spread import (
     NodeEligibility,
     SpreadConstraint,
     domain_counts,
+    domain_totals,
     matching_pods_per_node,
     resolve_constraints,
 )
@@ -97,10 +98,10 @@ class PodTopologySpreadScore:
         elig = NodeEligibility(state, pod, cons)
         nodes = np.asarray(nodes, dtype=np.int64)
         ignored = np.zeros(state.num_nodes, dtype=bool)
+        considered = nodes
         if require_all:
             ignored[nodes[~elig.all_keys[nodes]]] = True
-        considered = nodes[~ignored[nodes]]
-        qualifies = elig.all_keys if require_all else np.ones(state.num_nodes, dtype=bool)
+            considered = nodes[~ignored[nodes]]
         totals: list[np.ndarray | None] = []
         weights: list[float] = []
         for c in cons:
@@ -115,10 +116,12 @@ class PodTopologySpreadScore:
             in_play[col.codes[considered]] = True
             weights.append(math.log(int(in_play.sum()) + 2))
             # the "" domain's total is never read (Score needs the label), so it is not summed
-            counted = qualifies & elig.policy_mask(c) & (col.codes >= 0)
+            counted = elig.policy_mask(c) & (col.codes >= 0)
+            if require_all:
+                counted &= elig.all_keys
             counted &= in_play[col.codes]
             per_node = matching_pods_per_node(self.counter, pod, c.selector)
-            totals.append(domain_counts(col.codes, counted, per_node, len(col.values))[0])
+            totals.append(domain_totals(col.codes, counted, per_node, len(col.values)))
         cycle.data[self.name] = _SoftState(cons, ignored, totals, weights)
         return Status()
 

@@ -107,12 +107,12 @@ class VectorPreemption(DefaultPreemption):
         fp = FilterPass(qs, np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int16), np.zeros(n, dtype=np.int8),
                         [], [name for name, _ in checks])
         for j, (name, check) in enumerate(checks):
-            positions = np.flatnonzero(fp.passed)
+            positions = fp.passed.nonzero()[0]
             if len(positions) == 0:
                 break
             res = check(qs[positions])
-            failed = res.code != 0
-            if failed.any():
+            failed = res.code.nonzero()[0]
+            if len(failed):
                 bad = positions[failed]
                 fp.passed[bad] = False
                 fp.fail_plugin[bad] = j

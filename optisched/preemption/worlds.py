@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.inter_pod_affinity import REASON_AFFINITY, REASON_ANTI, REASON_EXISTING, AffinityIndex
-from ..constraints.node_ports import ANY_IP, host_ports
+from ..constraints.node_ports import ANY_IP, PodHostPorts, host_ports
 from ..constraints.node_ports import REASON as REASON_PORTS
 from ..constraints.pod_topology_spread import REASON, REASON_MISSING_LABEL
 from ..constraints.selectors import NOTHING, Selector
@@ -41,6 +41,9 @@ def _at(counts: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return np.where(codes >= 0, counts[np.maximum(codes, 0)], 0).astype(np.int64)
 
 
+_MANY = 512  # pods moved at once from which ResourceWorld sums them with bincount
+
+
 class ResourceWorld:
     """NodeResourcesFit (``fitsRequest``) against each node's own requested amounts."""
 
@@ -51,7 +54,14 @@ class ResourceWorld:
         self.allocatable = rule.snapshot.state.allocatable[nodes]
 
     def move(self, pos: np.ndarray, pods: np.ndarray, sign: int) -> None:
-        np.add.at(self.used, pos, sign * self.requests[pods])
+        if len(pos) < _MANY or not self.rule.sums_exact:
+            np.add.at(self.used, pos, sign * self.requests[pods])
+            return
+        # many pods (taking every lower-priority pod off): one bincount per requested column, about
+        # four times faster than np.add.at; its float64 sums are exact below 2**53
+        req = self.requests[pods]
+        for j in np.flatnonzero(req.any(axis=0)).tolist():
+            self.used[:, j] += sign * np.bincount(pos, weights=req[:, j], minlength=len(self.used)).astype(np.int64)
 
     def check(self, qs: np.ndarray) -> FilterResult:
         return self.rule.fits(self.pod, self.nodes[qs], self.used[qs])
@@ -70,8 +80,8 @@ class _PortUsers:
 
     def __init__(self, snapshot) -> None:  # type: ignore[no-untyped-def]
         rows: dict[tuple[str, str, int], list[int]] = {}
-        for i, p in enumerate(snapshot.state.pods):
-            for key in host_ports(p):
+        for i, ports in enumerate(snapshot.shared(PodHostPorts).of):
+            for key in ports:
                 rows.setdefault(key, []).append(i)
         self.rows = {k: np.array(v, dtype=np.int64) for k, v in rows.items()}
 
