@@ -289,9 +289,11 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
             models.append((sub, m))
     lp = LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
-    # each LNS part's own LP (its placement tiers stop at it), unless the relaxation is large enough
-    # (5,000 nodes) that building it again per part costs seconds the search needs more
-    part_lps = lp.solver.NumVariables() <= 50_000
+    # each LNS part's own LP (its placement tiers stop at it), unless the relaxation per node type is
+    # large enough (5,000 nodes) that building it again per part costs seconds the search needs more.
+    # Per node it is always built: small clusters are where levels close, and a closed level that ran
+    # its whole share would starve the parts solved after it
+    part_lps = lp.per_node or lp.solver.NumVariables() <= 50_000
     groups = []
     for sub, m in models:
         encode_eviction_rules(m)
