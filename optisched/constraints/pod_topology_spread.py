@@ -279,10 +279,8 @@ def domain_counts(codes: np.ndarray, counted: np.ndarray, per_node: np.ndarray,
                   num_values: int) -> tuple[np.ndarray, np.ndarray]:
     """Sum ``per_node`` by topology value over the ``counted`` nodes: (count per value code int64,
     domain present per value code) — a domain exists when a counted node carries its value."""
-    c = codes[counted]
-    totals = np.bincount(c, weights=per_node[counted], minlength=num_values).astype(np.int64)
-    present = np.bincount(c, minlength=num_values) > 0
-    return totals, present
+    present = np.bincount(codes[counted], minlength=num_values) > 0
+    return domain_totals(codes, counted, per_node, num_values), present
 
 
 def domain_totals(codes: np.ndarray, counted: np.ndarray, per_node: np.ndarray, num_values: int) -> np.ndarray:

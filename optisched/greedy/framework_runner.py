@@ -47,13 +47,16 @@ class FilterPass:
                     return res.reasons_of(int(k))
         return []
 
-    def histogram(self, upto: int | None = None) -> Counter:
-        """Count of each reason over rejected nodes (all reasons of a node count), as FitError does."""
+    def histogram(self, upto: int | None = None, only: np.ndarray | None = None) -> Counter:
+        """Count of each reason over rejected nodes (all reasons of a node count), as FitError does;
+        over the first ``upto`` positions, or the positions ``only`` (a bool mask) marks."""
         hist: Counter = Counter()
         limit = len(self.evaluated) if upto is None else upto
         for name, positions, res in self.results:
             mine = self.fail_plugin[positions] == self.plugin_names.index(name)
             mine &= positions < limit
+            if only is not None:
+                mine &= only[positions]
             for mask, text in res.reasons:
                 n = int(np.count_nonzero(mask & mine))
                 if n:

@@ -40,6 +40,11 @@ def node_types(model: BatchModel) -> np.ndarray:
     return out
 
 
+# Above this many LP columns per node type (5,000 nodes) the relaxation takes seconds to build: it is
+# built once, without rounding cuts (they doubled its time there and moved no bound).
+LARGE_COLUMNS = 50_000
+
+
 class LevelBound:
     """The aggregated LP, solved level by level (highest priority first) with GLOP."""
 
@@ -86,11 +91,15 @@ class LevelBound:
             for j in range(len(cols)):
                 if usage[t][j]:
                     self.solver.Add(self.solver.Sum([r * v for v, r in usage[t][j]]) <= free[t, j])
-        # per node, the cuts multiply the rows by the request sizes, and above ~50,000 columns (5,000
-        # nodes) they double the relaxation's time: both for a fraction of a percent
-        if cuts and not self.per_node and self.solver.NumVariables() <= 50_000:
+        # per node, the cuts multiply the rows by the request sizes for a fraction of a percent
+        if cuts and not self.per_node and not self.large:
             node_free = (state.allocatable - model.snapshot.requested)[:, cols].clip(min=0)
             self._rounding_cuts(types, n_types, node_free, usage)
+
+    @property
+    def large(self) -> bool:
+        """Per node type with more than :data:`LARGE_COLUMNS` columns."""
+        return not self.per_node and self.solver.NumVariables() > LARGE_COLUMNS
 
     def _rounding_cuts(self, types: np.ndarray, n_types: int, node_free: np.ndarray, usage: list) -> None:
         """Chvátal–Gomory cuts per node and request size ``s`` of each resource: pods are whole, so a

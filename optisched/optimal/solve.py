@@ -289,21 +289,21 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
             models.append((sub, m))
     lp = LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
-    # each LNS part's own LP (its placement tiers stop at it), unless the relaxation per node type is
-    # large enough (5,000 nodes) that building it again per part costs seconds the search needs more.
-    # Per node it is always built: small clusters are where levels close, and a closed level that ran
-    # its whole share would starve the parts solved after it
-    part_lps = lp.per_node or lp.solver.NumVariables() <= 50_000
+    # each LNS part's own LP (its placement tiers stop at it), unless the relaxation is large enough
+    # that building it again per part costs seconds the search needs more. Per node it is always
+    # built: small clusters are where levels close, and a closed level that ran its whole share would
+    # starve the parts solved after it
     groups = []
     for sub, m in models:
         encode_eviction_rules(m)
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit)
-        if m.restricted and not solver.presolve:
+        lns = m.restricted and not solver.presolve
+        if lns:
             solver.params.update(LNS_PARAMS)
         solver.full = repair_hint(m, variable_values(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
         groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted,
-                             lp=LevelBound(m, cuts=False) if part_lps and "subsolvers" in solver.params else None))
+                             lp=LevelBound(m, cuts=False) if lns and not lp.large else None))
     return groups, lp
 
 

@@ -261,12 +261,7 @@ class DryRuns:
             first = self.batches[b].first
             mask = np.zeros(len(first.evaluated), dtype=bool)
             mask[self.wq[nodes[b_of == b]]] = True
-            for name, positions, res in first.results:
-                mine = (first.fail_plugin[positions] == first.plugin_names.index(name)) & mask[positions]
-                for m, text in res.reasons:
-                    n = int(np.count_nonzero(m & mine))
-                    if n:
-                        hist[text] += n
+            hist.update(first.histogram(only=mask))
         return hist
 
 
