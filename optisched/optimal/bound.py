@@ -4,9 +4,9 @@ CP-SAT's own bound is only valid for the model it solved; on large batches that 
 candidate nodes per class, and even unrestricted its bound is weak. This LP relaxes, keeping every
 upper bound valid:
 
-* on large batches, nodes that every rule treats alike (same labels but the hostname, same taints,
-  same cordon) form one *node type* whose free capacity is the sum of its nodes' (free = allocatable
-  − fixed pods); smaller ones keep a row per node;
+* nodes that every rule treats alike (same labels but the hostname, same taints, same cordon) form
+  one *node type* whose free capacity is the sum of its nodes' (free = allocatable − fixed pods); a row
+  per node is an option (``max_columns``), no tighter in practice once the rounding cuts are in;
 * classes with the same priority, request vector and allowed node types form one *LP class*;
 * per LP class and node type at most the pods that fit there node by node (the model's per-node caps);
 * integrality, topology spread, inter-pod affinity, host ports and the preemption rule are dropped;
@@ -17,11 +17,8 @@ pods placed at each priority level given the levels above at the answer's values
 """
 from __future__ import annotations
 
-import bisect
-from collections import defaultdict
-
 import numpy as np
-from ortools.linear_solver import pywraplp
+from ortools.linear_solver import linear_solver_pb2, pywraplp
 
 from .model import BatchModel
 
@@ -46,19 +43,27 @@ LARGE_COLUMNS = 50_000
 
 
 class LevelBound:
-    """The aggregated LP, solved level by level (highest priority first) with GLOP."""
+    """The aggregated LP, solved level by level (highest priority first) with GLOP.
 
-    def __init__(self, model: BatchModel, max_columns: int = 120_000, cuts: bool = True) -> None:
+    Built as one ``MPModelProto`` from numpy arrays (columns per (LP class, node type), rows per node
+    type and resource); each level's pods sum into a variable of their own, so solving a level is one
+    objective coefficient and fixing it one lower bound."""
+
+    def __init__(self, model: BatchModel, max_columns: int = 0, cuts: bool = True) -> None:
         state = model.state
-        types = np.arange(state.num_nodes, dtype=np.int64)  # per node when small enough: a tighter bound
+        # per node (up to ``max_columns`` columns) only on request: on generated clusters of 200 and 1,000
+        # nodes the node types with rounding cuts bound as tightly (per node with the cuts too), and
+        # solve 6x faster (0.2 s against 1.1 s for four levels at 200 nodes)
+        types = np.arange(state.num_nodes, dtype=np.int64)
         shapes = {(c.priority, state.pod_requests[c.rep].tobytes()) for c in model.classes}
         if len(shapes) * state.num_nodes > max_columns:
             types = node_types(model)
         self.per_node = len(types) == 0 or int(types.max()) + 1 == state.num_nodes
         n_types = int(types.max()) + 1 if len(types) else 0
         cols = np.flatnonzero(state.pod_requests.any(axis=0))
+        node_free = (state.allocatable - model.snapshot.requested)[:, cols].clip(min=0)
         free = np.zeros((n_types, len(cols)), dtype=np.float64)
-        np.add.at(free, types, (state.allocatable - model.snapshot.requested)[:, cols].clip(min=0))
+        np.add.at(free, types, node_free)
         groups: dict[tuple, dict] = {}
         for c in model.classes:
             allowed = model.allowed[c.index].copy()
@@ -73,65 +78,92 @@ class LevelBound:
                                         "count": 0, "caps": np.zeros(n_types, dtype=np.int64)})
             g["count"] += c.size
             g["caps"] += np.minimum(caps, c.size)
-        self.solver = pywraplp.Solver.CreateSolver("GLOP")
-        self.by_level: dict[int, list] = defaultdict(list)
-        usage: list[list] = [[[] for _ in cols] for _ in range(n_types)]
-        for g in groups.values():
-            vs = []
-            for t in np.flatnonzero(g["caps"]).tolist():
-                v = self.solver.NumVar(0.0, float(g["caps"][t]), "")
-                vs.append(v)
-                for j, r in enumerate(g["req"].tolist()):
-                    if r:
-                        usage[t][j].append((v, float(r)))
-            if vs:
-                self.solver.Add(self.solver.Sum(vs) <= g["count"])
-                self.by_level[g["level"]] += vs
+        # columns: one per (group, node type) the group may use
+        gl = list(groups.values())
+        caps = np.array([g["caps"] for g in gl], dtype=np.int64).reshape(len(gl), n_types)
+        gi, ti = np.nonzero(caps > 0)
+        self.columns = len(gi)
+        req = np.array([g["req"] for g in gl], dtype=np.int64).reshape(len(gl), len(cols))[gi]  # per column
+        self.levels = sorted({g["level"] for g in gl}, reverse=True)
+        level_of = np.array([self.levels.index(g["level"]) for g in gl], dtype=np.int64)[gi]
+        proto = linear_solver_pb2.MPModelProto()
+        ncol = len(gi)
+        for ub in caps[gi, ti].tolist():
+            proto.variable.add(lower_bound=0.0, upper_bound=float(ub))
+        for _ in self.levels:  # the level's sum
+            proto.variable.add(lower_bound=0.0, upper_bound=float(ncol and int(caps.sum())))
+
+        def row(index: np.ndarray, coef: np.ndarray, lo: float, hi: float) -> None:
+            ct = proto.constraint.add(lower_bound=lo, upper_bound=hi)
+            ct.var_index.extend(index.tolist())
+            ct.coefficient.extend(coef.tolist())
+
+        inf = float("inf")
+        order = np.argsort(gi, kind="stable")
+        starts = np.searchsorted(gi[order], np.arange(len(gl) + 1))
+        for k, g in enumerate(gl):  # a group places at most its pods
+            if starts[k + 1] > starts[k]:
+                row(order[starts[k]:starts[k + 1]], np.ones(starts[k + 1] - starts[k]), -inf, float(g["count"]))
+        for lv in range(len(self.levels)):  # Σ columns of the level − sum = 0
+            mine = np.flatnonzero(level_of == lv)
+            row(np.append(mine, ncol + lv), np.append(np.ones(len(mine)), -1.0), 0.0, 0.0)
+        by_type = np.argsort(ti, kind="stable")
+        tstarts = np.searchsorted(ti[by_type], np.arange(n_types + 1))
         for t in range(n_types):
+            mine = by_type[tstarts[t]:tstarts[t + 1]]
             for j in range(len(cols)):
-                if usage[t][j]:
-                    self.solver.Add(self.solver.Sum([r * v for v, r in usage[t][j]]) <= free[t, j])
+                use = mine[req[mine, j] > 0]
+                if len(use):
+                    row(use, req[use, j].astype(np.float64), -inf, float(free[t, j]))
         # per node, the cuts multiply the rows by the request sizes for a fraction of a percent
-        if cuts and not self.per_node and not self.large:
-            node_free = (state.allocatable - model.snapshot.requested)[:, cols].clip(min=0)
-            self._rounding_cuts(types, n_types, node_free, usage)
+        if cuts and not self.per_node and ncol <= LARGE_COLUMNS:
+            self._rounding_cuts(proto, row, types, n_types, node_free, req, ti, by_type, tstarts)
+        self.solver = pywraplp.Solver.CreateSolver("GLOP")
+        self.solver.LoadModelFromProto(proto)
+        self.sums = {lv: self.solver.variable(ncol + k) for k, lv in enumerate(self.levels)}
 
     @property
     def large(self) -> bool:
         """Per node type with more than :data:`LARGE_COLUMNS` columns."""
-        return not self.per_node and self.solver.NumVariables() > LARGE_COLUMNS
+        return not self.per_node and self.columns > LARGE_COLUMNS
 
-    def _rounding_cuts(self, types: np.ndarray, n_types: int, node_free: np.ndarray, usage: list) -> None:
+    @staticmethod
+    def _rounding_cuts(proto, row, types: np.ndarray, n_types: int, node_free: np.ndarray, req: np.ndarray,
+                       ti: np.ndarray, by_type: np.ndarray, tstarts: np.ndarray) -> None:  # type: ignore[no-untyped-def]
         """Chvátal–Gomory cuts per node and request size ``s`` of each resource: pods are whole, so a
         node holds at most ⌊free/s⌋ "units" of s, a pod of request r counting ⌊r/s⌋ of them (summed over
         a type's nodes). They cut the fractional pods the relaxation adds to every node's remainder."""
+        inf = float("inf")
         for j in range(node_free.shape[1]):
-            sizes = sorted({int(r) for t in range(n_types) for _, r in usage[t][j]})
-            if not sizes:
+            sizes = np.unique(req[:, j][req[:, j] > 0])
+            if not len(sizes):
                 continue
-            units = node_free[:, j][:, None] // np.array(sizes, dtype=np.int64)[None, :]
+            units = node_free[:, j][:, None] // sizes[None, :]
             rhs = np.zeros((n_types, len(sizes)), dtype=np.int64)
             np.add.at(rhs, types, units)
             for t in range(n_types):
-                terms = sorted(usage[t][j], key=lambda vr: vr[1])
-                rs = [r for _, r in terms]
-                for k, size in enumerate(sizes):
-                    first = bisect.bisect_left(rs, size)
-                    if len(terms) - first > 1:  # one pod size alone: its per-node caps already say it
-                        self.solver.Add(self.solver.Sum([(r // size) * v for v, r in terms[first:]]) <= float(rhs[t, k]))
+                mine = by_type[tstarts[t]:tstarts[t + 1]]
+                r = req[mine, j]
+                for k, size in enumerate(sizes.tolist()):
+                    use = r >= size
+                    if np.count_nonzero(use) > 1:  # one pod size alone: its per-node caps already say it
+                        row(mine[use], (r[use] // size).astype(np.float64), -inf, float(rhs[t, k]))
 
     def bound(self, level: int) -> int | None:
         """The most pods of ``level`` the relaxation places (rounded down); None if GLOP fails."""
-        vs = self.by_level.get(level, [])
-        if not vs:
+        var = self.sums.get(level)
+        if var is None:
             return 0
-        self.solver.Maximize(self.solver.Sum(vs))
+        objective = self.solver.Objective()
+        objective.Clear()
+        objective.SetCoefficient(var, 1.0)
+        objective.SetMaximization()
         if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
             return None
-        return int(np.floor(self.solver.Objective().Value() + 1e-6))
+        return int(np.floor(objective.Value() + 1e-6))
 
     def fix(self, level: int, value: int) -> None:
         """The levels below are bounded given this level placing at least ``value`` pods."""
-        vs = self.by_level.get(level, [])
-        if vs:
-            self.solver.Add(self.solver.Sum(vs) >= float(value))
+        var = self.sums.get(level)
+        if var is not None:
+            var.SetLb(float(value))

@@ -289,10 +289,9 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
             models.append((sub, m))
     lp = LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
-    # each LNS part's own LP (its placement tiers stop at it), unless the relaxation is large enough
-    # that building it again per part costs seconds the search needs more. Per node it is always
-    # built: small clusters are where levels close, and a closed level that ran its whole share would
-    # starve the parts solved after it
+    # each LNS part's own LP (its placement tiers stop at it: a closed level that ran its whole share
+    # would starve the parts solved after it), unless the relaxation is large enough that building it
+    # again per part costs seconds the search needs more
     groups = []
     for sub, m in models:
         encode_eviction_rules(m)
@@ -303,7 +302,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             solver.params.update(LNS_PARAMS)
         solver.full = repair_hint(m, variable_values(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
         groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted,
-                             lp=LevelBound(m, cuts=False) if lns and not lp.large else None))
+                             lp=LevelBound(m) if lns and not lp.large else None))
     return groups, lp
 
 
