@@ -79,3 +79,20 @@ def test_a_tighter_bound_with_cuts_on_generated_clusters() -> None:
         plain.fix(level, b)
         cut.fix(level, b)
     assert np.any([b < a for a, b in bounds])
+
+
+def test_levels_without_room_bound_zero_and_fixing_a_level_bounds_the_next() -> None:
+    # two nodes of 4 cpus; a high-priority pod of 3.5 cpus per node (two pods), low-priority pods of 2
+    # cpus, and a high one that fits nowhere: fixing the high level at 2 leaves half a cpu per node, a
+    # quarter of a low pod each in the relaxation, so no low pod
+    nodes = [node(f"n{i}", cpu="4000m", memory="64Gi") for i in range(2)]
+    high = [pod(f"h{i}").req(cpu="3500m", memory="64Mi").priority(1000) for i in range(2)]
+    low = [pod(f"l{i}").req(cpu="2000m", memory="64Mi") for i in range(3)]
+    huge = [pod("big").req(cpu="9000m", memory="64Mi").priority(1000)]
+    objs = [*nodes, *high, *low, *huge]
+    for per_node in (True, False):
+        lb = LevelBound(_model(objs), max_columns=10**9 if per_node else 0)
+        assert lb.bound(1000) == 2  # the huge pod has no column: it adds nothing
+        lb.fix(1000, 2)
+        assert lb.bound(0) == 0, per_node
+        assert lb.bound(-5) == 0  # a level the batch does not have
