@@ -111,3 +111,34 @@ def test_independent_parts_are_solved_separately_with_the_same_optimum() -> None
     assert {f"default/infer-{i}" for i in range(4)} | {"default/train-0"} <= placed
     assert len([k for k in placed if "web" in k]) == 2  # 3 cpu each, two 4-cpu nodes
     assert r.certificate.status == "OPTIMAL"
+
+
+@pytest.mark.parametrize("hint", [True, False], ids=["complete hint: LNS only", "no hint: a first-solution worker"])
+def test_the_lns_search_answers_with_or_without_a_complete_hint(hint: bool, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Large restricted models run LNS on every worker from the complete hint; when the hint cannot be
+    repaired, a full-problem worker (no LP) looks for the first solution beside LNS. Either way the
+    solver answers: valid, at least greedy's on every level."""
+    import optisched.optimal.solve as solve_mod
+
+    if not hint:
+        monkeypatch.setattr(solve_mod, "repair_hint", lambda *a, **k: None)
+    used: list[dict] = []
+    real = solve_mod._build_groups
+
+    def spy(*a, **k):  # type: ignore[no-untyped-def]
+        groups, lp = real(*a, **k)
+        used.extend(dict(g.solver.params) for g in groups)
+        return groups, lp
+
+    monkeypatch.setattr(solve_mod, "_build_groups", spy)
+    objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
+    _, config, r = _solve(objs, max_variables=20, presolve_limit=0)
+    want, other = (solve_mod.LNS_PARAMS, solve_mod.LNS_FIRST_SOLUTION)[::1 if hint else -1]
+    assert want in used and other not in used  # (a part small enough for presolve has neither)
+    assert r.violations == []
+    assert r.certificate.source == "solver" or not hint
+    high = next(t for t in r.certificate.tiers if t.name == "placed[priority=1000]")
+    assert high.objective > 0 and high.status in ("OPTIMAL", "FEASIBLE")  # the solver's own solutions
+    levels = r.batch.levels
+    mine, greedy = placed_per_level(r.batch, r.node_of), _greedy_counts(r, config)
+    assert [mine[lv] for lv in levels] >= [greedy[lv] for lv in levels]

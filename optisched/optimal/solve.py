@@ -45,7 +45,7 @@ __all__ = ["Certificate", "OptimalOptions", "OptimalResult", "parse_weights", "s
 # worker gained 50-60 pods there; LNS on both workers gains more at every size (1,000 nodes / 0.8:
 # 7,654 against 7,627 at the default level; 5,000 / 0.8: more at each of the three top levels).
 LNS_PARAMS = {"use_lns_only": True, "lns_initial_difficulty": 0.02}
-# without a complete hint LNS has nothing to start from: a full-problem worker without the LP finds one
+# without a complete hint a full-problem worker (without the LP) looks for the first solution beside LNS
 LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
 
 
