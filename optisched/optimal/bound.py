@@ -91,7 +91,7 @@ class LevelBound:
         for ub in caps[gi, ti].tolist():
             proto.variable.add(lower_bound=0.0, upper_bound=float(ub))
         for _ in self.levels:  # the level's sum
-            proto.variable.add(lower_bound=0.0, upper_bound=float(ncol and int(caps.sum())))
+            proto.variable.add(lower_bound=0.0, upper_bound=float(caps.sum()))
 
         def row(index: np.ndarray, coef: np.ndarray, lo: float, hi: float) -> None:
             ct = proto.constraint.add(lower_bound=lo, upper_bound=hi)
@@ -117,7 +117,7 @@ class LevelBound:
                     row(use, req[use, j].astype(np.float64), -inf, float(free[t, j]))
         # per node, the cuts multiply the rows by the request sizes for a fraction of a percent
         if cuts and not self.per_node and ncol <= LARGE_COLUMNS:
-            self._rounding_cuts(proto, row, types, n_types, node_free, req, ti, by_type, tstarts)
+            self._rounding_cuts(row, types, n_types, node_free, req, ti, by_type, tstarts)
         self.solver = pywraplp.Solver.CreateSolver("GLOP")
         self.solver.LoadModelFromProto(proto)
         self.sums = {lv: self.solver.variable(ncol + k) for k, lv in enumerate(self.levels)}
@@ -128,7 +128,7 @@ class LevelBound:
         return not self.per_node and self.columns > LARGE_COLUMNS
 
     @staticmethod
-    def _rounding_cuts(proto, row, types: np.ndarray, n_types: int, node_free: np.ndarray, req: np.ndarray,
+    def _rounding_cuts(row, types: np.ndarray, n_types: int, node_free: np.ndarray, req: np.ndarray,
                        ti: np.ndarray, by_type: np.ndarray, tstarts: np.ndarray) -> None:  # type: ignore[no-untyped-def]
         """Chvátal–Gomory cuts per node and request size ``s`` of each resource: pods are whole, so a
         node holds at most ⌊free/s⌋ "units" of s, a pod of request r counting ⌊r/s⌋ of them (summed over

@@ -61,10 +61,9 @@ def minimum_cover(masks: dict[str, np.ndarray]) -> list[str]:
     return [r for r in names if solver.value(pick[r])]
 
 
-def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, seconds: float,
-                   deadline: float) -> bool | None:
-    """Whether one more pod of the class fits anywhere (None: not decided in ``seconds``, or copying the
-    model left no time before ``deadline``)."""
+def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, deadline: float) -> bool | None:
+    """Whether one more pod of the class fits anywhere (None: not decided in 2 s or by ``deadline``,
+    copying the model included)."""
     probe = base.clone()
     probe.clear_objective()
     probe.clear_hints()
@@ -72,7 +71,7 @@ def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, seco
     if not vs:
         return False
     probe.add(cp_model.LinearExpr.sum(vs) >= 1)
-    seconds = min(seconds, deadline - time.perf_counter())  # the copy's time is the model's size, not the estimate's
+    seconds = min(2.0, deadline - time.perf_counter())  # after the copy, whose time is the model's size
     if seconds < 0.05:
         return None
     solver = cp_model.CpSolver()
@@ -109,7 +108,7 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
         possible = None
         if probes < MAX_PROBES and left_s > 0.05:
             t0 = time.perf_counter()
-            possible = _can_place_one(model, base, c.index, min(2.0, left_s), deadline)
+            possible = _can_place_one(model, base, c.index, deadline)
             cost = time.perf_counter() - t0
         probes += 1
         if possible is False:

@@ -266,7 +266,7 @@ class _Group:
     raw_values: dict[int, int] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # tiers not built in time
     lp: LevelBound | None = None  # this part's own LP bound per level: a placement tier that reaches it stops
-    lns: bool = False  # searched by LNS only (large restricted model): no tie-breaking between placement levels
+    lns: bool = False  # searched by LNS (large restricted model): no tie-breaking between placement levels
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, fallback: np.ndarray,
