@@ -142,3 +142,69 @@ def test_the_lns_search_answers_with_or_without_a_complete_hint(hint: bool, monk
     levels = r.batch.levels
     mine, greedy = placed_per_level(r.batch, r.node_of), _greedy_counts(r, config)
     assert [mine[lv] for lv in levels] >= [greedy[lv] for lv in levels]
+
+
+def test_pinning_fixes_variables_at_the_incumbent_until_unpinned() -> None:
+    """A pinned variable keeps the incumbent's value whatever the objective; unpinned, its domain is
+    back (a second pin of the same variable does not overwrite the saved domain)."""
+    from ortools.sat.python import cp_model
+
+    from optisched.optimal.tiers import Linear, TierSolver
+
+    cp = cp_model.CpModel()
+    x, y = cp.new_int_var(0, 5, "x"), cp.new_int_var(0, 5, "y")
+    cp.add(x + y <= 8)
+    solver = TierSolver(cp, workers=1, seed=0, deadline=1e18)
+    solver.full = [2, 3]
+    solver.pin([x])
+    solver.full = [4, 3]  # a later incumbent: the first pin's saved domain must survive
+    solver.pin([x])
+    both = Linear()
+    both.add(x, 1, 5)
+    both.add(y, 1, 5)
+    tier = solver.solve("both", both, "max", 1.0)
+    assert tier.objective == 7 and solver.value(x) == 2 and solver.value(y) == 5
+    solver.unpin()
+    assert list(cp.proto.variables[x.Index()].domain) == [0, 5]
+    only_x = Linear()
+    only_x.add(x, 1, 5)
+    assert solver.solve("x", only_x, "max", 1.0).objective == 5  # free again (the tier before still holds: x + y >= 7)
+    assert 7 <= solver.value(x) + solver.value(y) <= 8
+
+
+def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Under LNS a placement tier searches its own level and the ones below: the classes above are pinned
+    at the incumbent (the search is what limits a level there). The last placement level pins nothing
+    more (the level just above it may move), and the tiers after placement run with nothing pinned."""
+    import optisched.optimal.solve as solve_mod
+    from optisched.optimal.tiers import TierSolver
+
+    seen: list[tuple[str, bool, int]] = []
+    real = TierSolver.solve
+    groups: dict[int, object] = {}
+    real_group = solve_mod._solve_group
+
+    def group(g, *a, **k):  # type: ignore[no-untyped-def]
+        groups[id(g.solver)] = g
+        return real_group(g, *a, **k)
+
+    def spy(self, name, *a, **k):  # type: ignore[no-untyped-def]
+        g = groups[id(self)]
+        if g.lns and name.startswith("placed["):
+            above = {v.Index() for v in solve_mod._above(g.model, int(name[len("placed[priority="):-1]))}
+            seen.append((name, above <= set(self._pinned), len(above)))
+        elif g.lns:
+            seen.append((name, not self._pinned, 0))
+        return real(self, name, *a, **k)
+
+    monkeypatch.setattr(solve_mod, "_solve_group", group)
+    monkeypatch.setattr(TierSolver, "solve", spy)
+    objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
+    _, _, r = _solve(objs, max_variables=20, presolve_limit=0)
+    placing = [s for s in seen if s[0].startswith("placed[")]
+    assert len(placing) >= 3 and any(n > 0 for _, _, n in placing[:-1])
+    assert all(ok for _, ok, _ in placing[:-1])  # every level but the last: the ones above pinned
+    _, last_ok, last_above = placing[-1]
+    assert last_above == 0 or not last_ok  # the last placement level may move the level above
+    assert all(ok for name, ok, _ in seen if not name.startswith("placed["))
+    assert r.violations == []

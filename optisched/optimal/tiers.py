@@ -124,6 +124,29 @@ class TierSolver:
         self.improved = False  # the solver found a solution (not only the hint)
         self.t0 = time.perf_counter()
         self.params: dict[str, object] = {}  # further CP-SAT parameters for every tier
+        self._pinned: dict[int, list[int]] = {}  # variable index -> its domain before :meth:`pin`
+
+    def pin(self, variables: list[cp_model.IntVar]) -> None:
+        """Fix ``variables`` at the incumbent's values until :meth:`unpin` (their domains are edited in
+        place, so no constraint is left behind)."""
+        if self.full is None:
+            return
+        for var in variables:
+            i = var.Index()
+            if i in self._pinned:
+                continue
+            domain = self.cp.proto.variables[i].domain
+            self._pinned[i] = list(domain)
+            domain.clear()
+            domain.extend([self.full[i], self.full[i]])
+
+    def unpin(self) -> None:
+        """Give every pinned variable its domain back."""
+        for i, saved in self._pinned.items():
+            domain = self.cp.proto.variables[i].domain
+            domain.clear()
+            domain.extend(saved)
+        self._pinned.clear()
 
     def value(self, var: cp_model.IntVar) -> int:
         return 0 if self.full is None else self.full[var.Index()]
