@@ -175,7 +175,8 @@ def test_pinning_fixes_variables_at_the_incumbent_until_unpinned() -> None:
 def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Under LNS a placement tier searches its own level and the ones below: the classes above are pinned
     at the incumbent (the search is what limits a level there). The last placement level pins nothing
-    more (the level just above it may move), and the tiers after placement run with nothing pinned."""
+    more (the level just above it may move), and the tiers after placement run with nothing pinned.
+    (CP-SAT's LNS: with node neighbourhoods, the default, a level's steps never free the levels above.)"""
     import optisched.optimal.solve as solve_mod
     from optisched.optimal.tiers import TierSolver
 
@@ -200,7 +201,7 @@ def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type:
     monkeypatch.setattr(solve_mod, "_solve_group", group)
     monkeypatch.setattr(TierSolver, "solve", spy)
     objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
-    _, _, r = _solve(objs, max_variables=20, presolve_limit=0)
+    _, _, r = _solve(objs, max_variables=20, presolve_limit=0, node_search=False)
     placing = [s for s in seen if s[0].startswith("placed[")]
     assert len(placing) >= 3 and any(n > 0 for _, _, n in placing[:-1])
     assert all(ok for _, ok, _ in placing[:-1])  # every level but the last: the ones above pinned

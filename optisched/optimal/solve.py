@@ -30,6 +30,7 @@ from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
 from .hint import repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout
+from .neighbourhood import NodeSearch
 from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
 from .user_objectives import check_objective, user_objective
@@ -60,6 +61,7 @@ class OptimalOptions:
     presolve_limit: int = 20_000  # CP-SAT presolve only for models with at most this many variables
     objective: str | None = None  # a user objective (user_objectives.OBJECTIVES), a tier before the score
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
+    node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
 
 
 @dataclass
@@ -267,6 +269,7 @@ class _Group:
     skipped: list[str] = field(default_factory=list)  # tiers not built in time
     lp: LevelBound | None = None  # this part's own LP bound per level: a placement tier that reaches it stops
     lns: bool = False  # searched by LNS (large restricted model): no tie-breaking between placement levels
+    search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, fallback: np.ndarray,
@@ -306,8 +309,11 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         solver.full = repair_hint(m, variable_values(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
         if lns:
             solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
+        search = NodeSearch(m, options.seed) if lns and solver.full is not None and options.node_search else None
+        if search is not None and not search.view.linear:
+            search = None
         groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted,
-                             lp=LevelBound(m) if lns and not lp.large else None, lns=lns))
+                             lp=LevelBound(m) if lns and not lp.large else None, lns=lns, search=search))
     return groups, lp
 
 
@@ -364,22 +370,48 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
                 break
             finally:
                 g.model.deadline = None
-        # under LNS a level's tier pins the levels above at the incumbent: the search is what limits a
-        # level there, and steps that move pods of levels already decided are steps lost (200 nodes /
-        # 0.8: default level 1,197-1,210 against 1,178-1,185). The last level pins nothing more: the
-        # level just above may still move, to break ties by disruption (measured no worse at any level)
-        if level is not None and g.lns and name != placing[-1]:
+        # under CP-SAT's LNS a level's tier pins the levels above at the incumbent: the search is what
+        # limits a level there, and steps that move pods of levels already decided are steps lost (200
+        # nodes / 0.8: default level 1,197-1,210 against 1,178-1,185). The last level pins nothing more:
+        # the level just above may still move, to break ties by disruption (measured no worse at any
+        # level). Node neighbourhoods choose for themselves whether a step moves the levels above.
+        if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
         if level is not None and g.lp is not None:
             relaxed = g.lp.bound(level)
             cap = cap if relaxed is None else min(cap, relaxed)
-        tier = g.solver.solve(name, lin, sense, share, cap, later, rest)
+        if g.search is not None and level is not None:
+            tier = _search(g, name, lin, level, share, cap, objectives[i + 1:])
+        else:
+            tier = g.solver.solve(name, lin, sense, share, cap, later, rest)
         if level is not None and g.lp is not None:
             g.lp.fix(level, tier.objective)
         tier.greedy = lin.value(g.raw_values)
         tier.fidelity = lin.fidelity
         g.tiers.append(tier)
+
+
+def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
+    """A placement tier under LNS, by node neighbourhoods (:class:`.neighbourhood.NodeSearch`): a step that
+    ties the tier is kept when no worse on the tiers after it that are built (disruption counted down)."""
+    later = []
+    for _, sense, x in after:
+        if callable(x):
+            break
+        lin_later = Linear()
+        for v, c, (dlo, dhi) in zip(x.vars, x.coefs, x.domains):
+            lin_later.add(v, c if sense == "max" else -c, dhi, dlo)
+        later.append(lin_later)
+    solver, search = g.solver, g.search
+    assert search is not None
+    report = None
+    if solver.progress is not None:
+        def report(value: int) -> None:
+            solver.progress(name, value, cap, time.perf_counter() - solver.t0)  # type: ignore[misc]
+
+    return solver.search(name, lin, share, cap, lambda x, budget: search.run(
+        x, level, lin, tuple(later), budget, cap, report)[0])
 
 
 def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Tier]:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 __all__ = ["Linear", "Tier", "TierSolver"]
@@ -178,6 +179,25 @@ class TierSolver:
 
     def evaluate(self, objective: Linear) -> int:
         return objective.const + sum(c * self.value(v) for v, c in zip(objective.vars, objective.coefs))
+
+    def search(self, name: str, objective: Linear, share: float, cap: int | None, run) -> Tier:  # type: ignore[no-untyped-def]
+        """A maximized tier searched by ``run(values, budget) -> values`` (a local search from the
+        incumbent that never makes ``objective`` worse, e.g. :class:`.neighbourhood.NodeSearch`) instead
+        of CP-SAT. It proves no bound: the tier's bound is ``cap`` (the level's LP bound or its size) or
+        the objective's own range. Then the tier is fixed as in :meth:`solve`."""
+        if self.full is None:
+            return self.solve(name, objective, "max", share, cap)
+        start = time.perf_counter()
+        budget = (self.deadline - start) * share
+        self._complete(objective)
+        best = objective.bounds()[1] if cap is None else min(objective.bounds()[1], cap)
+        before = self.evaluate(objective)
+        if before < best and budget >= 0.05:
+            self.full = run(np.asarray(self.full, dtype=np.int64), budget).tolist()
+        value = self.evaluate(objective)
+        self.improved = self.improved or value > before
+        self.cp.add(objective.expr() >= value)
+        return Tier(name, "max", value, best, "OPTIMAL" if value == best else "FEASIBLE", time.perf_counter() - start)
 
     def solve(self, name: str, objective: Linear, sense: str, share: float, cap: int | None = None,
               secondary: Linear | None = None, later: tuple[Linear, ...] = ()) -> Tier:

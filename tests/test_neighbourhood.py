@@ -1,0 +1,216 @@
+"""Node neighbourhoods: the sub-models are exact restrictions of the batch model, and the search built on
+them never makes a tier (or, on a tie, the tiers after it) worse."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers.mixed import mixed_cluster
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ortools.sat.python import cp_model
+
+from optisched.datasets.generate import GenerateSpec, generate
+from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
+from optisched.model.loader import cluster_from_objects
+from optisched.model.state import compile_cluster
+from optisched.optimal.classes import build_batch
+from optisched.optimal.decode import variable_values
+from optisched.optimal.hint import repair_hint, repair_placement
+from optisched.optimal.model import BatchModel
+from optisched.optimal.neighbourhood import LinearView, NodeSearch
+from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
+from optisched.optimal.tiers import Linear
+from optisched.preemption.batch import encode_eviction_rules
+from optisched.profile import default_config
+
+
+def _model(objs: list[dict]) -> tuple[BatchModel, np.ndarray]:
+    """The batch model of a cluster (eviction rules in) and a feasible assignment of it (the repaired
+    greedy placement)."""
+    cluster = cluster_from_objects(objs)
+    state = compile_cluster(cluster)
+    config = cluster.config or default_config()
+    greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
+    batch = build_batch(state, config)
+    fallback = repair_placement(batch, config, greedy.snapshot.node_of.copy())
+    m = BatchModel(batch, config)
+    encode_eviction_rules(m)
+    full = repair_hint(m, variable_values(m, fallback), seconds=5)
+    assert full is not None
+    return m, np.asarray(full, dtype=np.int64)
+
+
+def _feasible(m: BatchModel, x: np.ndarray) -> bool:
+    """CP-SAT's own verdict on ``x``: every variable of the model fixed at it."""
+    probe = m.cp.clone()
+    for i, v in enumerate(x.tolist()):
+        dom = probe.proto.variables[i].domain
+        dom.clear()
+        dom.extend([v, v])
+    probe.clear_hints()
+    probe.clear_objective()
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 10
+    solver.parameters.num_workers = 1
+    return solver.solve(probe) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), share=st.floats(0.05, 0.6))
+def test_a_sub_model_admits_the_incumbent_and_each_of_its_solutions_fits_the_whole_model(seed: int, share: float) -> None:
+    """Any set of free variables (not only a neighbourhood's): the sub-model has the incumbent as a
+    solution (hinted), and its answer to a random objective, the rest at the incumbent, satisfies every
+    constraint of the whole model by CP-SAT's own check (spread, affinity, ports, eviction rules)."""
+    m, x = _model(mixed_cluster(seed))
+    view = LinearView(m.cp)
+    assert view.linear and view.satisfied(x)
+    rng = np.random.default_rng(seed)
+    free = rng.random(len(x)) < share
+    sub, fv = view.sub(free, x)
+    assert len(fv) == int(free.sum())
+    coefs = rng.integers(-3, 4, size=len(fv))
+    sub.proto.objective.vars.extend(range(len(fv)))
+    sub.proto.objective.coeffs.extend((-coefs).tolist())
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 10
+    solver.parameters.num_workers = 1
+    status = solver.solve(sub)
+    assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    y = x.copy()
+    y[fv] = np.asarray(solver.response_proto.solution, dtype=np.int64)
+    assert int(coefs @ y[fv]) >= int(coefs @ x[fv])  # the incumbent was a solution of the sub-model
+    assert _feasible(m, y)
+    assert view.satisfied(y) and view.satisfied(y, free)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), changes=st.integers(1, 4))
+def test_the_constraint_check_agrees_with_cp_sat(seed: int, changes: int) -> None:
+    """An assignment changed in a few variables: the array check (over every constraint, or only those
+    over the changed variables) says what CP-SAT says."""
+    m, x = _model(mixed_cluster(seed % 50))
+    view = LinearView(m.cp)
+    rng = np.random.default_rng(seed)
+    y = x.copy()
+    changed = np.zeros(len(x), dtype=bool)
+    for i in rng.choice(len(x), size=min(changes, len(x)), replace=False).tolist():
+        dom = list(m.cp.proto.variables[i].domain)
+        y[i] = int(rng.integers(dom[0], dom[-1] + 1))
+        changed[i] = True
+    want = _feasible(m, y)
+    assert view.satisfied(y) == want
+    assert view.satisfied(y, changed) == want
+
+
+def _levels(m: BatchModel) -> dict[int, Linear]:
+    """Pods placed per priority level, as tier objectives."""
+    per = {lv: Linear() for lv in m.batch.levels}
+    for c in m.classes:
+        for _, v, u in m.vars[c.index].terms():
+            per[c.priority].add(v, 1, u)
+    return per
+
+
+def test_a_neighbourhood_of_every_node_reaches_the_level_optimum() -> None:
+    """With every node in one neighbourhood a step is the whole level: the search ends at the optimum
+    CP-SAT proves on the whole model, the levels above held at their counts (as their tiers leave them)."""
+    m, x = _model(generate(GenerateSpec(nodes=8, pods=80, load=1.2, seed=3)))
+    values = dict(enumerate(x.tolist()))
+    per = _levels(m)
+    for top in sorted(m.batch.levels, reverse=True):
+        whole = m.cp.clone()
+        whole.maximize(per[top].expr())
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = 30
+        solver.parameters.num_workers = 2
+        assert solver.solve(whole) == cp_model.OPTIMAL
+        optimum = round(solver.objective_value)
+        if per[top].value(values) < optimum:  # the first level greedy's placement leaves room at
+            break
+        m.cp.add(per[top].expr() >= per[top].value(values))  # the tier, fixed
+    else:
+        pytest.fail("greedy's placement is optimal on every level: no room for the search")
+    search = NodeSearch(m, seed=1)
+    search.START_NODES = m.state.num_nodes
+    search.STEP_SECONDS = 10.0
+    y, stats = search.run(x, top, per[top], (), budget=20.0, cap=optimum)  # stops once there
+    assert per[top].value(dict(enumerate(y.tolist()))) == optimum
+    assert stats.improving >= 1 and _feasible(m, y)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_step_that_ties_the_tier_is_kept_only_when_no_worse_after_it(seed: int) -> None:
+    """The search's answer is lexicographically at least the incumbent on (level, next level), keeps the
+    level above at its count (its tier's constraint), and stays feasible; small neighbourhoods make many
+    tying steps."""
+    m, x = _model(generate(GenerateSpec(nodes=20, pods=240, load=1.1, seed=seed)))
+    levels = sorted(m.batch.levels, reverse=True)
+    per = _levels(m)
+    values = dict(enumerate(x.tolist()))
+    m.cp.add(per[levels[0]].expr() >= per[levels[0]].value(values))
+    search = NodeSearch(m, seed=seed)
+    search.START_NODES = 3
+    y, stats = search.run(x, levels[1], per[levels[1]], (per[levels[2]],), budget=3.0)
+    after = dict(enumerate(y.tolist()))
+    before_key = (per[levels[1]].value(values), per[levels[2]].value(values))
+    after_key = (per[levels[1]].value(after), per[levels[2]].value(after))
+    assert after_key >= before_key
+    assert stats.steps > 5
+    assert per[levels[0]].value(after) >= per[levels[0]].value(values)
+    assert _feasible(m, y)
+
+
+def test_large_models_search_placement_tiers_by_node_neighbourhoods(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A model restricted to candidate nodes without presolve (how large batches run) searches its
+    placement tiers by node neighbourhoods; with ``node_search=False`` by CP-SAT's LNS. Both answers are
+    valid and at least greedy's on every level."""
+    calls: list[int] = []
+    real = NodeSearch.run
+
+    def spy(self, x, level, *a, **k):  # type: ignore[no-untyped-def]
+        calls.append(level)
+        return real(self, x, level, *a, **k)
+
+    monkeypatch.setattr(NodeSearch, "run", spy)
+    objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
+    cluster = cluster_from_objects(objs)
+    state = compile_cluster(cluster)
+    config = default_config()
+    for node_search in (True, False):
+        calls.clear()
+        r = solve_optimal(state, config, OptimalOptions(time_limit=4, workers=2, max_variables=20, presolve_limit=0,
+                                                        node_search=node_search))
+        assert bool(calls) == node_search
+        assert r.violations == []
+        fixed = repair_placement(r.batch, config, r.greedy.snapshot.node_of)
+        mine, greedy = placed_per_level(r.batch, r.node_of), placed_per_level(r.batch, fixed)
+        assert [mine[lv] for lv in r.batch.levels] >= [greedy[lv] for lv in r.batch.levels]
+
+
+def test_a_step_worse_on_the_next_level_is_rejected(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A step whose answer ties the tier but drops pods of the next level is not taken: here every
+    step's answer keeps the tier's own variables and empties the others of its neighbourhood."""
+    import optisched.optimal.neighbourhood as nb
+
+    real = cp_model.CpSolver
+
+    class Emptying:
+        def __init__(self) -> None:
+            self.parameters = real().parameters
+
+        def solve(self, sub):  # type: ignore[no-untyped-def]
+            hint = list(sub.proto.solution_hint.values)
+            mine = set(sub.proto.objective.vars)
+            self.response_proto = type("R", (), {"solution": [h if i in mine else 0 for i, h in enumerate(hint)]})
+            return cp_model.OPTIMAL
+
+    m, x = _model(generate(GenerateSpec(nodes=20, pods=240, load=1.1, seed=1)))
+    levels = sorted(m.batch.levels, reverse=True)
+    per = _levels(m)
+    monkeypatch.setattr(nb.cp_model, "CpSolver", Emptying)
+    search = NodeSearch(m, seed=1)
+    y, stats = search.run(x, levels[1], per[levels[1]], (per[levels[2]],), budget=0.5)
+    values, after = dict(enumerate(x.tolist())), dict(enumerate(y.tolist()))
+    assert per[levels[1]].value(after) == per[levels[1]].value(values)
+    assert per[levels[2]].value(after) == per[levels[2]].value(values) > 0
+    assert stats.rejected > 0
