@@ -142,9 +142,12 @@ class LinearView:
         touch[self.erow[lf]] = True
         inactive = np.zeros(self.rows, dtype=bool)
         inactive[self.erow[~lf & ~self._true(x)]] = True
-        rows = np.flatnonzero(touch & ~inactive)
+        chosen = touch & ~inactive
+        rows = np.flatnonzero(chosen)
+        in_rows = chosen[self.row]
+        held = in_rows & ~fe  # the fixed entries of the chosen rows, summed into their bounds
         fixed = np.zeros(self.rows, dtype=np.int64)
-        np.add.at(fixed, self.row[~fe], self.coef[~fe] * x[self.var[~fe]])
+        np.add.at(fixed, self.row[held], self.coef[held] * x[self.var[held]])
         fv = np.flatnonzero(free)
         local = np.full(len(free), -1, dtype=np.int64)
         local[fv] = np.arange(len(fv))
@@ -154,9 +157,7 @@ class LinearView:
         for i in fv.tolist():
             proto.variables.add().domain.extend(domains[i])
         # the kept entries and literals of the chosen rows, as flat lists cut per row
-        chosen = np.zeros(self.rows, dtype=bool)
-        chosen[rows] = True
-        ent = chosen[self.row] & fe
+        ent = in_rows & fe
         ent_vars = local[self.var[ent]].tolist()
         ent_coefs = self.coef[ent].tolist()
         ends = np.cumsum(np.bincount(self.row[ent], minlength=self.rows)[rows]).tolist()
