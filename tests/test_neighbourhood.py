@@ -214,3 +214,15 @@ def test_a_step_worse_on_the_next_level_is_rejected(monkeypatch) -> None:  # typ
     assert per[levels[1]].value(after) == per[levels[1]].value(values)
     assert per[levels[2]].value(after) == per[levels[2]].value(values) > 0
     assert stats.rejected > 0
+
+
+def test_a_model_with_a_constraint_that_is_not_linear_is_not_searched_by_neighbourhoods() -> None:
+    """Steps are built from linear constraints only: once the model holds another kind (a maximum, as the
+    score tier's terms add), the search says it is not ready and the tier is left to CP-SAT."""
+    m, _ = _model(generate(GenerateSpec(nodes=6, pods=40, load=1.0, seed=4)))
+    search = NodeSearch(m, seed=0)
+    assert search.ready()
+    v = m.vars[m.classes[0].index].arr_vars[0]
+    top = m.cp.new_int_var(0, 100, "top")
+    m.cp.add_max_equality(top, [v, 3])
+    assert not search.ready()

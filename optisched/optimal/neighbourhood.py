@@ -70,8 +70,13 @@ class LinearView:
             with open(path, "rb") as f:
                 return cp_model_pb2.CpModelProto.FromString(f.read())
 
-    def extend(self) -> None:
-        """Read the constraints added since, and every variable's domain as it is now."""
+    def extend(self, force: bool = False) -> None:
+        """Read the constraints added since, with every variable's domain as it is now; when no constraint
+        or variable was added, nothing is read unless ``force`` (a domain edited in place since)."""
+        live = self.cp.proto
+        if not force and self.rows and len(live.constraints) == self.rows and \
+                len(live.variables) == len(self.var_domains):
+            return
         proto = self._read()
         self.var_domains = [list(v.domain) for v in proto.variables]
         total = len(proto.constraints)
@@ -226,6 +231,12 @@ class NodeSearch:
         self._alloc = np.maximum(model.state.allocatable.astype(np.float64), 1.0)
         self._fixed = model.snapshot.requested.astype(np.float64)
         self._cols = [model.state.resources.index(r) for r in ("cpu", "memory") if r in model.state.resources]
+
+    def ready(self) -> bool:
+        """Read the constraints added since; False when one is not linear (then the search cannot
+        build its steps and the caller searches otherwise)."""
+        self.view.extend()
+        return self.view.linear
 
     def room(self, x: np.ndarray) -> np.ndarray:
         """Per node: the smaller free fraction of cpu and memory under ``x``, fixed pods included."""

@@ -381,7 +381,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         if level is not None and g.lp is not None:
             relaxed = g.lp.bound(level)
             cap = cap if relaxed is None else min(cap, relaxed)
-        if g.search is not None and level is not None:
+        if g.search is not None and level is not None and g.search.ready():
             tier = _search(g, name, lin, level, share, cap, objectives[i + 1:])
         else:
             tier = g.solver.solve(name, lin, sense, share, cap, later, rest)
