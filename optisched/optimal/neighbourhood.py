@@ -110,6 +110,14 @@ class LinearView:
         self.lo = np.array([d[0] if s else INT64_MIN for d, s in zip(self.domains, simple)], dtype=np.int64)
         self.hi = np.array([d[1] if s else INT64_MAX for d, s in zip(self.domains, simple)], dtype=np.int64)
         self.complex = np.flatnonzero(~simple)
+        self._complex = set(self.complex.tolist())
+        nvars = len(self.var_domains)
+        order = np.argsort(self.var, kind="stable")  # variable -> the rows it is in (linear part)
+        self.var_rows = self.row[order]
+        self.var_start = np.searchsorted(self.var[order], np.arange(nvars + 1))
+        order = np.argsort(self.lit_var, kind="stable")  # variable -> the rows it enforces
+        self.lit_rows = self.erow[order]
+        self.lit_start = np.searchsorted(self.lit_var[order], np.arange(nvars + 1))
 
     def _true(self, x: np.ndarray) -> np.ndarray:
         """Per enforcement literal: true under ``x``."""
@@ -136,6 +144,30 @@ class LinearView:
             d = self.domains[r]
             bad[r] = not any(d[i] <= act[r] <= d[i + 1] for i in range(0, len(d), 2))
         return not bad.any()
+
+    def holds(self, x: np.ndarray, changed: list[int]) -> bool:
+        """The constraints over the variables ``changed`` hold for ``x`` (the others are taken to hold:
+        the rest of ``x`` is an incumbent). A few rows, read one by one: for a change of a few variables."""
+        rows = set()
+        for v in changed:
+            rows.update(self.var_rows[self.var_start[v]:self.var_start[v + 1]].tolist())
+            rows.update(self.lit_rows[self.lit_start[v]:self.lit_start[v + 1]].tolist())
+        for r in rows:
+            ea, eb = self.estart[r], self.estart[r + 1]
+            if eb > ea:
+                lits = self.lit[ea:eb]
+                vals = x[self.lit_var[ea:eb]]
+                if not np.all(np.where(lits >= 0, vals == 1, vals == 0)):
+                    continue  # not enforced
+            a, b = self.start[r], self.start[r + 1]
+            act = int(self.coef[a:b] @ x[self.var[a:b]])
+            if r in self._complex:
+                d = self.domains[r]
+                if not any(d[i] <= act <= d[i + 1] for i in range(0, len(d), 2)):
+                    return False
+            elif not self.lo[r] <= act <= self.hi[r]:
+                return False
+        return True
 
     def sub(self, free: np.ndarray, x: np.ndarray) -> tuple[cp_model.CpModel, np.ndarray]:
         """The model over the variables where ``free`` holds, every other one fixed at ``x``; returns it
@@ -329,6 +361,47 @@ class NodeSearch:
                     report(new[0] + objective.const)
             x, key = y, new
         return x, stats
+
+    def restore(self, x: np.ndarray, deadline: float) -> tuple[np.ndarray, int]:
+        """Keep running pods the placement tiers let go where a pod count does not change: a pod that left
+        its node comes back instead of one arrival of its class elsewhere (a move undone, or a pending pod
+        of the class left out instead), or instead of an arrival of its priority on that node requesting
+        at least as much. Each change is kept when every constraint over it holds (the placement tiers'
+        counts among them), until ``deadline``; returns the values and how many pods came back.
+
+        A neighbourhood's step counts only its tier, so at equal count it lets running pods go for
+        pending ones: on 200 nodes / 0.8, 118 of 390 evicted pods had an arrival of their level on their
+        node requesting at least as much."""
+        x = x.copy()
+        model, view = self.model, self.view
+        req = model.state.pod_requests
+        arrivals: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (node, priority) -> (var, rep)
+        for c in model.classes:
+            cv = model.vars[c.index]
+            for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars):
+                arrivals.setdefault((n, c.priority), []).append((v.Index(), c.rep))
+        back = 0
+        for c in model.classes:
+            cv = model.vars[c.index]
+            own = [v.Index() for v in cv.arr_vars]
+            for n, kv, ub in zip(cv.keep_nodes.tolist(), cv.keep_vars, cv.keep_ub.tolist()):
+                k = kv.Index()
+                others = [a for a in own if x[a] > 0] + \
+                    [a for a, rep in arrivals.get((n, c.priority), []) if np.all(req[rep] >= req[c.rep])]
+                while x[k] < ub and time.perf_counter() < deadline:
+                    for a in others:
+                        if x[a] <= 0 or a == k:
+                            continue
+                        x[k] += 1
+                        x[a] -= 1
+                        if view.holds(x, [k, a]):
+                            back += 1
+                            break
+                        x[k] -= 1
+                        x[a] += 1
+                    else:
+                        break
+        return x, back
 
     @staticmethod
     def _key(x: np.ndarray, weights: list[np.ndarray]) -> tuple[int, ...]:
