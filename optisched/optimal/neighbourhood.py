@@ -386,6 +386,10 @@ class NodeSearch:
             own = [v.Index() for v in cv.arr_vars]
             for n, kv, ub in zip(cv.keep_nodes.tolist(), cv.keep_vars, cv.keep_ub.tolist()):
                 k = kv.Index()
+                if x[k] >= ub:
+                    continue
+                if time.perf_counter() >= deadline:
+                    return x, back
                 others = [a for a in own if x[a] > 0] + \
                     [a for a, rep in arrivals.get((n, c.priority), []) if np.all(req[rep] >= req[c.rep])]
                 while x[k] < ub and time.perf_counter() < deadline:
