@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,8 +109,7 @@ class LinearView:
         simple = np.array([len(d) == 2 for d in self.domains], dtype=bool)
         self.lo = np.array([d[0] if s else INT64_MIN for d, s in zip(self.domains, simple)], dtype=np.int64)
         self.hi = np.array([d[1] if s else INT64_MAX for d, s in zip(self.domains, simple)], dtype=np.int64)
-        self.complex = np.flatnonzero(~simple)
-        self._complex = set(self.complex.tolist())
+        self._complex = set(np.flatnonzero(~simple).tolist())  # rows whose domain is not one interval
         nvars = len(self.var_domains)
         order = np.argsort(self.var, kind="stable")  # variable -> the rows it is in (linear part)
         self.var_rows = self.row[order]
@@ -119,46 +118,32 @@ class LinearView:
         self.lit_rows = self.erow[order]
         self.lit_start = np.searchsorted(self.lit_var[order], np.arange(nvars + 1))
 
+    @staticmethod
+    def _literal_true(lits: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Per literal: true when its variable has ``values`` (1 for a variable, 0 for its negation)."""
+        return np.where(lits >= 0, values == 1, values == 0)
+
     def _true(self, x: np.ndarray) -> np.ndarray:
         """Per enforcement literal: true under ``x``."""
-        v = x[self.lit_var]
-        return np.where(self.lit >= 0, v == 1, v == 0)
+        return self._literal_true(self.lit, x[self.lit_var])
 
-    def satisfied(self, x: np.ndarray, changed: np.ndarray | None = None) -> bool:
-        """Every constraint holds for ``x`` (a value per variable); with ``changed`` (a mask over the
-        variables), only the constraints over one of those are checked. Constraints added to the model
-        since :meth:`extend` are not seen."""
-        rows = np.ones(self.rows, dtype=bool)
-        if changed is not None:
-            rows[:] = False
-            rows[self.row[changed[self.var]]] = True
-            rows[self.erow[changed[self.lit_var]]] = True
-        ent = rows[self.row]
-        act = np.zeros(self.rows, dtype=np.int64)
-        np.add.at(act, self.row[ent], self.coef[ent] * x[self.var[ent]])
-        lent = rows[self.erow]
-        off = np.zeros(self.rows, dtype=bool)
-        off[self.erow[lent][~self._true(x)[lent]]] = True
-        bad = rows & ~off & ((act < self.lo) | (act > self.hi))
-        for r in np.flatnonzero(bad & np.isin(np.arange(self.rows), self.complex)).tolist():
-            d = self.domains[r]
-            bad[r] = not any(d[i] <= act[r] <= d[i + 1] for i in range(0, len(d), 2))
-        return not bad.any()
-
-    def holds(self, x: np.ndarray, changed: list[int]) -> bool:
-        """The constraints over the variables ``changed`` hold for ``x`` (the others are taken to hold:
-        the rest of ``x`` is an incumbent). A few rows, read one by one: for a change of a few variables."""
-        rows = set()
-        for v in changed:
-            rows.update(self.var_rows[self.var_start[v]:self.var_start[v + 1]].tolist())
-            rows.update(self.lit_rows[self.lit_start[v]:self.lit_start[v + 1]].tolist())
+    def satisfied(self, x: np.ndarray, changed: Iterable[int] | None = None) -> bool:
+        """The constraints hold for ``x`` (a value per variable): every one, or with ``changed`` (variable
+        indices) only those over one of them (the others are taken to hold: the rest of ``x`` is an
+        incumbent). Rows are read one by one, for a change of a few variables. Constraints added to the
+        model since :meth:`extend` are not seen."""
+        if changed is None:
+            rows: Iterable[int] = range(self.rows)
+        else:
+            found: set[int] = set()
+            for v in changed:
+                found.update(self.var_rows[self.var_start[v]:self.var_start[v + 1]].tolist())
+                found.update(self.lit_rows[self.lit_start[v]:self.lit_start[v + 1]].tolist())
+            rows = found
         for r in rows:
             ea, eb = self.estart[r], self.estart[r + 1]
-            if eb > ea:
-                lits = self.lit[ea:eb]
-                vals = x[self.lit_var[ea:eb]]
-                if not np.all(np.where(lits >= 0, vals == 1, vals == 0)):
-                    continue  # not enforced
+            if eb > ea and not np.all(self._literal_true(self.lit[ea:eb], x[self.lit_var[ea:eb]])):
+                continue  # not enforced
             a, b = self.start[r], self.start[r + 1]
             act = int(self.coef[a:b] @ x[self.var[a:b]])
             if r in self._complex:
@@ -205,7 +190,6 @@ class LinearView:
         lo, hi = self.lo[rows], self.hi[rows]
         lo = np.where(lo == INT64_MIN, lo, lo - shift).tolist()
         hi = np.where(hi == INT64_MAX, hi, hi - shift).tolist()
-        complex_rows = set(self.complex.tolist())
         shifts = shift.tolist()
         p = lp = 0
         for k, r in enumerate(rows.tolist()):
@@ -216,7 +200,7 @@ class LinearView:
             lin = ct.linear
             lin.vars.extend(ent_vars[p:q])
             lin.coeffs.extend(ent_coefs[p:q])
-            if r in complex_rows:
+            if r in self._complex:
                 sh = shifts[k]
                 lin.domain.extend([d if d in (INT64_MIN, INT64_MAX) else d - sh for d in self.domains[r]])
             else:
@@ -398,7 +382,7 @@ class NodeSearch:
                             continue
                         x[k] += 1
                         x[a] -= 1
-                        if view.holds(x, [k, a]):
+                        if view.satisfied(x, [k, a]):
                             back += 1
                             break
                         x[k] -= 1

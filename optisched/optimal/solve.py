@@ -309,9 +309,8 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         solver.full = repair_hint(m, variable_values(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
         if lns:
             solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
+        # (used only while the model is all linear: NodeSearch.ready says, tier by tier)
         search = NodeSearch(m, options.seed) if lns and solver.full is not None and options.node_search else None
-        if search is not None and not search.view.linear:
-            search = None
         groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted,
                              lp=LevelBound(m) if lns and not lp.large else None, lns=lns, search=search))
     return groups, lp
@@ -354,11 +353,9 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         later = Linear()
         nxt = objectives[i + 1] if i + 1 < len(objectives) else None
         if level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
-            for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
-                later.add(v, c, dhi, dlo)
+            later = nxt[2].scaled(1)
         elif level is not None and nxt is not None and nxt[0] == "disruption":
-            for v, c, (dlo, dhi) in zip(nxt[2].vars, nxt[2].coefs, nxt[2].domains):
-                later.add(v, -c, dhi, dlo)  # the last level breaks ties by less disruption
+            later = nxt[2].scaled(-1)  # the last level breaks ties by less disruption
         rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
         share = weights[i] / sum(w for (n, _, _), w in zip(objectives[i:], weights[i:])
                                  if n.startswith("placed[") == placement)
@@ -404,10 +401,7 @@ def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: in
     for _, sense, x in after:
         if callable(x):
             break
-        lin_later = Linear()
-        for v, c, (dlo, dhi) in zip(x.vars, x.coefs, x.domains):
-            lin_later.add(v, c if sense == "max" else -c, dhi, dlo)
-        later.append(lin_later)
+        later.append(x.scaled(1 if sense == "max" else -1))
     solver, search = g.solver, g.search
     assert search is not None
     report = None

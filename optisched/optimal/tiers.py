@@ -42,6 +42,14 @@ class Linear:
             self.coefs.append(int(coef))
             self.domains.append((int(lo), int(hi)))
 
+    def scaled(self, sign: int) -> Linear:
+        """The terms times ``sign`` (1 or -1), without the constant: ``-1`` turns a minimized objective
+        into one to maximize, e.g. to break ties or compare answers by it."""
+        out = Linear()
+        for v, c, (lo, hi) in zip(self.vars, self.coefs, self.domains):
+            out.add(v, sign * c, hi, lo)
+        return out
+
     def expr(self) -> cp_model.LinearExpr:
         return cp_model.LinearExpr.weighted_sum(self.vars, self.coefs) + self.const
 
