@@ -176,6 +176,8 @@ def _render_placement(console: Console, state: Any, node_of: np.ndarray, un: dic
 @contextmanager
 def solver_status(console: Console) -> Iterator[Callable[[str, float | None, float | None, float], None]]:
     """A live line on stderr while optimal mode runs: phase or tier, incumbent, bound, gap, elapsed."""
+    from .optimal.tiers import relative_gap  # (CP-SAT is loaded only when optimal mode runs)
+
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True, disable=not console.is_terminal) as prog:
         task = prog.add_task("starting", total=None)
@@ -183,7 +185,7 @@ def solver_status(console: Console) -> Iterator[Callable[[str, float | None, flo
         def update(name: str, incumbent: float | None, bound: float | None, elapsed: float) -> None:
             text = name
             if incumbent is not None and bound is not None:
-                gap = abs(bound - incumbent) / max(1.0, abs(bound))
+                gap = relative_gap(incumbent, bound)
                 text = f"{name}: incumbent {incumbent:.0f}, bound {bound:.0f}, gap {100 * gap:.2f}%"
             prog.update(task, description=text)
 

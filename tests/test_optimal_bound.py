@@ -96,3 +96,14 @@ def test_levels_without_room_bound_zero_and_fixing_a_level_bounds_the_next() -> 
         lb.fix(1000, 2)
         assert lb.bound(0) == 0, per_node
         assert lb.bound(-5) == 0  # a level the batch does not have
+
+
+def test_relative_gap_is_the_share_of_the_larger_value_not_reached() -> None:
+    from optisched.optimal.tiers import Tier, relative_gap
+
+    assert relative_gap(1249, 1260) == 11 / 1260  # maximized: the share of the bound missed
+    # minimized with a bound of 0: everything above it is missed (was 1316400 % with |bound| as the scale)
+    assert relative_gap(13164, 0) == 1.0
+    assert relative_gap(900, 137) == (900 - 137) / 900
+    assert relative_gap(5, 5) == relative_gap(0, 0) == 0.0
+    assert Tier("disruption", "min", 13164, 0, "FEASIBLE", 1.0).to_dict()["gap"] == 1.0

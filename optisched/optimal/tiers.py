@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-__all__ = ["Linear", "Tier", "TierSolver"]
+__all__ = ["Linear", "Tier", "TierSolver", "relative_gap"]
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
           cp_model.UNKNOWN: "UNKNOWN", cp_model.MODEL_INVALID: "MODEL_INVALID"}
@@ -75,6 +75,13 @@ class Linear:
         return lo, hi
 
 
+def relative_gap(objective: float, bound: float) -> float:
+    """``|bound − objective| / max(1, |objective|, |bound|)``: the share of the larger of the two not
+    reached. A maximized tier's bound is the larger (the share of the bound missed); a minimized tier's is
+    the smaller, so a bound of 0 gives 100 %, not the objective times 100 %."""
+    return abs(bound - objective) / max(1.0, abs(objective), abs(bound))
+
+
 @dataclass
 class Tier:
     """One tier's outcome: objective of the answer, best bound, and how it was reached."""
@@ -90,8 +97,8 @@ class Tier:
 
     @property
     def gap(self) -> float:
-        """Relative gap ``|bound − objective| / max(1, |bound|)``."""
-        return abs(self.bound - self.objective) / max(1.0, abs(self.bound))
+        """:func:`relative_gap` of the objective and the bound."""
+        return relative_gap(self.objective, self.bound)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "sense": self.sense, "objective": self.objective, "bound": self.bound,
