@@ -172,6 +172,32 @@ def test_pinning_fixes_variables_at_the_incumbent_until_unpinned() -> None:
     assert 7 <= solver.value(x) + solver.value(y) <= 8
 
 
+def test_smaller_parts_are_solved_first_in_each_phase(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """What a small part closes early goes to the larger parts after it: in each phase (placement tiers,
+    then the tiers after them) the parts run from the smallest model up."""
+    from builders import node, pod, state_of
+
+    import optisched.optimal.solve as solve_mod
+
+    calls: list[tuple[bool, int]] = []
+    real = solve_mod._solve_group
+
+    def spy(g, deadline, raw, objective, placement):  # type: ignore[no-untyped-def]
+        calls.append((placement, len(g.model.cp.proto.variables)))
+        return real(g, deadline, raw, objective, placement)
+
+    monkeypatch.setattr(solve_mod, "_solve_group", spy)
+    objs = [node(f"c{i}", cpu="4") for i in range(6)] + [node("g1", cpu="8").alloc(nvidia_gpu="4").taint("gpu")]
+    objs += [pod(f"{app}-{i}").req(cpu=cpu).label(app=app) for app, cpu in (("web", "3"), ("api", "1"))
+             for i in range(4)]  # the larger part comes first in the input
+    objs += [pod("infer-0").req(cpu="1", nvidia_gpu="1").tolerate("gpu").label(app="infer")]
+    r = solve_optimal(state_of(*objs), default_config(), OptimalOptions(time_limit=5))
+    assert "solved as 2 independent parts" in r.certificate.notes
+    for phase in (True, False):
+        sizes = [n for p, n in calls if p == phase]
+        assert len(sizes) == 2 and sizes[0] < sizes[1]  # the GPU part (one node) before the CPU part
+
+
 def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Under LNS a placement tier searches its own level and the ones below: the classes above are pinned
     at the incumbent (the search is what limits a level there). The last placement level pins nothing

@@ -361,7 +361,9 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
                                  if n.startswith("placed[") == placement)
         if callable(lin):
             left = deadline - time.perf_counter()
-            if left < 1.0:
+            # building the score takes 30-40 µs per variable (200 nodes: 0.08 s for the GPU part's 2,100,
+            # 1.2 s for the CPU part's 41,000): a small part needs a fraction of a second
+            if left < min(1.0, 1e-4 * len(g.model.cp.proto.variables)):
                 g.skipped.append(name)  # no time to build it: the tier is left out of the certificate
                 continue
             g.model.deadline = time.perf_counter() + 0.6 * left  # the rest solves it
@@ -469,14 +471,19 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     groups, lp = _build_groups(batch, config, options, fallback, deadline, progress)
     sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
     placing = time.perf_counter() + 0.75 * (deadline - time.perf_counter())  # placement tiers first, everywhere
+    # smallest parts first in each phase: what a part closes early is left to the larger ones after it
+    # (200 nodes: the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)
+    order = sorted(range(len(groups)), key=lambda k: sizes[k])
     if options.weights:
-        for k, g in enumerate(groups):
+        for i, k in enumerate(order):
             left = deadline - time.perf_counter()
-            _solve_weighted(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw, options)
+            share = sizes[k] / sum(sizes[j] for j in order[i:])
+            _solve_weighted(groups[k], time.perf_counter() + left * share, raw, options)
     for placement, until in () if options.weights else ((True, placing), (False, deadline)):
-        for k, g in enumerate(groups):
+        for i, k in enumerate(order):
             left = until - time.perf_counter()
-            _solve_group(g, time.perf_counter() + left * sizes[k] / sum(sizes[k:]), raw, options.objective, placement)
+            share = sizes[k] / sum(sizes[j] for j in order[i:])
+            _solve_group(groups[k], time.perf_counter() + left * share, raw, options.objective, placement)
         for g in groups:
             g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
 
