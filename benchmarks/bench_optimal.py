@@ -8,6 +8,10 @@ the limit, and peak RSS.
 
     python benchmarks/bench_optimal.py                       # the three sizes, load 0.8 and 1.2
     python benchmarks/bench_optimal.py --sizes 200:2000:10 --loads 1.2
+    python benchmarks/bench_optimal.py --sizes 200:2000:10 --curve 10 30 60 120 --plot curve.png
+
+``--curve`` runs each size at several time limits instead of its own and plots, per size and load, the
+pods placed at the tier-1 level against the limit, beside its bound and the value a given gap needs.
 """
 from __future__ import annotations
 
@@ -32,13 +36,17 @@ def tier1_gap(tiers) -> tuple[str, float]:  # type: ignore[no-untyped-def]
     return "all levels closed", 0.0
 
 
-def run(nodes: int, pending: int, limit: float, load: float, seed: int) -> None:
+def _cluster(nodes: int, pending: int, load: float, seed: int):  # type: ignore[no-untyped-def]
     objs = generate(GenerateSpec(nodes=nodes, pods=2 * pending, pending_fraction=0.5, load=load, seed=seed))
     state = compile_cluster(cluster_from_objects(objs))
     config = default_config()
     t = time.perf_counter()
     greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
-    t_greedy = time.perf_counter() - t
+    return state, config, greedy, time.perf_counter() - t
+
+
+def run(nodes: int, pending: int, limit: float, load: float, seed: int) -> None:
+    state, config, greedy, t_greedy = _cluster(nodes, pending, load, seed)
     t = time.perf_counter()
     r = solve_optimal(state, config, OptimalOptions(time_limit=limit, workers=2, seed=seed), greedy=greedy)
     t_opt = time.perf_counter() - t
@@ -55,12 +63,68 @@ def run(nodes: int, pending: int, limit: float, load: float, seed: int) -> None:
         print(f"   note: {note}")
 
 
+def curve(nodes: int, pending: int, load: float, seed: int, limits: list[float]) -> dict:
+    """At each time limit (the same cluster and greedy run), the pods placed and the bound of one level:
+    the tier-1 level of the longest run (shorter runs may not have closed the levels above it yet)."""
+    state, config, greedy, _ = _cluster(nodes, pending, load, seed)
+    runs = []
+    for limit in sorted(limits):
+        tiers = solve_optimal(state, config, OptimalOptions(time_limit=limit, workers=2, seed=seed),
+                              greedy=greedy).certificate.tiers
+        name, gap = tier1_gap(tiers)
+        print(f"## {nodes} nodes, load {load}, {limit:g} s: tier-1 gap {100 * gap:.2f}% ({name}); " +
+              ", ".join(f"{t.name} {t.objective}/{t.bound}" for t in tiers if t.name.startswith("placed[")),
+              flush=True)
+        runs.append((limit, {t.name: t for t in tiers}))
+    level = tier1_gap(runs[-1][1].values())[0]
+    got = [(limit, tiers[level]) for limit, tiers in runs if level in tiers]
+    return {"title": f"{nodes} nodes, load {load}", "level": level, "limits": [lim for lim, _ in got],
+            "placed": [t.objective for _, t in got], "bound": [t.bound for _, t in got],
+            "greedy": got[0][1].greedy if got else None}
+
+
+def plot_curves(curves: list[dict], path: str, gap: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4), squeeze=False)
+    for ax, c in zip(axes[0], curves):
+        if not c["limits"]:  # every level closed at the longest limit
+            ax.set_title(f"{c['title']}: every level closed")
+            continue
+        ax.plot(c["limits"], c["placed"], "o-", label="placed (optimal mode)")
+        ax.plot(c["limits"], c["bound"], "s--", color="black", label="bound (certificate)")
+        ax.plot(c["limits"], [b * (1 - gap) for b in c["bound"]], ":", color="red",
+                label=f"placed needed for a {100 * gap:g} % gap")
+        ax.axhline(c["greedy"], color="grey", lw=1, label="greedy mode")
+        ax.set_xscale("log")
+        ax.minorticks_off()
+        ax.set_xticks(c["limits"], [f"{v:g}" for v in c["limits"]])
+        ax.set_xlabel("time limit (s)")
+        ax.set_ylabel(f"pods placed, {c['level']}")
+        ax.set_title(c["title"])
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot: {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="*", default=SIZES, help="nodes:pending:seconds")
     ap.add_argument("--loads", type=float, nargs="*", default=[0.8, 1.2])
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--curve", type=float, nargs="*", help="time limits to run each size at (instead of its own)")
+    ap.add_argument("--plot", default="optimal_curve.png", help="with --curve: where the plot goes")
+    ap.add_argument("--gap", type=float, default=0.005, help="with --curve: the gap whose line is drawn")
     args = ap.parse_args()
+    if args.curve:
+        curves = [curve(int(size.split(":")[0]), int(size.split(":")[1]), load, args.seed, args.curve)
+                  for size in args.sizes for load in args.loads]
+        plot_curves(curves, args.plot, args.gap)
+        return
     for size in args.sizes:
         nodes, pending, limit = size.split(":")
         for load in args.loads:
