@@ -129,7 +129,8 @@ class InterPodAffinityScore:
                      objective: Linear) -> None:
         labels = self.index.ns_labels
         matched = model.classes_where(("affinity", (t,)), lambda p: p.metadata.deletion_timestamp is None and
-                                      t.matches(p, labels.get(p.metadata.namespace or "default")))
+                                      t.matches(p, labels.get(p.metadata.namespace or "default")),
+                                      t.selector.labels or ())
         codes = self.state.label(t.topology_key).codes
         self_match = any(d.index == c.index for d in matched)
         others = model.domain_terms([d for d in matched if d.index != c.index], codes)

@@ -198,7 +198,7 @@ class PodTopologySpreadScore:
         ns = pod.metadata.namespace or "default"
         matching = model.classes_where(("spread", ns, h.selector), lambda p: (p.metadata.namespace or "default") == ns
                                        and p.metadata.deletion_timestamp is None
-                                       and h.selector.matches(p.metadata.labels))
+                                       and h.selector.matches(p.metadata.labels), h.selector.labels or ())
         terms = model.domain_terms(matching, col.codes, counted)
         if not terms:
             return

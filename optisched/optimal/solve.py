@@ -361,8 +361,8 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
                                  if n.startswith("placed[") == placement)
         if callable(lin):
             left = deadline - time.perf_counter()
-            # building the score takes 30-40 µs per variable (200 nodes: 0.08 s for the GPU part's 2,100,
-            # 1.2 s for the CPU part's 41,000): a small part needs a fraction of a second
+            # building the score takes 25-40 µs per variable (0.08 s for 2,100 variables, 1.0 s for 41,000,
+            # 2.6 s for 75,000 on generated clusters): a small part needs a fraction of a second
             if left < min(1.0, 1e-4 * len(g.model.cp.proto.variables)):
                 g.skipped.append(name)  # no time to build it: the tier is left out of the certificate
                 continue
