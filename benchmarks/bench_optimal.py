@@ -120,15 +120,15 @@ def main() -> None:
     ap.add_argument("--plot", default="optimal_curve.png", help="with --curve: where the plot goes")
     ap.add_argument("--gap", type=float, default=0.005, help="with --curve: the gap whose line is drawn")
     args = ap.parse_args()
+    sizes = [(int(n), int(p), float(lim)) for n, p, lim in (size.split(":") for size in args.sizes)]
     if args.curve:
-        curves = [curve(int(size.split(":")[0]), int(size.split(":")[1]), load, args.seed, args.curve)
-                  for size in args.sizes for load in args.loads]
+        curves = [curve(nodes, pending, load, args.seed, args.curve) for nodes, pending, _ in sizes
+                  for load in args.loads]
         plot_curves(curves, args.plot, args.gap)
         return
-    for size in args.sizes:
-        nodes, pending, limit = size.split(":")
+    for nodes, pending, limit in sizes:
         for load in args.loads:
-            run(int(nodes), int(pending), float(limit), load, args.seed)
+            run(nodes, pending, limit, load, args.seed)
 
 
 if __name__ == "__main__":

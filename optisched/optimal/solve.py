@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -448,6 +448,16 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Ti
     return out
 
 
+def _by_size(groups: list[_Group], sizes: list[float], end: float) -> Iterator[tuple[_Group, float]]:
+    """The groups, smallest first, each with its deadline: its size's share of the time left until ``end``
+    when its turn comes. What a small part closes early is left to the larger ones after it (200 nodes:
+    the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
+    order = sorted(range(len(groups)), key=lambda k: sizes[k])
+    for i, k in enumerate(order):
+        now = time.perf_counter()
+        yield groups[k], now + (end - now) * sizes[k] / sum(sizes[j] for j in order[i:])
+
+
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
@@ -471,19 +481,12 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     groups, lp = _build_groups(batch, config, options, fallback, deadline, progress)
     sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
     placing = time.perf_counter() + 0.75 * (deadline - time.perf_counter())  # placement tiers first, everywhere
-    # smallest parts first in each phase: what a part closes early is left to the larger ones after it
-    # (200 nodes: the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)
-    order = sorted(range(len(groups)), key=lambda k: sizes[k])
     if options.weights:
-        for i, k in enumerate(order):
-            left = deadline - time.perf_counter()
-            share = sizes[k] / sum(sizes[j] for j in order[i:])
-            _solve_weighted(groups[k], time.perf_counter() + left * share, raw, options)
-    for placement, until in () if options.weights else ((True, placing), (False, deadline)):
-        for i, k in enumerate(order):
-            left = until - time.perf_counter()
-            share = sizes[k] / sum(sizes[j] for j in order[i:])
-            _solve_group(groups[k], time.perf_counter() + left * share, raw, options.objective, placement)
+        for g, until in _by_size(groups, sizes, deadline):
+            _solve_weighted(g, until, raw, options)
+    for placement, end_phase in () if options.weights else ((True, placing), (False, deadline)):
+        for g, until in _by_size(groups, sizes, end_phase):
+            _solve_group(g, until, raw, options.objective, placement)
         for g in groups:
             g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
 
