@@ -17,6 +17,7 @@ from ortools.sat.python import cp_model
 from ..model.objects import PreemptionPolicy
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
+from ..preemption.pdb_model import beyond_budgets
 from .check import check_placement
 from .classes import Batch
 from .model import BatchModel
@@ -34,6 +35,8 @@ def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
             best[node_of[p]] = max(best[node_of[p]], state.pod_priority[p])
     out = []
     for c in batch.classes:
+        if c.voluntary:
+            continue
         for n, pods in c.running.items():
             out += [p for p in pods if node_of[p] != n and best[n] <= state.pod_priority[p]]
     return out
@@ -56,18 +59,18 @@ def fragile(state: ClusterState) -> np.ndarray:
 
 def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray, *, rounds: int = 6) -> np.ndarray:
     """A copy of the greedy placement ``node_of`` that batch semantics and the batch preemption rule
-    accept (when ``batch.movable`` is false): rejected pods unplaced, unjustified victims put back. Only
+    accept: rejected pods unplaced, unjustified victims and voluntary departures beyond a
+    PodDisruptionBudget put back. Only
     :func:`fragile` pods, and pods on nodes a victim came back to, are re-checked."""
     state = batch.state
     node_of = node_of.copy()
     suspects = fragile(state)
     for _ in range(rounds):
         changed = False
-        if not batch.movable:
-            for p in _victims_without_preemptor(batch, node_of):
-                node_of[p] = state.pod_node[p]
-                suspects |= node_of == state.pod_node[p]
-                changed = True
+        for p in _victims_without_preemptor(batch, node_of) + beyond_budgets(batch, node_of):
+            node_of[p] = state.pod_node[p]
+            suspects |= node_of == state.pod_node[p]
+            changed = True
         bad = check_placement(state, config, node_of, batch.class_of, only=suspects)
         if bad:
             names = {(v.pod, v.node) for v in bad}

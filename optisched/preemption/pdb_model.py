@@ -1,0 +1,143 @@
+"""PodDisruptionBudgets in a batch: moves stay within them, preemption breaks as few as it can.
+
+A *move* (a voluntary class's running pod leaving its node, :mod:`optisched.optimal.classes`) goes through
+the Eviction API, which refuses an eviction that would drop a budget's ``disruptionsAllowed`` below zero
+(kubernetes v1.35.4 ``pkg/registry/core/pod/storage/eviction.go``, ``checkAndDecrement``): per budget, the
+moves never exceed ``disruptionsAllowed`` — a hard constraint, re-checked by :func:`budget_use`.
+A *preemption victim* is deleted by the scheduler, which may break a budget but picks the node with the
+fewest violating victims first (``pkg/scheduler/framework/preemption/preemption.go``,
+``pickOneNodeForPreemption``, criterion 1): per budget, ``max(0, moves + victims − disruptionsAllowed)``
+summed over budgets is a tier of its own, right after the placement tiers.
+
+Each rule is written once here: the CP-SAT encoding and the count over a placement, side by side.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .pdb import PDBLedger
+
+if TYPE_CHECKING:
+    from ..optimal.classes import Batch
+    from ..optimal.model import BatchModel
+    from ..optimal.tiers import Linear
+
+__all__ = ["BudgetUse", "beyond_budgets", "budget_use", "encode_budgets", "victim_budgets", "violation_objective"]
+
+
+def _covered(batch: Batch) -> tuple[PDBLedger, dict[int, list[int]]]:
+    """The ledger, and per budget the classes with running pods it covers (a class shares its labels)."""
+    state = batch.state
+    ledger = PDBLedger(state, (state.pod_node >= 0).tolist())
+    per: dict[int, list[int]] = {}
+    for c in batch.classes:
+        if c.running:
+            for b in ledger.budgets_of(c.rep):
+                per.setdefault(b, []).append(c.index)
+    return ledger, per
+
+
+def _departures(model: BatchModel, classes: list[int]) -> tuple[cp_model.LinearExpr, int]:
+    """Running pods of ``classes`` that leave their node, and how many could."""
+    keep = [v for ci in classes for v in model.vars[ci].keep_vars]
+    most = sum(int(u) for ci in classes for u in model.vars[ci].keep_ub)
+    return most - cp_model.LinearExpr.sum(keep), most
+
+
+def encode_budgets(model: BatchModel) -> int:
+    """Moves within every budget: Σ departures of its voluntary classes ≤ ``disruptionsAllowed``."""
+    ledger, per = _covered(model.batch)
+    added = 0
+    for b, classes in per.items():
+        moving = [ci for ci in classes if model.classes[ci].voluntary]
+        if moving:
+            expr, most = _departures(model, moving)
+            if most > ledger.allowed[b]:
+                model.cp.add(expr <= ledger.allowed[b])
+                added += 1
+    return added
+
+
+def _breakable(batch: Batch) -> tuple[PDBLedger, dict[int, list[int]]]:
+    """Budgets preemption victims could break (moves alone never do), with the classes they cover."""
+    ledger, per = _covered(batch)
+    out = {}
+    for b, classes in per.items():
+        most = sum(batch.classes[ci].running_count for ci in classes)
+        if most > ledger.allowed[b] and not all(batch.classes[ci].voluntary for ci in classes):
+            out[b] = classes
+    return ledger, out
+
+
+def victim_budgets(batch: Batch) -> bool:
+    """Whether some budget could be broken by preemption victims (the violation tier has terms)."""
+    return bool(_breakable(batch)[1])
+
+
+def violation_objective(model: BatchModel) -> Linear:
+    """Σ over budgets of ``max(0, departures − disruptionsAllowed)``, minimized. One auxiliary variable
+    per budget preemption could break, its value derived from the others'. Built when its tier comes,
+    so the placement tiers solve without it."""
+    from ..optimal.tiers import Linear
+
+    ledger, per = _breakable(model.batch)
+    lin = Linear()
+    for b, classes in per.items():
+        expr, most = _departures(model, classes)
+        allowed = ledger.allowed[b]
+        over = model.cp.new_int_var(0, most - allowed, f"pdb{b}")
+        model.cp.add(over >= expr - allowed)
+        lin.add(over, 1, most - allowed)
+        keeps = [(v.Index(), int(u)) for ci in classes for v, u in zip(model.vars[ci].keep_vars,
+                                                                        model.vars[ci].keep_ub.tolist())]
+        lin.derived.append((over, lambda values, keeps=keeps, allowed=allowed:
+                            max(0, sum(u - values.get(i, 0) for i, u in keeps) - allowed)))
+    return lin
+
+
+@dataclass(frozen=True)
+class BudgetUse:
+    """One budget after a placement: what it allowed, what moves used, what preemption broke."""
+
+    name: str  # namespace/name
+    allowed: int
+    moves: int  # voluntary departures (through the Eviction API)
+    victims: int  # preemption victims it covers
+    violated: int  # max(0, moves + victims − allowed)
+
+    def to_dict(self) -> dict:
+        return {"budget": self.name, "disruptionsAllowed": self.allowed, "moves": self.moves,
+                "victims": self.victims, "violated": self.violated}
+
+
+def _left(batch: Batch, node_of: np.ndarray, ci: int) -> list[int]:
+    c = batch.classes[ci]
+    return [p for n, pods in sorted(c.running.items()) for p in pods if node_of[p] != n]
+
+
+def budget_use(batch: Batch, node_of: np.ndarray) -> list[BudgetUse]:
+    """Every budget covering a running pod that leaves its node in ``node_of``, by name."""
+    ledger, per = _covered(batch)
+    out = []
+    for b, classes in per.items():
+        moves = sum(len(_left(batch, node_of, ci)) for ci in classes if batch.classes[ci].voluntary)
+        victims = sum(len(_left(batch, node_of, ci)) for ci in classes if not batch.classes[ci].voluntary)
+        if moves or victims:
+            allowed = ledger.allowed[b]
+            out.append(BudgetUse(ledger.names[b], allowed, moves, victims, max(0, moves + victims - allowed)))
+    return sorted(out, key=lambda u: u.name)
+
+
+def beyond_budgets(batch: Batch, node_of: np.ndarray) -> list[int]:
+    """Voluntary departures past a budget's ``disruptionsAllowed`` (the last ones, in class order): the
+    pods a placement must put back for its moves to stay within every budget."""
+    ledger, per = _covered(batch)
+    out: list[int] = []
+    for b, classes in per.items():
+        gone = [p for ci in classes if batch.classes[ci].voluntary for p in _left(batch, node_of, ci)]
+        out += gone[ledger.allowed[b]:]
+    return list(dict.fromkeys(out))
