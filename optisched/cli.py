@@ -310,11 +310,20 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     with solver_status(err) as update:
         result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed),
                                progress=update)
+    from .preemption.landing import predict_landing
+    from .preemption.pdb_model import budget_use
+    from .preemption.plan import plan_document
+    from .render import render_budgets, render_landing
+
     plan = batch_preemptions(result)
     render_batch_preemptions(out, plan, result)
+    landing = predict_landing(state, config, result.node_of)
+    budgets = budget_use(result.batch, result.node_of)
+    render_budgets(out, budgets)
+    render_landing(out, landing)
     if result.violations:
         raise typer.Exit(1)
-    return batch_eviction_objects(plan)
+    return [plan_document(landing, budgets), *batch_eviction_objects(plan)]
 
 
 @app.command()

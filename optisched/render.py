@@ -298,3 +298,31 @@ def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
         ev, mv = sum(b.evictions for b in plan), sum(b.moves for b in plan)
         console.print(f"{ev} eviction(s), {mv} move(s) on {len(plan)} node(s)")
     render_optimal_summary(console, result)
+
+
+def render_budgets(console: Console, budgets: list) -> None:
+    """PodDisruptionBudgets a placement uses: allowed, used by moves, broken by preemption."""
+    if not budgets:
+        return
+    t = Table(title="PodDisruptionBudgets used")
+    for c in ("budget", "disruptionsAllowed", "moves", "preemption victims", "violated"):
+        t.add_column(c, justify="left" if c == "budget" else "right")
+    for u in budgets:
+        t.add_row(escape(u.name), str(u.allowed), str(u.moves), str(u.victims),
+                  f"[red]{u.violated}[/]" if u.violated else "0")
+    console.print(t)
+
+
+def render_landing(console: Console, landing: Any) -> None:
+    """How far kube-scheduler's replay after the evictions follows the plan's target."""
+    differs = landing.differs
+    console.print(f"kube-scheduler's replay after the evictions: {len(landing.target) - len(differs)} of "
+                  f"{len(landing.target)} pod(s) land on the plan's node"
+                  + (f", {len(landing.preempted)} further preemption(s)" if landing.preempted else ""))
+    if differs:
+        t = Table(title="Pods kube-scheduler places elsewhere than the plan")
+        for c in ("pod", "plan", "kube-scheduler"):
+            t.add_column(c)
+        for k, (want, got) in list(differs.items())[:50]:
+            t.add_row(escape(k), want or "(pending)", got or "(pending)")
+        console.print(t)
