@@ -22,6 +22,8 @@ ClusterArg = Annotated[list[str] | None, typer.Argument(
 ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
 KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only).")]
 ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context of the live cluster.")]
+EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: protected kinds that may leave their node, "
+                                              "comma-separated: protected, local-storage, bare-pods, system-critical.")]
 
 
 def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None, context: str | None = None):
@@ -72,6 +74,7 @@ def schedule(
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -92,12 +95,14 @@ def schedule(
         raise InputError("--weights applies to optimal mode (--mode optimal)")
     from .optimal.solve import parse_weights
     from .optimal.user_objectives import check_objective
+    from .policy.eviction import EvictionPolicy
 
     check_objective(objective)
     parsed = parse_weights(weights)
+    policy = EvictionPolicy.parse(evict)
     state, config = _load(cluster, profile, kubeconfig, context)
     if mode == "optimal":
-        _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed)
+        _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed, policy)
         return
     _schedule_greedy(state, config, tb, seed, no_requeue, trace, output)
 
@@ -123,12 +128,13 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
 
 def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
                       workers: int, movable: bool, objective: str | None = None,
-                      weights: tuple[tuple[str, int], ...] = ()) -> None:
+                      weights: tuple[tuple[str, int], ...] = (), policy=None) -> None:  # type: ignore[no-untyped-def]
     from .optimal.solve import OptimalOptions, solve_optimal
+    from .policy.eviction import EvictionPolicy
     from .render import render_optimal_summary, solver_status
 
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
-                             weights=weights)
+                             weights=weights, eviction=policy or EvictionPolicy())
     with solver_status(err) as update:
         result = solve_optimal(state, config, options, progress=update)
     if output is not None:
@@ -155,6 +161,7 @@ def compare(
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -169,11 +176,14 @@ def compare(
     from .optimal.solve import parse_weights
     from .optimal.user_objectives import check_objective
 
+    from .policy.eviction import EvictionPolicy
+
     check_objective(objective)
     parsed = parse_weights(weights)
+    policy = EvictionPolicy.parse(evict)
     state, config = _load(cluster, profile, kubeconfig, context)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
-                             objective=objective, weights=parsed)
+                             objective=objective, weights=parsed, eviction=policy)
     with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
         comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
     render_comparison(out, comparison)
@@ -248,7 +258,9 @@ def preempt(
     workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
     profile: ProfileOpt = None,
-    output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML).")] = None,
+    output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML); optimal batch mode "
+                                                "first writes the plan's target and kube-scheduler's replay.")] = None,
+    evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -261,6 +273,9 @@ def preempt(
         raise InputError("give --pod or --all-pending, not both")
     if cross_node and (mode != "optimal" or not pod):
         raise InputError("--cross-node applies to optimal mode for one pod (--mode optimal --pod NS/NAME)")
+    from .policy.eviction import EvictionPolicy
+
+    policy = EvictionPolicy.parse(evict)
     state, config = _load(cluster, profile, kubeconfig, context)
     key = None
     if pod:
@@ -271,7 +286,7 @@ def preempt(
             raise InputError(f"pod {key!r} is already bound to {state.pods[state.pod_index[key]].spec.node_name}",
                              obj=f"Pod/{key}")
     if mode == "optimal":
-        docs = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed)
+        docs = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, policy)
     else:
         from .greedy.scheduler import GreedyOptions, GreedyScheduler
         from .preemption.plan import eviction_objects, preemptions
@@ -288,7 +303,7 @@ def preempt(
 
 
 def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
-                     workers: int, seed: int) -> list[dict]:
+                     workers: int, seed: int, policy) -> list[dict]:
     from .render import solver_status
 
     if key is not None:
@@ -308,8 +323,8 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     from .render import render_batch_preemptions
 
     with solver_status(err) as update:
-        result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed),
-                               progress=update)
+        result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed,
+                                                             eviction=policy), progress=update)
     from .preemption.landing import predict_landing
     from .preemption.pdb_model import budget_use
     from .preemption.plan import plan_document

@@ -131,6 +131,13 @@ def render_optimal_summary(console: Console, result: Any) -> None:
             pods = ", ".join(e.pods[:3]) + (f" (+{len(e.pods) - 3})" if len(e.pods) > 3 else "")
             t.add_row(escape(pods), str(e.priority), e.kind, escape(e.detail))
         console.print(t)
+    from .metrics import evicted, moved
+    from .preemption.pdb_model import budget_use
+
+    ev, mv = int(evicted(result.state, result.node_of).sum()), int(moved(result.state, result.node_of).sum())
+    if ev or mv:
+        console.print(f"running pods: {ev} evicted, {mv} moved")
+    render_budgets(console, budget_use(result.batch, result.node_of))
     for note in cert.notes:
         console.print(f"note: {escape(note)}")
     if result.violations:

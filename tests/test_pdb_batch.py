@@ -101,3 +101,34 @@ def test_moves_never_exceed_any_budget(seed, load):
         assert use.moves <= use.allowed, use
     assert np.all(r.node_of[state.pod_node >= 0][r.batch.fixed[state.pod_node >= 0]]
                   == state.pod_node[state.pod_node >= 0][r.batch.fixed[state.pod_node >= 0]])
+
+
+def test_summary_json_report_and_terminal_list_budget_use(tmp_path, capsys):
+    """compare --movable on the one-disruption cluster: summary.json, the report's disruption section and
+    the terminal name the budget, what it allowed and the move that used it."""
+    import json
+
+    import yaml
+    from builders import run_cli
+
+    objs = [node("n1", cpu="1"), node("n2", cpu="1"), node("n3", cpu="2").taint("web"),
+            _running("w1", "web", "n1").tolerate("web"), _running("w2", "web", "n2").tolerate("web"),
+            _pdb("web", "web", 1)] + [pod(f"p{i}").req(cpu="1").priority(1) for i in range(2)]
+    src = tmp_path / "c.yaml"
+    src.write_text(yaml.safe_dump_all([dict(o) for o in objs]))
+    code, out, err = run_cli(["compare", str(src), "--movable", "--time-limit", "3", "--report", str(tmp_path / "r")],
+                             capsys)
+    assert code == 0, err
+    runs = json.loads((tmp_path / "r" / "summary.json").read_text())["runs"]
+    assert runs[1]["budgets"] == [{"budget": "default/web", "disruptionsAllowed": 1, "moves": 1, "victims": 0,
+                                   "violated": 0}] and runs[1]["moves"] == 1
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "<h2>Disruption</h2>" in page and "default/web" in page
+    assert "PodDisruptionBudgets used" in out
+
+
+def test_an_unknown_evict_kind_is_refused(capsys):
+    from builders import run_cli
+
+    code, _, err = run_cli(["compare", "x.yaml", "--evict", "protected,daemonsets"], capsys)
+    assert code == 2 and "--evict: 'daemonsets' is not a kind" in err

@@ -74,6 +74,8 @@ class Comparison:
                 "scoreObjective": r.score_objective,
                 "unschedulable": {state.pods[p].key: why for p, why in sorted(r.unschedulable.items())},
                 "pdbViolations": [vars(v) for v in m.pdb_violations(state, r.node_of)],
+                "evictions": int(m.evicted(state, r.node_of).sum()), "moves": int(m.moved(state, r.node_of).sum()),
+                "budgets": r.budget_rows(state),
             })
         summary = {metric: {run: _plain(v) for run, v in row.items()} for metric, row in self.summary.iterrows()}
         return {"runs": runs, "summary": summary, "formats": self.formats,

@@ -19,9 +19,9 @@ import numpy as np
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
-from ..policy.eviction import EvictionPolicy
+from ..policy.eviction import EvictionPolicy, kept_notes
 from ..preemption.batch import encode_eviction_rules
-from ..preemption.pdb_model import victim_budgets, violation_objective
+from ..preemption.pdb_model import budget_use, victim_budgets, violation_objective
 from ..profile import SchedulerConfig
 from .bound import LevelBound
 from .candidates import choose_candidates
@@ -160,7 +160,8 @@ def _score(model: BatchModel) -> Linear:
 def _lex_key(batch: Batch, node_of: np.ndarray) -> tuple:
     per = placed_per_level(batch, node_of)
     left = sum(1 for c in batch.classes for n, pods in c.running.items() for p in pods if node_of[p] != n)
-    return (*[per[lv] for lv in batch.levels], -left)
+    broken = sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
+    return (*[per[lv] for lv in batch.levels], -broken, -left)
 
 
 def domain_keys(batch: Batch) -> dict[int, list[str]]:
@@ -497,6 +498,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase, bool(options.weights))
+    result.certificate.notes += kept_notes(state, batch.kept)
     phase("explaining pods left pending")
     for g in groups:
         # the probes stop short of the limit: handing a large model to CP-SAT takes time its own

@@ -28,10 +28,11 @@ from enum import StrEnum
 
 import numpy as np
 
+from ..errors import InputError
 from ..model.objects import Pod
 from ..model.state import ClusterState
 
-__all__ = ["CRITICAL_PRIORITY", "EvictionPolicy", "Keep", "Verdicts"]
+__all__ = ["CRITICAL_PRIORITY", "EVICT_KINDS", "EvictionPolicy", "Keep", "Verdicts", "kept_notes"]
 
 CRITICAL_PRIORITY = 2_000_000_000  # scheduling.SystemCriticalPriority
 MIRROR = "kubernetes.io/config.mirror"
@@ -46,13 +47,15 @@ class Keep(StrEnum):
     STATIC = "mirror or static pod"
     DAEMONSET = "DaemonSet pod"
     PVC = "has a PersistentVolumeClaim (volumes are not modelled)"
-    CRITICAL = "system-critical priority (--evict-system-critical)"
-    PROTECTED = "annotated do-not-disrupt or safe-to-evict: false (--evict-protected)"
-    LOCAL_STORAGE = "has emptyDir or hostPath storage (--evict-local-storage)"
-    BARE = "has no controller (--evict-bare-pods)"
+    CRITICAL = "system-critical priority (--evict system-critical)"
+    PROTECTED = "annotated do-not-disrupt or safe-to-evict: false (--evict protected)"
+    LOCAL_STORAGE = "has emptyDir or hostPath storage (--evict local-storage)"
+    BARE = "has no controller (--evict bare-pods)"
 
 
 KINDS = list(Keep)
+EVICT_KINDS = {"protected": "evict_protected", "local-storage": "evict_local_storage", "bare-pods": "evict_bare_pods",
+               "system-critical": "evict_system_critical"}
 ALWAYS = {Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET, Keep.PVC}
 
 
@@ -129,6 +132,32 @@ class EvictionPolicy:
         reason = np.where(stays, np.argmax(blocking, axis=1), -1).astype(np.int64)
         return Verdicts(state, ~stays, reason)
 
+    @classmethod
+    def parse(cls, text: str | None) -> EvictionPolicy:
+        """``--evict protected,local-storage,bare-pods,system-critical``: the kinds allowed to leave."""
+        names = [x.strip() for x in (text or "").split(",") if x.strip()]
+        bad = [x for x in names if x not in EVICT_KINDS]
+        if bad:
+            raise InputError(f"--evict: {bad[0]!r} is not a kind; kinds: {', '.join(EVICT_KINDS)}")
+        return cls(**{EVICT_KINDS[x]: True for x in names})
+
     def to_dict(self) -> dict[str, bool]:
         return {"evictProtected": self.evict_protected, "evictLocalStorage": self.evict_local_storage,
                 "evictBarePods": self.evict_bare_pods, "evictSystemCritical": self.evict_system_critical}
+
+
+def kept_notes(state: ClusterState, kept: dict[int, Keep], shown: int = 5) -> list[str]:
+    """Lines for a summary: pods with a claim named (a warning: they would need their volume's node or
+    zone), the other kept pods counted per reason."""
+    notes = []
+    claims = sorted(state.pods[p].key for p, why in kept.items() if why == Keep.PVC)
+    if claims:
+        more = f" and {len(claims) - shown} more" if len(claims) > shown else ""
+        notes.append(f"warning: {len(claims)} pod(s) with a PersistentVolumeClaim stay on their node (volumes are "
+                     f"not modelled): {', '.join(claims[:shown])}{more}")
+    counts: dict[Keep, int] = {}
+    for why in kept.values():
+        if why != Keep.PVC:
+            counts[why] = counts.get(why, 0) + 1
+    notes += [f"{n} running pod(s) stay on their node: {why.value}" for why, n in counts.items()]
+    return notes

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ..model.state import ClusterState
 from .pdb import PDBLedger
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ..optimal.model import BatchModel
     from ..optimal.tiers import Linear
 
-__all__ = ["BudgetUse", "beyond_budgets", "budget_use", "encode_budgets", "victim_budgets", "violation_objective"]
+__all__ = ["BudgetUse", "beyond_budgets", "budget_use", "budget_use_of", "encode_budgets", "victim_budgets", "violation_objective"]
 
 
 def _covered(batch: Batch) -> tuple[PDBLedger, dict[int, list[int]]]:
@@ -120,15 +121,33 @@ def _left(batch: Batch, node_of: np.ndarray, ci: int) -> list[int]:
 
 
 def budget_use(batch: Batch, node_of: np.ndarray) -> list[BudgetUse]:
-    """Every budget covering a running pod that leaves its node in ``node_of``, by name."""
-    ledger, per = _covered(batch)
+    """Every budget covering a running pod that leaves its node in ``node_of``, by name; the pods of
+    voluntary classes count as moves, the others as preemption victims."""
+    voluntary = np.zeros(len(batch.state.pods), dtype=bool)
+    for c in batch.classes:
+        if c.voluntary:
+            for pods in c.running.values():
+                voluntary[pods] = True
+    return budget_use_of(batch.state, node_of, voluntary)
+
+
+def budget_use_of(state: ClusterState, node_of: np.ndarray, voluntary: np.ndarray) -> list[BudgetUse]:
+    """:func:`budget_use` for any placement: ``voluntary`` (bool per pod row) marks the departures that
+    are moves (greedy mode's are all preemption victims)."""
+    gone = np.flatnonzero((state.pod_node >= 0) & (np.asarray(node_of) != state.pod_node))
+    if not state.cluster.pdbs or not len(gone):
+        return []
+    ledger = PDBLedger(state, (state.pod_node >= 0).tolist())
+    moves: dict[int, int] = {}
+    victims: dict[int, int] = {}
+    for p in gone.tolist():
+        for b in ledger.budgets_of(p):
+            tally = moves if voluntary[p] else victims
+            tally[b] = tally.get(b, 0) + 1
     out = []
-    for b, classes in per.items():
-        moves = sum(len(_left(batch, node_of, ci)) for ci in classes if batch.classes[ci].voluntary)
-        victims = sum(len(_left(batch, node_of, ci)) for ci in classes if not batch.classes[ci].voluntary)
-        if moves or victims:
-            allowed = ledger.allowed[b]
-            out.append(BudgetUse(ledger.names[b], allowed, moves, victims, max(0, moves + victims - allowed)))
+    for b in sorted(set(moves) | set(victims)):
+        mv, vc, allowed = moves.get(b, 0), victims.get(b, 0), ledger.allowed[b]
+        out.append(BudgetUse(ledger.names[b], allowed, mv, vc, max(0, mv + vc - allowed)))
     return sorted(out, key=lambda u: u.name)
 
 
