@@ -175,7 +175,6 @@ def compare(
         policy_config(name)  # refuse a bad policy before the long runs
     from .optimal.solve import parse_weights
     from .optimal.user_objectives import check_objective
-
     from .policy.eviction import EvictionPolicy
 
     check_objective(objective)

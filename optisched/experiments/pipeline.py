@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..greedy.scheduler import GreedyOptions, GreedyScheduler
@@ -37,7 +37,7 @@ class CompareOptions:
     movable: bool = False
     objective: str | None = None  # a user objective for optimal mode (pack, spread, balance)
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective for optimal mode (solve.parse_weights)
-    eviction: EvictionPolicy = EvictionPolicy()  # which running pods optimal mode may move or re-place
+    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods optimal mode may move or re-place
 
 
 def policy_config(policy: str) -> SchedulerConfig:

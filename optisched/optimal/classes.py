@@ -112,8 +112,9 @@ def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool =
         victim = preemptor_prio is not None and state.pod_priority[p] < preemptor_prio
         if (movable and verdicts.may_leave[p]) or victim:
             running.append(p)
-        if (movable or victim) and not verdicts.may_leave[p]:
-            kept[p] = verdicts.why(p)
+        why = verdicts.why(p)
+        if (movable or victim) and why is not None:
+            kept[p] = why
     by_sig: dict[tuple, PodClass] = {}
     class_of = np.full(len(state.pods), -1, dtype=np.int64)
     for p in pending + running:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..model.objects import PreemptionPolicy
 from ..model.state import ClusterState
-from ..profile import SchedulerConfig
+from ..preemption.batch import preemptor_priority
 from ..preemption.pdb_model import beyond_budgets
+from ..profile import SchedulerConfig
 from .check import check_placement
 from .classes import Batch
 from .model import BatchModel
@@ -27,18 +27,13 @@ __all__ = ["repair_hint", "repair_placement"]
 
 def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
     """Running batch pods that left their node although no higher-priority preempting pod arrived there."""
-    state = batch.state
-    arrived = (node_of >= 0) & (node_of != state.pod_node) & (batch.class_of >= 0)
-    best = np.full(state.num_nodes, np.iinfo(np.int64).min, dtype=np.int64)
-    for p in np.flatnonzero(arrived).tolist():
-        if state.pods[p].spec.preemption_policy != PreemptionPolicy.NEVER:
-            best[node_of[p]] = max(best[node_of[p]], state.pod_priority[p])
+    best = preemptor_priority(batch, node_of)
     out = []
     for c in batch.classes:
         if c.voluntary:
             continue
         for n, pods in c.running.items():
-            out += [p for p in pods if node_of[p] != n and best[n] <= state.pod_priority[p]]
+            out += [p for p in pods if node_of[p] != n and best[n] <= c.priority]
     return out
 
 

@@ -64,7 +64,7 @@ class OptimalOptions:
     objective: str | None = None  # a user objective (user_objectives.OBJECTIVES), a tier before the score
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
     node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
-    eviction: EvictionPolicy = EvictionPolicy()  # which running pods may leave their node (moves and victims)
+    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave their node (moves and victims)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """PodDisruptionBudgets in a batch: moves stay within them, preemption breaks as few as it can.
 
-A *move* (a voluntary class's running pod leaving its node, :mod:`optisched.optimal.classes`) goes through
+A *move* (a voluntary class's running pod leaving its node, :mod:`optisched.optimal.classes`, where no
+pod that may preempt it arrives: there it is a preemption victim, as kube would evict it) goes through
 the Eviction API, which refuses an eviction that would drop a budget's ``disruptionsAllowed`` below zero
 (kubernetes v1.35.4 ``pkg/registry/core/pod/storage/eviction.go``, ``checkAndDecrement``): per budget, the
 moves never exceed ``disruptionsAllowed`` — a hard constraint, re-checked by :func:`budget_use`.
@@ -13,6 +14,7 @@ Each rule is written once here: the CP-SAT encoding and the count over a placeme
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,6 +22,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..model.state import ClusterState
+from .batch import preemptor_priority, preemptors_of
 from .pdb import PDBLedger
 
 if TYPE_CHECKING:
@@ -49,27 +52,48 @@ def _departures(model: BatchModel, classes: list[int]) -> tuple[cp_model.LinearE
     return most - cp_model.LinearExpr.sum(keep), most
 
 
+def _moves(model: BatchModel, ci: int) -> list[tuple[cp_model.LinearExpr, int]]:
+    """Per node, a voluntary class's departures that count as moves: all of them, except on a node where
+    a pod that may preempt the class arrives (there they are preemption victims, as in kube)."""
+    c = model.classes[ci]
+    cv = model.vars[ci]
+    out = []
+    for n, keep, ub in zip(cv.keep_nodes.tolist(), cv.keep_vars, cv.keep_ub.tolist()):
+        preemptors = preemptors_of(model, c, n)
+        if not preemptors:
+            out.append((ub - keep, ub))
+            continue
+        flag = model.cp.new_bool_var(f"pdbvictim{ci}_{n}")
+        model.cp.add(cp_model.LinearExpr.sum(preemptors) >= 1).only_enforce_if(flag)
+        move = model.cp.new_int_var(0, ub, f"move{ci}_{n}")
+        model.cp.add(move >= ub - keep - ub * flag)
+        out.append((move, ub))
+    return out
+
+
 def encode_budgets(model: BatchModel) -> int:
-    """Moves within every budget: Σ departures of its voluntary classes ≤ ``disruptionsAllowed``."""
+    """Moves within every budget: Σ moves of its voluntary classes ≤ ``disruptionsAllowed``."""
     ledger, per = _covered(model.batch)
     added = 0
     for b, classes in per.items():
-        moving = [ci for ci in classes if model.classes[ci].voluntary]
-        if moving:
-            expr, most = _departures(model, moving)
-            if most > ledger.allowed[b]:
-                model.cp.add(expr <= ledger.allowed[b])
-                added += 1
+        terms = [t for ci in classes if model.classes[ci].voluntary for t in _moves(model, ci)]
+        if sum(u for _, u in terms) > ledger.allowed[b]:
+            model.cp.add(cp_model.LinearExpr.sum([x for x, _ in terms]) <= ledger.allowed[b])
+            added += 1
     return added
 
 
 def _breakable(batch: Batch) -> tuple[PDBLedger, dict[int, list[int]]]:
-    """Budgets preemption victims could break (moves alone never do), with the classes they cover."""
+    """Budgets preemption victims could break (more covered running pods than it allows, some of them
+    not voluntary or with a pod above them that may preempt), with the classes they cover."""
     ledger, per = _covered(batch)
     out = {}
+    top = max((c.priority for c in batch.classes if c.preempts and c.pending), default=None)
     for b, classes in per.items():
         most = sum(batch.classes[ci].running_count for ci in classes)
-        if most > ledger.allowed[b] and not all(batch.classes[ci].voluntary for ci in classes):
+        victims = any(not batch.classes[ci].voluntary or (top is not None and batch.classes[ci].priority < top)
+                      for ci in classes)
+        if most > ledger.allowed[b] and victims:
             out[b] = classes
     return ledger, out
 
@@ -95,9 +119,13 @@ def violation_objective(model: BatchModel) -> Linear:
         lin.add(over, 1, most - allowed)
         keeps = [(v.Index(), int(u)) for ci in classes for v, u in zip(model.vars[ci].keep_vars,
                                                                         model.vars[ci].keep_ub.tolist())]
-        lin.derived.append((over, lambda values, keeps=keeps, allowed=allowed:
-                            max(0, sum(u - values.get(i, 0) for i, u in keeps) - allowed)))
+        lin.derived.append((over, _excess(keeps, allowed)))
     return lin
+
+
+def _excess(keeps: list[tuple[int, int]], allowed: int) -> Callable[[dict[int, int]], int]:
+    """The violation variable's value from the keep variables' (index, upper bound)."""
+    return lambda values: max(0, sum(u - values.get(i, 0) for i, u in keeps) - allowed)
 
 
 @dataclass(frozen=True)
@@ -120,15 +148,22 @@ def _left(batch: Batch, node_of: np.ndarray, ci: int) -> list[int]:
     return [p for n, pods in sorted(c.running.items()) for p in pods if node_of[p] != n]
 
 
-def budget_use(batch: Batch, node_of: np.ndarray) -> list[BudgetUse]:
-    """Every budget covering a running pod that leaves its node in ``node_of``, by name; the pods of
-    voluntary classes count as moves, the others as preemption victims."""
-    voluntary = np.zeros(len(batch.state.pods), dtype=bool)
+def _move_mask(batch: Batch, node_of: np.ndarray) -> np.ndarray:
+    """bool [P]: running pods whose departure in ``node_of`` is a move (see :func:`_moves`)."""
+    best = preemptor_priority(batch, node_of)
+    moves = np.zeros(len(batch.state.pods), dtype=bool)
     for c in batch.classes:
         if c.voluntary:
-            for pods in c.running.values():
-                voluntary[pods] = True
-    return budget_use_of(batch.state, node_of, voluntary)
+            for n, pods in c.running.items():
+                if best[n] <= c.priority:
+                    moves[pods] = True
+    return moves
+
+
+def budget_use(batch: Batch, node_of: np.ndarray) -> list[BudgetUse]:
+    """Every budget covering a running pod that leaves its node in ``node_of``, by name; departures of
+    voluntary classes from nodes no preempting pod arrives at count as moves, the others as victims."""
+    return budget_use_of(batch.state, node_of, _move_mask(batch, node_of))
 
 
 def budget_use_of(state: ClusterState, node_of: np.ndarray, voluntary: np.ndarray) -> list[BudgetUse]:
@@ -152,11 +187,12 @@ def budget_use_of(state: ClusterState, node_of: np.ndarray, voluntary: np.ndarra
 
 
 def beyond_budgets(batch: Batch, node_of: np.ndarray) -> list[int]:
-    """Voluntary departures past a budget's ``disruptionsAllowed`` (the last ones, in class order): the
-    pods a placement must put back for its moves to stay within every budget."""
+    """Moves past a budget's ``disruptionsAllowed`` (the last ones, in class order): the pods a placement
+    must put back for its moves to stay within every budget."""
     ledger, per = _covered(batch)
+    moving = _move_mask(batch, node_of)
     out: list[int] = []
     for b, classes in per.items():
-        gone = [p for ci in classes if batch.classes[ci].voluntary for p in _left(batch, node_of, ci)]
+        gone = [p for ci in classes for p in _left(batch, node_of, ci) if moving[p]]
         out += gone[ledger.allowed[b]:]
     return list(dict.fromkeys(out))

@@ -142,8 +142,8 @@ def _disruption(c: Comparison) -> list[str]:
         rows = [[(n, False, False), (u["budget"], False, False), (str(u["disruptionsAllowed"]), True, False),
                  (str(u["moves"]), True, False), (str(u["victims"]), True, False),
                  (str(u["violated"]), True, bool(u["violated"]))] for n, u in budgets]
-        out += ['<p class="note">Moves go through the Eviction API and stay within disruptionsAllowed; '
-                "preemption victims are deleted by the scheduler and may break a budget (highlighted).</p>",
+        out += [('<p class="note">Moves go through the Eviction API and stay within disruptionsAllowed; '
+                 "preemption victims are deleted by the scheduler and may break a budget (highlighted).</p>"),
                 _table(["run", "budget", "disruptionsAllowed", "moves", "preemption victims", "violated"], rows)]
     return out
 
