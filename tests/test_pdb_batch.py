@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from builders import node, pod, state_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -44,12 +45,14 @@ def test_preemption_picks_the_node_whose_victim_breaks_no_budget():
     assert "pdb-violations" in [t.name for t in r.certificate.tiers]
 
 
-def test_preemption_breaks_a_budget_when_nothing_else_places_the_pod():
+@pytest.mark.parametrize("movable", [False, True], ids=["batch preemption", "with --movable the victim is no move"])
+def test_preemption_breaks_a_budget_when_nothing_else_places_the_pod(movable):
     """Only the guarded node exists: the preemptor still goes there (placement first) and the budget
-    it breaks is reported as violated by preemption, not as a move."""
+    it breaks is reported as violated by preemption, not as a move — also when running pods may move,
+    since kube would evict the pod for the preemptor."""
     objs = [node("n1", cpu="1"), _running("guarded", "db", "n1"), _pdb("db", "db", 0),
             pod("p").req(cpu="1").priority(100)]
-    r = solve_optimal(state_of(*objs), CFG, OptimalOptions(time_limit=5))
+    r = solve_optimal(state_of(*objs), CFG, OptimalOptions(time_limit=5, movable=movable))
     assert r.placements()["default/p"] == "n1"
     (use,) = budget_use(r.batch, r.node_of)
     assert (use.name, use.allowed, use.moves, use.victims, use.violated) == ("default/db", 0, 0, 1, 1)
