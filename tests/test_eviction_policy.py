@@ -82,3 +82,23 @@ def test_verdicts_are_vectorized_over_pods():
     v = EvictionPolicy().verdicts(state)
     assert v.may_leave.tolist() == [True, False, False]
     assert v.kept([0, 1, 2]) == {"default/b": Keep.BARE, "default/c": Keep.PROTECTED}
+
+
+def test_the_summary_names_pods_with_a_claim_and_counts_the_others():
+    """--movable on a cluster with a claimed pod, a DaemonSet pod and a bare pod: the certificate's notes
+    name the claimed pod and count the others, per reason; none of them moves."""
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+    from optisched.profile import default_config
+
+    objs = [node("n", cpu="1"), node("n2", cpu="2"),
+            _owned("db-0").req(cpu="1").set("spec.volumes", [{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]),
+            pod("ds").set("metadata.ownerReferences", [{"kind": "DaemonSet", "name": "ds"}]).on("n2"),
+            pod("bare").on("n2"), pod("p").req(cpu="1")]
+    state = state_of(*objs)
+    r = solve_optimal(state, default_config(), OptimalOptions(time_limit=3, movable=True))
+    notes = r.certificate.notes
+    assert any(n.startswith("warning: 1 pod(s) with a PersistentVolumeClaim stay on their node") and "default/db-0" in n
+               for n in notes)
+    assert "1 running pod(s) stay on their node: DaemonSet pod" in notes
+    assert any(n.startswith("1 running pod(s) stay on their node: has no controller") for n in notes)
+    assert (r.node_of[state.pod_node >= 0] == state.pod_node[state.pod_node >= 0]).all()

@@ -498,7 +498,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase, bool(options.weights))
-    result.certificate.notes += kept_notes(state, batch.kept)
+    result.certificate.notes += kept_notes(state, batch.kept, batch.class_of >= 0)
     phase("explaining pods left pending")
     for g in groups:
         # the probes stop short of the limit: handing a large model to CP-SAT takes time its own

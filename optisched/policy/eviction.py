@@ -146,18 +146,22 @@ class EvictionPolicy:
                 "evictBarePods": self.evict_bare_pods, "evictSystemCritical": self.evict_system_critical}
 
 
-def kept_notes(state: ClusterState, kept: dict[int, Keep], shown: int = 5) -> list[str]:
-    """Lines for a summary: pods with a claim named (a warning: they would need their volume's node or
-    zone), the other kept pods counted per reason."""
+def kept_notes(state: ClusterState, kept: dict[int, Keep], in_batch: np.ndarray, shown: int = 5) -> list[str]:
+    """Lines for a summary. ``kept``: running pods the policy does not let leave, with why; ``in_batch``
+    (bool per pod row): those still in the batch as preemption victims, which kube may evict but the
+    answer does not re-place. Pods with a claim are named (a warning: they need their volume's node or
+    zone); the others are counted per reason."""
     notes = []
-    claims = sorted(state.pods[p].key for p, why in kept.items() if why == Keep.PVC)
-    if claims:
-        more = f" and {len(claims) - shown} more" if len(claims) > shown else ""
-        notes.append(f"warning: {len(claims)} pod(s) with a PersistentVolumeClaim stay on their node (volumes are "
-                     f"not modelled): {', '.join(claims[:shown])}{more}")
-    counts: dict[Keep, int] = {}
-    for why in kept.values():
-        if why != Keep.PVC:
-            counts[why] = counts.get(why, 0) + 1
-    notes += [f"{n} running pod(s) stay on their node: {why.value}" for why, n in counts.items()]
+    for victims, what in ((False, "stay on their node"), (True, "may be preempted but are not re-placed")):
+        rows = [p for p in kept if bool(in_batch[p]) == victims]
+        claims = sorted(state.pods[p].key for p in rows if kept[p] == Keep.PVC)
+        if claims:
+            more = f" and {len(claims) - shown} more" if len(claims) > shown else ""
+            notes.append(f"warning: {len(claims)} pod(s) with a PersistentVolumeClaim {what} (volumes are not "
+                         f"modelled): {', '.join(claims[:shown])}{more}")
+        counts: dict[Keep, int] = {}
+        for p in rows:
+            if kept[p] != Keep.PVC:
+                counts[kept[p]] = counts.get(kept[p], 0) + 1
+        notes += [f"{n} running pod(s) {what}: {why.value}" for why, n in counts.items()]
     return notes
