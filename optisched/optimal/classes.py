@@ -24,7 +24,7 @@ import numpy as np
 from ..greedy.queue import sort_key
 from ..model.objects import Pod, PreemptionPolicy
 from ..model.state import ClusterState
-from ..policy.eviction import EvictionPolicy, Keep
+from ..policy.eviction import EvictionPolicy, Keep, Verdicts
 from ..profile import SchedulerConfig
 
 __all__ = ["Batch", "PodClass", "build_batch", "signature"]
@@ -79,6 +79,26 @@ class Batch:
         return sorted({c.priority for c in self.classes}, reverse=True)
 
 
+def _leaving(verdicts: Verdicts, movable: bool, preemptor_prio: int | None,
+             running_on: np.ndarray | None) -> tuple[list[int], dict[int, Keep]]:
+    """The running pods that may leave their node (movable ones, and preemption victims whatever the
+    policy says), and the ones the policy keeps from leaving or from being re-placed, with why."""
+    state = verdicts.state
+    running, kept = [], {}
+    for p in np.flatnonzero(state.pod_node >= 0).tolist():
+        if state.pods[p].metadata.deletion_timestamp is not None:
+            continue
+        if running_on is not None and not running_on[state.pod_node[p]]:
+            continue
+        victim = preemptor_prio is not None and state.pod_priority[p] < preemptor_prio
+        if (movable and verdicts.may_leave[p]) or victim:
+            running.append(p)
+        why = verdicts.why(p)
+        if (movable or victim) and why is not None:
+            kept[p] = why
+    return running, kept
+
+
 def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool = False,
                 preemption: bool = True, only: list[int] | None = None,
                 running_on: np.ndarray | None = None, policy: EvictionPolicy | None = None) -> Batch:
@@ -102,19 +122,7 @@ def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool =
     if not preemption:
         preemptor_prio = None
     verdicts = (policy or EvictionPolicy()).verdicts(state)
-    running, kept = [], {}
-    for p in np.flatnonzero(state.pod_node >= 0).tolist():
-        pod = state.pods[p]
-        if pod.metadata.deletion_timestamp is not None:
-            continue
-        if running_on is not None and not running_on[state.pod_node[p]]:
-            continue
-        victim = preemptor_prio is not None and state.pod_priority[p] < preemptor_prio
-        if (movable and verdicts.may_leave[p]) or victim:
-            running.append(p)
-        why = verdicts.why(p)
-        if (movable or victim) and why is not None:
-            kept[p] = why
+    running, kept = _leaving(verdicts, movable, preemptor_prio, running_on)
     by_sig: dict[tuple, PodClass] = {}
     class_of = np.full(len(state.pods), -1, dtype=np.int64)
     for p in pending + running:
