@@ -15,8 +15,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..model.state import ClusterState
-from ..preemption.batch import preemptor_priority
 from ..preemption.pdb_model import beyond_budgets
+from ..preemption.preemptors import preemptor_priority
 from ..profile import SchedulerConfig
 from .check import check_placement
 from .classes import Batch

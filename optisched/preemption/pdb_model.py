@@ -22,8 +22,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..model.state import ClusterState
-from .batch import preemptor_priority, preemptors_of
 from .pdb import PDBLedger
+from .preemptors import preemptor_priority, preemptors_of
 
 if TYPE_CHECKING:
     from ..optimal.classes import Batch
