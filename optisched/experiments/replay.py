@@ -78,14 +78,16 @@ def prepare_replay(cluster: Cluster, schedulers: Iterable[str], selector: str | 
                    namespaces: Iterable[str] = ()) -> Replay:
     """Take the running pods that ``selector`` (kubectl's ``-l`` syntax) and ``namespaces`` pick (every
     pod when both are empty) off their nodes; pods of the ``schedulers`` (the profiles' schedulerNames)
-    only. Pods already pending stay in the batch whatever the selection."""
+    only. Pods already pending stay in the batch whatever the selection; a pod bound to a node the input
+    lacks is left as it is, for the loader's rule to treat."""
     sel = parse_label_selector(selector) if isinstance(selector, str) else selector
     wanted, names = set(namespaces), set(schedulers)
     pods: list[Pod] = []
     replayed: dict[str, str] = {}  # pod key -> its node in the input
     kept: dict[str, str] = {}
+    nodes = {n.metadata.name for n in cluster.nodes}
     for pod in cluster.pods:
-        if not pod.spec.node_name or pod.status.phase in FINISHED or not _selected(pod, sel, wanted):
+        if pod.spec.node_name not in nodes or pod.status.phase in FINISHED or not _selected(pod, sel, wanted):
             pods.append(pod)
             continue
         why = stays_reason(pod, names)
