@@ -35,7 +35,7 @@ def web(i: int, on: str) -> dict:
             .set("spec.topologySpreadConstraints", SPREAD).build())
 
 
-def cluster_objects(big_priority: int = 0) -> list[dict]:
+def cluster_objects(big_priority: int = 0, big_created: str = "2026-01-01T00:01:00Z") -> list[dict]:
     nodes = [{**node(n, cpu="4", memory="16Gi").build()} for n in COSTS]
     for n in nodes:
         n["metadata"]["annotations"] = {COST_KEY: COSTS[n["metadata"]["name"]]}
@@ -46,12 +46,12 @@ def cluster_objects(big_priority: int = 0) -> list[dict]:
               .set("metadata.annotations", {"kubernetes.io/config.mirror": "abc", "kubernetes.io/config.source": "file"})
               .build())
     big = (pod("big").req(cpu="4", memory="2Gi").priority(big_priority)
-           .set("metadata.creationTimestamp", "2026-01-01T00:01:00Z").build())
+           .set("metadata.creationTimestamp", big_created).build())
     return [*nodes, ds, mirror, *(web(i, f"n{i + 1}") for i in range(4)), big]
 
 
-def cluster(big_priority: int = 0):  # type: ignore[no-untyped-def]
-    return cluster_from_objects(cluster_objects(big_priority))
+def cluster(big_priority: int = 0, big_created: str = "2026-01-01T00:01:00Z"):  # type: ignore[no-untyped-def]
+    return cluster_from_objects(cluster_objects(big_priority, big_created))
 
 
 @pytest.fixture(scope="module")
@@ -112,10 +112,18 @@ def test_the_report_and_summary_json_carry_the_current_column(comparison, tmp_pa
     assert ">current<" in (tmp_path / "report.html").read_text()
 
 
-def test_a_higher_priority_pending_pod_goes_first_in_the_replay_and_finds_room():
-    replay = prepare_replay(cluster(big_priority=1000), ["default-scheduler"])
+@pytest.mark.parametrize(("priority", "created", "big_placed"), [
+    (0, "2026-01-01T00:01:00Z", False),
+    (1000, "2026-01-01T00:01:00Z", True),
+    (0, "2025-12-31T00:00:00Z", True),
+], ids=["the big pod created last waits behind the web pods and is stranded",
+        "a higher-priority big pod goes first and takes an empty node",
+        "a big pod created before the web pods goes first at equal priority"])
+def test_greedy_replays_in_the_queue_order_priority_then_creation_time(priority, created, big_placed):
+    replay = prepare_replay(cluster(priority, created), ["default-scheduler"])
     run = run_greedy(replay.state, default_config())
-    assert np.all(run.node_of >= 0)  # big takes an empty node before the web pods spread
+    assert bool(run.node_of[replay.state.pod_index["default/big"]] >= 0) == big_placed
+    assert np.all(np.delete(run.node_of, replay.state.pod_index["default/big"]) >= 0)
 
 
 # --------------------------------------------------------------------------- which pods are replayed

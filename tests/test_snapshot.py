@@ -7,6 +7,7 @@ talks to it through a kubeconfig.
 from __future__ import annotations
 
 import copy
+import io
 import json
 import threading
 from collections.abc import Iterator
@@ -138,6 +139,13 @@ def test_an_existing_file_is_kept_unless_force(tmp_path, capsys, kubeconfig, ser
                             "--force"], capsys)
     assert code == 0, err
     assert yaml.safe_load(out.read_text())["kind"] == "List"
+
+
+def test_a_snapshot_to_stdout_loads_back(tmp_path, capsys, kubeconfig, monkeypatch):
+    code, out, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", "-"], capsys)
+    assert code == 0, err
+    monkeypatch.setattr("sys.stdin", io.StringIO(out))
+    assert_same_state(compile_cluster(load_live(str(kubeconfig), "test")), compile_cluster(load_cluster(["-"])))
 
 
 def test_the_kubeconfig_is_never_the_output(capsys, kubeconfig):
