@@ -219,3 +219,36 @@ def test_replay_options_that_do_not_go_together(tmp_path, capsys, args):
     path = write_cluster(tmp_path, cluster_objects())
     code, _, err = run_cli(["compare", str(path), *args], capsys)
     assert code == 2 and "--replay" in err
+
+
+# --------------------------------------------------------------------------- kubectl's -l syntax
+@pytest.mark.parametrize(("text", "labels", "matches"), [
+    ("", {}, True),
+    ("app=web", {"app": "web"}, True),
+    ("app==web", {"app": "db"}, False),
+    ("app!=web", {}, True),
+    ("app!=web", {"app": "web"}, False),
+    ("tier in (a, b),app", {"tier": "b", "app": "x"}, True),
+    ("tier notin (a,b)", {"tier": "a"}, False),
+    ("tier notin (a,b)", {}, True),
+    ("example.com/team", {"example.com/team": ""}, True),
+    ("!canary", {"canary": "yes"}, False),
+    ("app=web, !canary", {"app": "web"}, True),
+], ids=["an empty selector matches everything", "k=v matches that value", "k==v does not match another value",
+        "k!=v matches when k is absent", "k!=v does not match v", "in and exists joined by a comma",
+        "notin rejects a listed value", "notin matches when k is absent", "a prefixed key exists",
+        "!k rejects a pod with k", "spaces after commas are allowed"])
+def test_label_selectors_read_as_kubectl_reads_them(text, labels, matches):
+    from optisched.constraints.selectors import parse_label_selector
+
+    assert parse_label_selector(text).matches(labels) is matches
+
+
+@pytest.mark.parametrize("text", ["app in web", "app=(x)", "=web", "app=web,,", "a b"],
+                         ids=["in without parentheses", "a value with parentheses", "no key", "an empty term",
+                              "two words"])
+def test_a_selector_kubectl_would_refuse_is_refused(text):
+    from optisched.constraints.selectors import parse_label_selector
+
+    with pytest.raises(InputError, match="--selector: cannot parse"):
+        parse_label_selector(text)
