@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .compare import Comparison, build_comparison
+from .replay import Replay, prepare_replay
 from .runs import PlacementRun, run_greedy
 
-__all__ = ["Comparison", "PlacementRun", "build_comparison", "run_greedy"]
+__all__ = ["Comparison", "PlacementRun", "Replay", "build_comparison", "prepare_replay", "run_greedy"]
