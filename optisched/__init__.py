@@ -12,7 +12,7 @@ Python API (for notebooks and experiments; the CLI calls the same functions)::
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from .version import KUBE_VERSION
@@ -76,16 +76,21 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
 
 def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_limit: float = 60.0,
             workers: int = 2, seed: int = 0, policies: Iterable[str] = (), movable: bool = False,
-            objective: str | None = None) -> Comparison:
+            objective: str | None = None,
+            placements: Mapping[str, Mapping[str, str | None]] | None = None) -> Comparison:
     """Greedy mode vs optimal mode (and greedy ``policies``: ``MostAllocated``, ``LeastAllocated`` or config
     files) on one snapshot: a :class:`~optisched.experiments.Comparison` with DataFrames ``.summary``,
     ``.pods`` (the per-pod diff), ``.nodes`` and ``.plot_*()`` helpers; ``optisched.report.write_report``
-    writes it as a report."""
+    writes it as a report. ``placements`` adds your own runs, ``{"mine": {"ns/pod": "node" or None}}``
+    (pods not named keep their input node), measured with the same metrics."""
     from .experiments.pipeline import CompareOptions, run_comparison
+    from .experiments.runs import placement_run
     from .model.state import compile_cluster
     from .profile import default_config
 
     config = profile or cluster.config or default_config()
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
                              movable=movable, objective=objective)
-    return run_comparison(compile_cluster(cluster), config, options)[0]
+    state = compile_cluster(cluster)
+    given = [placement_run(state, name, p) for name, p in (placements or {}).items()]
+    return run_comparison(state, config, options, extra=given)[0]

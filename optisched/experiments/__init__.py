@@ -2,6 +2,6 @@
 from __future__ import annotations
 
 from .compare import Comparison, build_comparison
-from .runs import PlacementRun, run_greedy
+from .runs import PlacementRun, placement_run, run_greedy
 
-__all__ = ["Comparison", "PlacementRun", "build_comparison", "run_greedy"]
+__all__ = ["Comparison", "PlacementRun", "build_comparison", "placement_run", "run_greedy"]

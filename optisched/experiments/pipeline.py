@@ -8,7 +8,7 @@ policies are greedy mode under another profile: a named NodeResourcesFit strateg
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,8 +61,10 @@ def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
 
 def run_comparison(state: ClusterState, config: SchedulerConfig, options: CompareOptions = CompareOptions(), *,
                    on_greedy: Callable[[int, int], None] | None = None,
-                   on_solver: Progress | None = None) -> tuple[Comparison, OptimalResult]:
-    """Greedy, optimal, then each policy; ``on_greedy(done, total)`` and ``on_solver`` report progress."""
+                   on_solver: Progress | None = None,
+                   extra: Sequence[PlacementRun] = ()) -> tuple[Comparison, OptimalResult]:
+    """Greedy, optimal, each policy, then the ``extra`` runs given (e.g. :func:`~.runs.placement_run`);
+    ``on_greedy(done, total)`` and ``on_solver`` report progress."""
     start = time.perf_counter()
     greedy = GreedyScheduler(state, config, GreedyOptions(record=True, record_candidates=False)).run(
         progress=on_greedy)
@@ -78,4 +80,5 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
         other = GreedyScheduler(state, policy_config(policy),
                                 GreedyOptions(record=True, record_candidates=False)).run()
         runs.append(PlacementRun.from_greedy(f"greedy:{Path(policy).stem}", other, time.perf_counter() - start))
+    runs.extend(extra)
     return build_comparison(state, config, runs), opt
