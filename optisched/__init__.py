@@ -13,7 +13,7 @@ Python API (for notebooks and experiments; the CLI calls the same functions)::
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from .version import KUBE_VERSION
@@ -78,14 +78,18 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
 def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_limit: float = 60.0,
             workers: int = 2, seed: int = 0, policies: Iterable[str] = (), movable: bool = False,
             objective: str | None = None, replay: bool = False, selector: str = "",
-            namespaces: Iterable[str] = ()) -> Comparison:
+            namespaces: Iterable[str] = (),
+            placements: Mapping[str, Mapping[str, str | None]] | None = None) -> Comparison:
     """Greedy mode vs optimal mode (and greedy ``policies``: ``MostAllocated``, ``LeastAllocated`` or config
     files) on one snapshot: a :class:`~optisched.experiments.Comparison` with DataFrames ``.summary``,
     ``.pods`` (the per-pod diff), ``.nodes`` and ``.plot_*()`` helpers; ``optisched.report.write_report``
     writes it as a report. ``replay=True`` takes the running pods (those ``selector``, kubectl's ``-l``
     syntax, and ``namespaces`` pick; DaemonSet, mirror and static pods stay) off their nodes and places
-    them again with the pending ones; the input's placement is the third run, ``"current"``."""
+    them again with the pending ones; the input's placement is the third run, ``"current"``.
+    ``placements`` adds your own runs, ``{"mine": {"ns/pod": "node" or None}}`` (pods not named keep
+    their input node), measured with the same metrics."""
     from .experiments.pipeline import CompareOptions, run_comparison
+    from .experiments.runs import placement_run
     from .model.state import compile_cluster
     from .profile import default_config
 
@@ -93,4 +97,6 @@ def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_li
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
                              movable=movable, objective=objective, replay=replay, selector=selector,
                              namespaces=tuple(namespaces))
-    return run_comparison(compile_cluster(cluster), config, options)[0]
+    state = compile_cluster(cluster)
+    given = [placement_run(state, name, p) for name, p in (placements or {}).items()]
+    return run_comparison(state, config, options, extra=given)[0]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .compare import Comparison, build_comparison
 from .replay import Replay, prepare_replay
-from .runs import PlacementRun, run_greedy
+from .runs import PlacementRun, placement_run, run_greedy
 
-__all__ = ["Comparison", "PlacementRun", "Replay", "build_comparison", "prepare_replay", "run_greedy"]
+__all__ = ["Comparison", "PlacementRun", "Replay", "build_comparison", "placement_run", "prepare_replay",
+           "run_greedy"]

@@ -9,7 +9,7 @@ again first (:mod:`optisched.experiments.replay`) and the input's placement is t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,9 +73,11 @@ def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
 
 def run_comparison(state: ClusterState, config: SchedulerConfig, options: CompareOptions = CompareOptions(), *,
                    on_greedy: Callable[[int, int], None] | None = None,
-                   on_solver: Progress | None = None) -> tuple[Comparison, OptimalResult]:
-    """Greedy, optimal, then each policy; ``on_greedy(done, total)`` and ``on_solver`` report progress.
-    With ``options.replay`` the comparison is of the replay's batch, and its ``current`` run is third."""
+                   on_solver: Progress | None = None,
+                   extra: Sequence[PlacementRun] = ()) -> tuple[Comparison, OptimalResult]:
+    """Greedy, optimal, each policy, then the ``extra`` runs given (e.g. :func:`~.runs.placement_run`);
+    ``on_greedy(done, total)`` and ``on_solver`` report progress. With ``options.replay`` the comparison
+    is of the replay's batch (same pod rows as ``state``), and its ``current`` run is third."""
     known: list[PlacementRun] = []
     if options.replay:
         replay = prepare_replay(state.cluster, [p.scheduler_name for p in config.profiles], options.selector,
@@ -97,4 +99,5 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
         other = GreedyScheduler(state, policy_config(policy),
                                 GreedyOptions(record=True, record_candidates=False)).run()
         runs.append(PlacementRun.from_greedy(f"greedy:{Path(policy).stem}", other, time.perf_counter() - start))
+    runs.extend(extra)
     return build_comparison(state, config, runs), opt
