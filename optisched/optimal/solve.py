@@ -65,6 +65,7 @@ class OptimalOptions:
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
     node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
     eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave their node (moves and victims)
+    goal_first: bool = False  # the objective's tier before disruption (reschedule: the goal, then fewest moves)
 
 
 @dataclass
@@ -121,9 +122,11 @@ def placed_per_level(batch: Batch, node_of: np.ndarray) -> dict[int, int]:
     return out
 
 
-def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
+def _objectives(model: BatchModel, objective: str | None = None,
+                goal_first: bool = False) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
     """(name, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
-    when their tier comes (a function), so the placement tiers solve without their constraints."""
+    when their tier comes (a function), so the placement tiers solve without their constraints. With
+    ``goal_first`` the user objective comes before disruption (a descheduler's goal, then fewest moves)."""
     batch = model.batch
     out = []
     for level in batch.levels:
@@ -135,6 +138,8 @@ def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[s
         out.append((_level_name(level), "max", lin))
     if victim_budgets(batch):  # preemption breaks as few budgets as it can, before anything else is weighed
         out.append(("pdb-violations", "min", lambda: violation_objective(model)))
+    if objective is not None and goal_first:
+        out.append((f"objective:{objective}", "min", lambda: user_objective(model, objective)))
     if any(c.running for c in batch.classes):
         rank = {p: i + 1 for i, p in enumerate(sorted(batch.levels))}
         lin = Linear()
@@ -144,7 +149,7 @@ def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[s
                 lin.const += rank[c.priority] * u
                 lin.add(v, -rank[c.priority], u)
         out.append(("disruption", "min", lin))
-    if objective is not None:
+    if objective is not None and not goal_first:
         out.append((f"objective:{objective}", "min", lambda: user_objective(model, objective)))
     if any(cv.arr_vars for cv in model.vars):
         out.append(("score", "max", lambda: _score(model)))
@@ -157,11 +162,13 @@ def _score(model: BatchModel) -> Linear:
     return score
 
 
-def _lex_key(batch: Batch, node_of: np.ndarray) -> tuple:
+def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False) -> tuple:
+    """The tiers the fallback is compared on; with ``goal_first`` disruption is not one (the goal, which
+    the key does not see, comes before it)."""
     per = placed_per_level(batch, node_of)
     left = sum(1 for c in batch.classes for n, pods in c.running.items() for p in pods if node_of[p] != n)
     broken = sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
-    return (*[per[lv] for lv in batch.levels], -broken, -left)
+    return (*[per[lv] for lv in batch.levels], -broken, *(() if goal_first else (-left,)))
 
 
 def domain_keys(batch: Batch) -> dict[int, list[str]]:
@@ -328,7 +335,8 @@ def _above(model: BatchModel, level: int) -> list:
             for v in model.vars[c.index].arr_vars + model.vars[c.index].keep_vars]
 
 
-def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None, placement: bool) -> None:
+def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None, placement: bool,
+                 goal_first: bool = False) -> None:
     """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``.
     Objectives after the placement and disruption tiers are built when their turn comes (they add
     variables), and only when time is left to build and solve them."""
@@ -342,7 +350,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
             g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
     caps = _level_caps(g.batch)
     if g.objectives is None:
-        g.objectives = _objectives(g.model, objective)
+        g.objectives = _objectives(g.model, objective, goal_first)
         g.raw_values = variable_values(g.model, raw)
     objectives = g.objectives
     # a higher level's time share counts double each level below (the lexicographic order is decided at
@@ -492,12 +500,13 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
             _solve_weighted(g, until, raw, options)
     for placement, end_phase in () if options.weights else ((True, placing), (False, deadline)):
         for g, until in _by_size(groups, sizes, end_phase):
-            _solve_group(g, until, raw, options.objective, placement)
+            _solve_group(g, until, raw, options.objective, placement, options.goal_first)
         for g in groups:
             g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
 
     tiers = _combine(groups, batch.levels, lp)
-    result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase, bool(options.weights))
+    result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase, bool(options.weights),
+                     options.goal_first)
     result.certificate.notes += kept_notes(state, batch.kept, batch.class_of >= 0)
     phase("explaining pods left pending")
     for g in groups:
@@ -511,7 +520,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
 def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[_Group], tiers: list[Tier],
             greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
-            phase, weighted: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
+            phase, weighted: bool = False, goal_first: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
     """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
     node_of, source = fallback, "greedy"
@@ -530,7 +539,7 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
         notes.append(f"greedy mode's placement breaks batch semantics for {int((fallback != raw).sum())} pod(s); "
                      "its repaired version is the fallback")
     # with weights, the solver kept the better of the hint (the repaired greedy placement) and its search
-    worse = not weighted and _lex_key(batch, fallback) > _lex_key(batch, node_of)
+    worse = not weighted and _lex_key(batch, fallback, goal_first) > _lex_key(batch, node_of, goal_first)
     if source == "solver" and (violations or worse):
         node_of, source, violations = fallback, "greedy", []
         notes.append("the (repaired) greedy placement is returned: it is at least as good as the solver's")

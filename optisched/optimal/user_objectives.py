@@ -1,7 +1,9 @@
 """Objectives an operator asks for (``--objective``), solved as one tier after the placement and
 disruption tiers and before the profile's score: what the user asks for outranks the score surrogate.
 
-* ``pack``: fewest nodes the batch uses among those no fixed pod holds; when nodes carry an hourly
+* ``pack``: fewest nodes the batch uses among those no fixed pod holds (DaemonSet and mirror/static pods
+  aside: a node holding only those is empty for an autoscaler, as cluster-autoscaler's scale-down and the
+  descheduler count it); when nodes carry an hourly
   cost (label or annotation :data:`COST_KEY`, a decimal number such as ``"0.192"``), the lowest total
   cost of those nodes instead (cost in thousandths; a node without one costs the highest cost found,
   so an unpriced node is never the cheap choice).
@@ -20,6 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..metrics.cost import COST_KEY, node_costs
+from ..policy.eviction import KINDS, Keep, pod_kinds
 from .score_terms import abs_var, add_var, convex_load, node_fractions, node_utilization, upper_var, used_flag
 from .tiers import Linear
 
@@ -44,8 +47,10 @@ def _var_nodes(model: BatchModel) -> np.ndarray:
 
 def _pack(model: BatchModel, lin: Linear) -> None:
     costs = node_costs(model.state)
+    kinds = pod_kinds(model.state)
+    stays = kinds[:, KINDS.index(Keep.STATIC)] | kinds[:, KINDS.index(Keep.DAEMONSET)]
     for n in _var_nodes(model).tolist():
-        if not model.snapshot.pods_on[n]:
+        if not any(not stays[p] for p in model.snapshot.pods_on[n]):
             add_var(lin, used_flag(model, lin, n, f"pack{n}"), 1 if costs is None else int(costs[n]))
 
 

@@ -38,7 +38,7 @@ from ..errors import InputError
 from ..model.objects import Pod
 from ..model.state import ClusterState
 
-__all__ = ["CRITICAL_PRIORITY", "EVICT_KINDS", "EvictionPolicy", "Keep", "Verdicts", "kept_notes", "node_bound",
+__all__ = ["CRITICAL_PRIORITY", "EVICT_KINDS", "KINDS", "EvictionPolicy", "Keep", "Verdicts", "kept_notes", "node_bound",
            "pod_kinds"]
 
 CRITICAL_PRIORITY = 2_000_000_000  # scheduling.SystemCriticalPriority

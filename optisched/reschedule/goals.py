@@ -1,0 +1,110 @@
+"""What a rescheduling plan is for (``--goal``), and the per-state metrics a summary compares.
+
+Each goal is a tier of optimal mode's model, solved after the placement tiers (no running pod left
+homeless, no pending pod that greedy mode places left out) and before disruption (fewest moves after the
+goal):
+
+* ``consolidate``: the ``pack`` objective (:mod:`optisched.optimal.user_objectives`): fewest nodes in use,
+  or the cheapest set by ``optisched.io/hourly-cost``. A node holding only DaemonSet and mirror/static pods
+  counts as empty, as the descheduler's ``HighNodeUtilization`` and cluster-autoscaler's scale-down do.
+* ``fit-pending``: the placement tiers themselves: as many pending pods per priority as fit, running
+  pods moved only where that makes room (the defragmentation per-node preemption cannot do); disruption,
+  weighted by priority, is minimized after them, so the fewest and least important pods move.
+* ``balance``: the ``spread`` objective: the most utilized node's cpu and memory, then the sum of squares
+  (the intent of the descheduler's ``LowNodeUtilization``, kubernetes-sigs/descheduler v0.34.0
+  ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``, without its thresholds).
+
+``repair`` is not available yet: it needs the filters re-checked against running pods.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from ..errors import InputError
+from ..metrics.cost import node_costs
+from ..metrics.resources import pods_per_node, utilization_stats
+from ..model.state import ClusterState
+from ..policy.eviction import KINDS, Keep, pod_kinds
+
+__all__ = ["Goal", "empty_nodes", "goal_objective", "metrics", "parse_goals"]
+
+
+class Goal(StrEnum):
+    CONSOLIDATE = "consolidate"
+    FIT_PENDING = "fit-pending"
+    REPAIR = "repair"
+    BALANCE = "balance"
+
+
+OBJECTIVE = {Goal.CONSOLIDATE: "pack", Goal.BALANCE: "spread", Goal.FIT_PENDING: None}
+
+
+def parse_goals(text: str | list[str]) -> list[Goal]:
+    """``consolidate,fit-pending``: the goals in the order given (lexicographic)."""
+    names = [x.strip() for x in (text.split(",") if isinstance(text, str) else text) if x.strip()]
+    if not names:
+        raise InputError("--goal: name at least one goal; goals: " + ", ".join(Goal))
+    goals = []
+    for x in names:
+        if x not in set(Goal):
+            raise InputError(f"--goal: {x!r} is not a goal; goals: {', '.join(Goal)}")
+        if x == Goal.REPAIR:
+            raise InputError("--goal: 'repair' is not available yet (see docs/reschedule.md)")
+        goals.append(Goal(x))
+    return list(dict.fromkeys(goals))
+
+
+def goal_objective(goals: list[Goal]) -> str | None:
+    """The one objective tier the goals ask for. ``fit-pending`` is the placement tiers, which come first
+    whatever the order; of ``consolidate`` and ``balance`` the first named is the tier (the model holds one
+    objective tier: a second is reported, not optimized)."""
+    named = [OBJECTIVE[g] for g in goals if OBJECTIVE[g] is not None]
+    return named[0] if named else None
+
+
+def _daemon_only(state: ClusterState) -> np.ndarray:
+    """bool [P]: DaemonSet and mirror/static pods (a node holding only these counts as empty)."""
+    kinds = pod_kinds(state)
+    return kinds[:, KINDS.index(Keep.STATIC)] | kinds[:, KINDS.index(Keep.DAEMONSET)]
+
+
+def empty_nodes(state: ClusterState, node_of: np.ndarray) -> np.ndarray:
+    """bool [N]: nodes where ``node_of`` leaves only DaemonSet and mirror/static pods (or none)."""
+    node_of = np.asarray(node_of, dtype=np.int64)
+    busy = node_of.copy()
+    busy[_daemon_only(state)] = -1
+    return pods_per_node(state, busy) == 0
+
+
+@dataclass(frozen=True)
+class Metrics:
+    nodes_used: int
+    empty_nodes: int
+    hourly_cost: float | None
+    util_mean: dict[str, float]
+    util_max: dict[str, float]
+    pending_placed: int
+
+    def to_dict(self) -> dict:
+        return {"nodesUsed": self.nodes_used, "emptyNodes": self.empty_nodes, "hourlyCost": self.hourly_cost,
+                "utilizationMean": self.util_mean, "utilizationMax": self.util_max,
+                "pendingPlaced": self.pending_placed}
+
+
+def metrics(state: ClusterState, node_of: np.ndarray, pending: np.ndarray) -> Metrics:
+    """The summary's metrics for ``node_of``; ``pending``: rows of the pods pending in the input.
+    Cost counts the nodes that are not empty in the consolidation sense (an autoscaler keeps those)."""
+    node_of = np.asarray(node_of, dtype=np.int64)
+    empty = empty_nodes(state, node_of)
+    costs = node_costs(state)
+    cost = None if costs is None else int(costs[~empty].sum()) / 1000
+    stats = utilization_stats(state, node_of)
+    keep = [r for r in ("cpu", "memory") if r in state.resources]
+    idx = [state.resources.index(r) for r in keep]
+    return Metrics(int((~empty).sum()), int(empty.sum()), cost,
+                   {r: round(float(stats.mean[i]), 4) for r, i in zip(keep, idx)},
+                   {r: round(float(stats.max[i]), 4) for r, i in zip(keep, idx)},
+                   int(np.count_nonzero(node_of[pending] >= 0)))
