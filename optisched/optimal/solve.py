@@ -66,6 +66,7 @@ class OptimalOptions:
     node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
     eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave their node (moves and victims)
     goal_first: bool = False  # the objective's tier before disruption (reschedule: the goal, then fewest moves)
+    staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
 
 
 @dataclass
@@ -162,12 +163,12 @@ def _score(model: BatchModel) -> Linear:
     return score
 
 
-def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False) -> tuple:
+def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False, staged: bool = False) -> tuple:
     """The tiers the fallback is compared on; with ``goal_first`` disruption is not one (the goal, which
-    the key does not see, comes before it)."""
+    the key does not see, comes before it); ``staged``: moves beyond a budget are the waves' concern."""
     per = placed_per_level(batch, node_of)
     left = sum(1 for c in batch.classes for n, pods in c.running.items() for p in pods if node_of[p] != n)
-    broken = sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
+    broken = 0 if staged else sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
     return (*[per[lv] for lv in batch.levels], -broken, *(() if goal_first else (-left,)))
 
 
@@ -315,7 +316,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     # again per part costs seconds the search needs more
     groups = []
     for sub, m in models:
-        encode_eviction_rules(m)
+        encode_eviction_rules(m, budgets=not options.staged)
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit)
         lns = m.restricted and not solver.presolve
@@ -506,7 +507,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase, bool(options.weights),
-                     options.goal_first)
+                     options.goal_first, options.staged)
     result.certificate.notes += kept_notes(state, batch.kept, batch.class_of >= 0)
     phase("explaining pods left pending")
     for g in groups:
@@ -520,7 +521,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
 def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[_Group], tiers: list[Tier],
             greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
-            phase, weighted: bool = False, goal_first: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
+            phase, weighted: bool = False, goal_first: bool = False, staged: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
     """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
     node_of, source = fallback, "greedy"
@@ -534,12 +535,14 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
             node_of[rows] = mine[rows]
         source = "solver"
     phase("checking the answer with the greedy filters")
-    violations = check_placement(state, config, node_of, batch.class_of) + check_budgets(batch, node_of)
+    violations = check_placement(state, config, node_of, batch.class_of) + \
+        ([] if staged else check_budgets(batch, node_of))
     if (fallback != raw).any():
         notes.append(f"greedy mode's placement breaks batch semantics for {int((fallback != raw).sum())} pod(s); "
                      "its repaired version is the fallback")
     # with weights, the solver kept the better of the hint (the repaired greedy placement) and its search
-    worse = not weighted and _lex_key(batch, fallback, goal_first) > _lex_key(batch, node_of, goal_first)
+    worse = not weighted and _lex_key(batch, fallback, goal_first, staged) > \
+        _lex_key(batch, node_of, goal_first, staged)
     if source == "solver" and (violations or worse):
         node_of, source, violations = fallback, "greedy", []
         notes.append("the (repaired) greedy placement is returned: it is at least as good as the solver's")

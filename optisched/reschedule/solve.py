@@ -45,7 +45,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     """The plan for ``goals`` (see the module docstring)."""
     parsed = parse_goals(goals)
     options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(parsed),
-                             goal_first=True, eviction=policy)
+                             goal_first=True, staged=True, eviction=policy)
     result = solve_optimal(state, config, options)
     target = result.node_of.copy()
     names = state.node_names
