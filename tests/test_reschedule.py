@@ -1,7 +1,6 @@
 """Rescheduling: per goal, a hand-built cluster whose best plan is known; waves under budgets; loops."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from builders import node, pod, state_of
 

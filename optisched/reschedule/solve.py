@@ -40,9 +40,11 @@ def _reasons(state: ClusterState, target: np.ndarray, goals: list[Goal], emptied
 
 
 def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | list[str],
-                    budgets: Budgets = Budgets(), policy: EvictionPolicy = EvictionPolicy(),
+                    budgets: Budgets | None = None, policy: EvictionPolicy | None = None,
                     time_limit: float = 30.0, seed: int = 0) -> ReschedulePlan:
     """The plan for ``goals`` (see the module docstring)."""
+    budgets = budgets or Budgets()
+    policy = policy or EvictionPolicy()
     parsed = parse_goals(goals)
     options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(parsed),
                              goal_first=True, staged=True, eviction=policy)

@@ -125,7 +125,8 @@ def _pick(state: ClusterState, moves: list[Move], ledger: PDBLedger,
 
 def _capped(state: ClusterState, moves: list[Move], budgets: Budgets, staging: Staging) -> list[Move]:
     """The moves within ``--max-moves`` and ``--max-moves-per-node``; the others are dropped."""
-    kept, per_node = [], {}
+    kept: list[Move] = []
+    per_node: dict[str, int] = {}
     for m in moves:
         if budgets.max_moves is not None and len(kept) >= budgets.max_moves:
             staging.dropped.append((m, "over --max-moves"))
@@ -156,7 +157,7 @@ def _replay(state: ClusterState, config: SchedulerConfig, current: np.ndarray, w
     return landing, preempts
 
 
-def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: set[str]) -> str | None:
+def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: frozenset[str]) -> str | None:
     """Why a move's replacement is not consistent with the plan (None: it is); ``accept:NODE`` when its
     landing elsewhere may be kept."""
     if m.key in preempts:
@@ -173,12 +174,13 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: set
 
 
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
-          budgets: Budgets = Budgets(), emptied: frozenset[str] = frozenset()) -> Staging:
+          budgets: Budgets | None = None, emptied: frozenset[str] = frozenset()) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
     without it kube-scheduler's LeastAllocated score sends a replacement back to the emptiest node, the
     descheduler's eviction loop)."""
+    budgets = budgets or Budgets()
     staging = Staging(cordoned=sorted(emptied))
     names = state.node_names
     current = state.pod_node.copy()
@@ -221,8 +223,8 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         for m in wave:
             m.predicted = landing.landed.get(m.key)
             remaining.remove(m)
-        for key in why_out:
-            staging.notes.append(f"{key}: waits for a later wave ({why_out[key]} in wave {len(staging.waves) + 1})")
+        for key, why in why_out.items():
+            staging.notes.append(f"{key}: waits for a later wave ({why} in wave {len(staging.waves) + 1})")
         _, used = _pick(state, wave, ledger, caps)
         staging.waves.append(Wave(wave, used))
         current = _advance(state, landing, current, wave)
