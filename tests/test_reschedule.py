@@ -138,8 +138,8 @@ def test_a_replacement_predicted_pending_is_never_emitted():
 
 
 @pytest.mark.parametrize("text,error", [
-    ("", "name at least one goal"), ("shrink", "'shrink' is not a goal"), ("repair", "not available yet")],
-    ids=["no goal is refused", "an unknown goal is refused", "repair is refused until it exists"])
+    ("", "name at least one goal"), ("shrink", "'shrink' is not a goal")],
+    ids=["no goal is refused", "an unknown goal is refused"])
 def test_bad_goals_are_refused_in_one_line(text, error):
     with pytest.raises(InputError, match=error):
         parse_goals(text)
@@ -147,3 +147,34 @@ def test_bad_goals_are_refused_in_one_line(text, error):
 
 def test_goals_keep_their_order():
     assert [str(g) for g in parse_goals("fit-pending,consolidate")] == ["fit-pending", "consolidate"]
+
+
+REPAIRS = [
+    ("a pod on a node tainted NoSchedule after it started moves to an untainted node",
+     node("n1").label(disk="ssd").taint("maintenance", effect="NoSchedule"), "TaintToleration"),
+    ("a pod on a node tainted NoExecute moves too", node("n1").label(disk="ssd").taint("maintenance", effect="NoExecute"),
+     "TaintToleration"),
+    ("a pod whose node lost the label its required node affinity asks for moves", node("n1").label(disk="hdd"),
+     "NodeAffinity"),
+]
+
+
+@pytest.mark.parametrize("bad_node,rule", [c[1:] for c in REPAIRS], ids=[c[0] for c in REPAIRS])
+def test_repair_moves_the_violating_pod_in_one_move(bad_node, rule):
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}]}}}
+    objs = [bad_node, node("n2").label(disk="ssd"), node("n3").label(disk="ssd"),
+            owned("w1").req(cpu="1").set("spec.affinity", affinity).on("n1"),
+            owned("w2").req(cpu="1").set("spec.affinity", affinity).on("n2")]
+    plan = plan_reschedule(state_of(*objs), default_config(), "repair", time_limit=5)
+    assert plan.before.violations[rule] == 1 and plan.after.violations == {"NodeAffinity": 0, "TaintToleration": 0}
+    [m] = [m for w in plan.staging.waves for m in w.moves]
+    assert m.key == "default/w1" and m.source == "n1" and m.predicted == m.target != "n1"
+    assert m.reason == f"repair: {rule} rejects n1"
+
+
+def test_repair_leaves_a_pod_that_tolerates_its_taint():
+    objs = [node("n1").taint("gpu", effect="NoSchedule"), node("n2"),
+            owned("w1").req(cpu="1").tolerate("gpu", effect="NoSchedule").on("n1")]
+    plan = plan_reschedule(state_of(*objs), default_config(), "repair", time_limit=5)
+    assert plan.moves == 0 and plan.before.violations["TaintToleration"] == 0

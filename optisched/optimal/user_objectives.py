@@ -11,6 +11,12 @@ disruption tiers and before the profile's score: what the user asks for outranks
   use, weighted by their number, plus the sum over those nodes of utilization²/1000 so the nodes below
   the maximum spread too.
 * ``balance``: the sum over the nodes the batch may use of |cpu − memory| per-mille fractions.
+* ``repair`` (with movable running pods): running pods left on a node whose required node affinity they
+  no longer match, or whose NoSchedule/NoExecute taints they do not tolerate (the rules of
+  :data:`REPAIRED_RULES`, read from the model's own phase-1 domains, so the filters are not written
+  again): the descheduler's ``RemovePodsViolatingNodeAffinity`` and ``RemovePodsViolatingNodeTaints``
+  intents (kubernetes-sigs/descheduler v0.34.0, ``pkg/framework/plugins/removepodsviolatingnodeaffinity``
+  and ``removepodsviolatingnodetaints``).
 
 Utilization here counts actual requests (no scoring defaults), fixed pods included.
 """
@@ -31,7 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "user_objective"]
 
-OBJECTIVES = ("pack", "spread", "balance")
+OBJECTIVES = ("pack", "spread", "balance", "repair")
+REPAIRED_RULES = ("NodeAffinity", "TaintToleration")
 RESOURCES = ("cpu", "memory")
 
 
@@ -71,9 +78,21 @@ def _balance(model: BatchModel, lin: Linear) -> None:
             add_var(lin, abs_var(model, lin, row["cpu"].minus(row["memory"]), f"balance{n}"), 1)
 
 
+def _repair(model: BatchModel, lin: Linear) -> None:
+    for c in model.classes:
+        cv = model.vars[c.index]
+        masks = [m for r in REPAIRED_RULES if (m := model.forbidden_by.get((c.index, r))) is not None]
+        if not masks or not len(cv.keep_nodes):
+            continue
+        bad = np.logical_or.reduce(masks)[cv.keep_nodes]
+        for v, u, b in zip(cv.keep_vars, cv.keep_ub.tolist(), bad.tolist()):
+            if b:
+                lin.add(v, 1, u)
+
+
 def user_objective(model: BatchModel, name: str) -> Linear:
     """The user objective ``name``, to be minimized (the tier ``objective:NAME``)."""
     check_objective(name)
     lin = Linear()
-    {"pack": _pack, "spread": _spread, "balance": _balance}[name](model, lin)
+    {"pack": _pack, "spread": _spread, "balance": _balance, "repair": _repair}[name](model, lin)
     return lin

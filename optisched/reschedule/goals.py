@@ -14,7 +14,10 @@ goal):
   (the intent of the descheduler's ``LowNodeUtilization``, kubernetes-sigs/descheduler v0.34.0
   ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``, without its thresholds).
 
-``repair`` is not available yet: it needs the filters re-checked against running pods.
+* ``repair``: the ``repair`` objective: running pods off the nodes whose required node affinity they no
+  longer match or whose NoSchedule/NoExecute taints they do not tolerate (the descheduler's
+  ``RemovePodsViolatingNodeAffinity`` / ``RemovePodsViolatingNodeTaints``). Violated anti-affinity,
+  topology spread and duplicates are not repaired yet.
 """
 from __future__ import annotations
 
@@ -24,10 +27,15 @@ from enum import StrEnum
 import numpy as np
 
 from ..errors import InputError
+from ..framework import Code, CycleState
+from ..greedy.framework_runner import Framework
 from ..metrics.cost import node_costs
 from ..metrics.resources import pods_per_node, utilization_stats
+from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
+from ..optimal.user_objectives import REPAIRED_RULES
 from ..policy.eviction import KINDS, Keep, pod_kinds
+from ..profile import SchedulerConfig
 
 __all__ = ["Goal", "empty_nodes", "goal_objective", "metrics", "parse_goals"]
 
@@ -39,7 +47,7 @@ class Goal(StrEnum):
     BALANCE = "balance"
 
 
-OBJECTIVE = {Goal.CONSOLIDATE: "pack", Goal.BALANCE: "spread", Goal.FIT_PENDING: None}
+OBJECTIVE = {Goal.CONSOLIDATE: "pack", Goal.BALANCE: "spread", Goal.FIT_PENDING: None, Goal.REPAIR: "repair"}
 
 
 def parse_goals(text: str | list[str]) -> list[Goal]:
@@ -51,8 +59,6 @@ def parse_goals(text: str | list[str]) -> list[Goal]:
     for x in names:
         if x not in set(Goal):
             raise InputError(f"--goal: {x!r} is not a goal; goals: {', '.join(Goal)}")
-        if x == Goal.REPAIR:
-            raise InputError("--goal: 'repair' is not available yet (see docs/reschedule.md)")
         goals.append(Goal(x))
     return list(dict.fromkeys(goals))
 
@@ -87,14 +93,44 @@ class Metrics:
     util_mean: dict[str, float]
     util_max: dict[str, float]
     pending_placed: int
+    violations: dict[str, int]
 
     def to_dict(self) -> dict:
         return {"nodesUsed": self.nodes_used, "emptyNodes": self.empty_nodes, "hourlyCost": self.hourly_cost,
                 "utilizationMean": self.util_mean, "utilizationMax": self.util_max,
-                "pendingPlaced": self.pending_placed}
+                "pendingPlaced": self.pending_placed, "violations": self.violations}
 
 
-def metrics(state: ClusterState, node_of: np.ndarray, pending: np.ndarray) -> Metrics:
+def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> dict[int, str]:
+    """Pod row -> the first repaired rule whose greedy filter rejects the node ``node_of`` leaves it on."""
+    node_of = np.asarray(node_of, dtype=np.int64)
+    snapshot = Snapshot(state, with_bound=False)
+    frameworks = {p.scheduler_name: Framework(snapshot, p) for p in config.profiles}
+    daemon = _daemon_only(state)
+    out: dict[int, str] = {}
+    for p in np.flatnonzero((node_of >= 0) & ~daemon).tolist():
+        fw = frameworks.get(state.pods[p].spec.scheduler_name)
+        if fw is None:
+            continue
+        cyc = CycleState(p, snapshot, fw.profile)
+        for name in REPAIRED_RULES:
+            rule = fw.filter_rules.get(name)
+            if rule is None or name not in fw.filter_names or rule.pre_filter(cyc).code == Code.SKIP:
+                continue
+            if rule.filter(cyc, node_of[p:p + 1]).code[0] != 0:
+                out[p] = name
+                break
+    return out
+
+
+def violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> dict[str, int]:
+    """Per repaired rule, how many pods ``node_of`` leaves on a node that rule rejects."""
+    found = list(violating(state, config, node_of).values())
+    return {name: found.count(name) for name in REPAIRED_RULES}
+
+
+def metrics(state: ClusterState, node_of: np.ndarray, pending: np.ndarray,
+            config: SchedulerConfig | None = None) -> Metrics:
     """The summary's metrics for ``node_of``; ``pending``: rows of the pods pending in the input.
     Cost counts the nodes that are not empty in the consolidation sense (an autoscaler keeps those)."""
     node_of = np.asarray(node_of, dtype=np.int64)
@@ -107,4 +143,5 @@ def metrics(state: ClusterState, node_of: np.ndarray, pending: np.ndarray) -> Me
     return Metrics(int((~empty).sum()), int(empty.sum()), cost,
                    {r: round(float(stats.mean[i]), 4) for r, i in zip(keep, idx)},
                    {r: round(float(stats.max[i]), 4) for r, i in zip(keep, idx)},
-                   int(np.count_nonzero(node_of[pending] >= 0)))
+                   int(np.count_nonzero(node_of[pending] >= 0)),
+                   violations(state, config, node_of) if config is not None else {})

@@ -74,7 +74,7 @@ class ReschedulePlan:
         lines = [f"goal: {', '.join(self.goals)}"]
         for k in b:
             if isinstance(b[k], dict):
-                lines += [f"  {k}[{r}]: {b[k][r]:.3f} -> {a[k].get(r, float('nan')):.3f}" for r in b[k]]
+                lines += [f"  {k}[{r}]: {_fmt(b[k][r])} -> {_fmt(a[k].get(r))}" for r in b[k]]
             elif b[k] is not None:
                 lines.append(f"  {k}: {b[k]} -> {a[k]}")
         if self.staging.cordoned:
@@ -95,6 +95,10 @@ class ReschedulePlan:
         lines.append(f"certificate: {c.status}; " + "; ".join(
             f"{t.name} {t.objective} (bound {t.bound})" for t in c.tiers))
         return lines
+
+
+def _fmt(x: object) -> str:
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
 def node_saving(costs: np.ndarray | None, rows: list[int]) -> float | None:
