@@ -12,11 +12,12 @@ disruption tiers and before the profile's score: what the user asks for outranks
   the maximum spread too.
 * ``balance``: the sum over the nodes the batch may use of |cpu − memory| per-mille fractions.
 * ``repair`` (with movable running pods): running pods left on a node whose required node affinity they
-  no longer match, or whose NoSchedule/NoExecute taints they do not tolerate (the rules of
-  :data:`REPAIRED_RULES`, read from the model's own phase-1 domains, so the filters are not written
-  again): the descheduler's ``RemovePodsViolatingNodeAffinity`` and ``RemovePodsViolatingNodeTaints``
-  intents (kubernetes-sigs/descheduler v0.34.0, ``pkg/framework/plugins/removepodsviolatingnodeaffinity``
-  and ``removepodsviolatingnodetaints``).
+  no longer match, or whose NoSchedule/NoExecute taints they do not tolerate (read from the model's own
+  phase-1 domains, so the filters are not written again), plus each DoNotSchedule topology spread
+  constraint's excess over maxSkew (:mod:`optisched.constraints.pod_topology_spread_excess`): the
+  intents of the descheduler's ``RemovePodsViolatingNodeAffinity``, ``RemovePodsViolatingNodeTaints``
+  and ``RemovePodsViolatingTopologySpreadConstraint`` (kubernetes-sigs/descheduler v0.34.0,
+  ``pkg/framework/plugins/removepodsviolating*``).
 
 Utilization here counts actual requests (no scoring defaults), fixed pods included.
 """
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..constraints.pod_topology_spread_excess import encode_excess
 from ..errors import InputError
 from ..metrics.cost import COST_KEY, node_costs
 from ..policy.eviction import KINDS, Keep, pod_kinds
@@ -38,7 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "user_objective"]
 
 OBJECTIVES = ("pack", "spread", "balance", "repair")
-REPAIRED_RULES = ("NodeAffinity", "TaintToleration")
+NODE_RULES = ("NodeAffinity", "TaintToleration")  # a running pod's own node breaks them
+REPAIRED_RULES = (*NODE_RULES, "PodTopologySpread")
 RESOURCES = ("cpu", "memory")
 
 
@@ -79,9 +82,13 @@ def _balance(model: BatchModel, lin: Linear) -> None:
 
 
 def _repair(model: BatchModel, lin: Linear) -> None:
+    for sched, classes in model.by_profile.items():
+        fw = model.frameworks[sched]
+        if "PodTopologySpread" in fw.filter_names:
+            encode_excess(fw.filter_rules["PodTopologySpread"], model, classes, lin)
     for c in model.classes:
         cv = model.vars[c.index]
-        masks = [m for r in REPAIRED_RULES if (m := model.forbidden_by.get((c.index, r))) is not None]
+        masks = [m for r in NODE_RULES if (m := model.forbidden_by.get((c.index, r))) is not None]
         if not masks or not len(cv.keep_nodes):
             continue
         bad = np.logical_or.reduce(masks)[cv.keep_nodes]

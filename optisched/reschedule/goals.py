@@ -15,9 +15,10 @@ goal):
   ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``, without its thresholds).
 
 * ``repair``: the ``repair`` objective: running pods off the nodes whose required node affinity they no
-  longer match or whose NoSchedule/NoExecute taints they do not tolerate (the descheduler's
-  ``RemovePodsViolatingNodeAffinity`` / ``RemovePodsViolatingNodeTaints``). Violated anti-affinity,
-  topology spread and duplicates are not repaired yet.
+  longer match or whose NoSchedule/NoExecute taints they do not tolerate, and DoNotSchedule topology
+  spread back within maxSkew (the descheduler's ``RemovePodsViolatingNodeAffinity``,
+  ``RemovePodsViolatingNodeTaints``, ``RemovePodsViolatingTopologySpreadConstraint``). Violated required
+  anti-affinity and duplicates are not repaired yet.
 """
 from __future__ import annotations
 
@@ -102,16 +103,19 @@ class Metrics:
 
 
 def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> dict[int, str]:
-    """Pod row -> the first repaired rule whose greedy filter rejects the node ``node_of`` leaves it on."""
+    """Pod row -> the first repaired rule whose greedy filter rejects the node ``node_of`` leaves it on,
+    checked as kube would for the pod arriving last: against the end state without it."""
     node_of = np.asarray(node_of, dtype=np.int64)
     snapshot = Snapshot(state, with_bound=False)
+    for p in np.flatnonzero(node_of >= 0).tolist():
+        snapshot.add(p, int(node_of[p]))
     frameworks = {p.scheduler_name: Framework(snapshot, p) for p in config.profiles}
-    daemon = _daemon_only(state)
     out: dict[int, str] = {}
-    for p in np.flatnonzero((node_of >= 0) & ~daemon).tolist():
+    for p in np.flatnonzero((node_of >= 0) & ~_daemon_only(state)).tolist():
         fw = frameworks.get(state.pods[p].spec.scheduler_name)
         if fw is None:
             continue
+        snapshot.remove(p)
         cyc = CycleState(p, snapshot, fw.profile)
         for name in REPAIRED_RULES:
             rule = fw.filter_rules.get(name)
@@ -120,6 +124,7 @@ def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray)
             if rule.filter(cyc, node_of[p:p + 1]).code[0] != 0:
                 out[p] = name
                 break
+        snapshot.add(p, int(node_of[p]))
     return out
 
 
