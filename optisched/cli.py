@@ -362,6 +362,8 @@ def reschedule(
     namespaces: Annotated[str, typer.Option("--namespaces", help="Only pods of these namespaces move.")] = "",
     exclude_namespaces: Annotated[str, typer.Option("--exclude-namespaces", help="Pods of these never move.")] = "",
     selector: Annotated[str, typer.Option("--selector", "-l", help="Only pods with these labels move.")] = "",
+    for_pods: Annotated[str, typer.Option("--for", help="fit-pending: only these pending pods (ns/name,...), "
+                                          "all or none.")] = "",
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for the target.")] = 30.0,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
     profile: ProfileOpt = None,
@@ -386,7 +388,8 @@ def reschedule(
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
     state, config = _load(cluster, profile, kubeconfig, context)
     plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
-                           time_limit=time_limit, seed=seed)
+                           time_limit=time_limit, seed=seed,
+                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None)
     for line in plan.summary():
         out.print(escape(line), highlight=False, soft_wrap=True)
     if output is not None:

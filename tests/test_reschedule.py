@@ -197,3 +197,39 @@ def test_repair_brings_a_drifted_zone_spread_back_within_max_skew(max_skew, move
     assert plan.moves == moves and plan.consistent
     assert plan.before.violations["PodTopologySpread"] > 0 and plan.after.violations["PodTopologySpread"] == 0
     assert all(m.source == "na" for w in plan.staging.waves for m in w.moves)
+
+
+def _gpus(*pending: str, other_priority: int = 0) -> list:
+    objs = [node(f"g{i}").alloc(**{"nvidia.com/gpu": "4"}) for i in (1, 2)]
+    objs += [owned(f"small{i}", "small").req(cpu="100m", **{"nvidia.com/gpu": "1"}).on(f"g{i}") for i in (1, 2)]
+    return objs + [owned(name, name).req(cpu="100m", **{"nvidia.com/gpu": "4"})
+                   .priority(other_priority if name == "other" else 0) for name in pending]
+
+
+def test_for_fits_the_named_gang_when_kube_queues_it_first():
+    plan = plan_reschedule(state_of(*_gpus("big", "other", other_priority=10)), default_config(), "fit-pending",
+                           time_limit=5, gang=["default/other"])
+    assert plan.moves == 1 and plan.staging.final["default/other"] is not None
+    assert plan.staging.final["default/big"] is None
+
+
+def test_for_says_when_another_pending_pod_would_take_the_room_first():
+    """Equal priority, big queued first: the room the move makes goes to big, and the plan says so."""
+    plan = plan_reschedule(state_of(*_gpus("big", "other")), default_config(), "fit-pending", time_limit=5,
+                           gang=["default/other"])
+    assert plan.staging.final["default/other"] is None and plan.staging.final["default/big"] is not None
+    assert "predicted to leave some of the pods pending" in plan.staging.notes[-1]
+
+
+def test_a_gang_that_cannot_all_fit_moves_nothing():
+    plan = plan_reschedule(state_of(*_gpus("big", "other")), default_config(), "fit-pending", time_limit=5,
+                           gang=["default/big", "default/other"])
+    assert plan.moves == 0 and "do not all fit" in plan.staging.notes[0]
+
+
+@pytest.mark.parametrize("gang,error", [(["default/nope"], "no pod 'default/nope'"),
+                                        (["default/small1"], "'default/small1' is not pending")],
+                         ids=["an unknown --for pod is refused", "a running --for pod is refused"])
+def test_bad_gangs_are_refused(gang, error):
+    with pytest.raises(InputError, match=error):
+        plan_reschedule(state_of(*_gpus("big")), default_config(), "fit-pending", time_limit=2, gang=gang)

@@ -8,11 +8,15 @@ by priority. Waves and the kube-scheduler replay: :mod:`.waves`.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from ..errors import InputError
+
 from ..metrics.cost import node_costs
-from ..model.state import ClusterState
-from ..optimal.solve import OptimalOptions, solve_optimal
+from ..model.state import ClusterState, compile_cluster
+from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
 from .goals import Goal, empty_nodes, goal_objective, metrics, parse_goals, violating
@@ -42,25 +46,60 @@ def _reasons(state: ClusterState, target: np.ndarray, goals: list[Goal], emptied
     return out
 
 
+def _gang_target(state: ClusterState, config: SchedulerConfig, options: OptimalOptions,
+                 gang: list[str]) -> tuple[np.ndarray, OptimalResult, list[str]]:
+    """The target when only the pods of ``gang`` are to be fitted (``--for``): the other pending pods
+    are left out of the batch (they keep no node in the target), and unless every gang pod gets a node
+    the target moves nothing (a gang is all or none)."""
+    missing = [k for k in gang if k not in state.pod_index]
+    if missing:
+        raise InputError(f"--for: no pod {missing[0]!r} in the input", obj=f"Pod/{missing[0]}")
+    bound = [k for k in gang if state.pod_node[state.pod_index[k]] >= 0]
+    if bound:
+        raise InputError(f"--for: pod {bound[0]!r} is not pending", obj=f"Pod/{bound[0]}")
+    wanted = set(gang)
+    pods = [p for p in state.pods if p.spec.node_name or p.key in wanted]
+    sub = compile_cluster(replace(state.cluster, pods=pods))
+    result = solve_optimal(sub, config, options)
+    target = np.full(len(state.pods), -1, dtype=np.int64)
+    for i, pod in enumerate(sub.pods):
+        target[state.pod_index[pod.key]] = result.node_of[i]
+    notes = []
+    if any(target[state.pod_index[k]] < 0 for k in gang):
+        notes.append(f"--for: the {len(gang)} pod(s) do not all fit, even with moves; nothing is moved")
+        target = state.pod_node.copy()
+    return target, result, notes
+
+
 def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | list[str],
                     budgets: Budgets | None = None, policy: EvictionPolicy | None = None,
-                    time_limit: float = 30.0, seed: int = 0) -> ReschedulePlan:
-    """The plan for ``goals`` (see the module docstring)."""
+                    time_limit: float = 30.0, seed: int = 0, gang: list[str] | None = None) -> ReschedulePlan:
+    """The plan for ``goals`` (see the module docstring); ``gang``: the pending pods ``fit-pending`` is
+    for (``--for``; all or none), instead of every pending pod."""
     budgets = budgets or Budgets()
     policy = policy or EvictionPolicy()
     parsed = parse_goals(goals)
     options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(parsed),
                              goal_first=True, staged=True, eviction=policy)
-    result = solve_optimal(state, config, options)
-    target = result.node_of.copy()
+    notes: list[str] = []
+    if gang:
+        target, result, notes = _gang_target(state, config, options, gang)
+    else:
+        result = solve_optimal(state, config, options)
+        target = result.node_of.copy()
     names = state.node_names
     was_empty = empty_nodes(state, state.pod_node)
     emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
-    staging = stage(state, config, target, _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node)), budgets, frozenset(emptied))
+    reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node))
+    staging = stage(state, config, target, reasons, budgets, frozenset(emptied))
+    staging.notes = notes + staging.notes
+    if gang and not notes and any(staging.final.get(k) is None for k in gang):
+        staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")
     final = np.array([state.node_index[n] if (n := staging.final.get(p.key)) is not None else -1
                       for p in state.pods], dtype=np.int64)
     pending = np.flatnonzero(state.pod_node < 0)
     removable = np.flatnonzero(empty_nodes(state, final) & ~was_empty).tolist()
-    return ReschedulePlan(parsed, result.placements(), staging, metrics(state, state.pod_node, pending, config),
+    placements = {p.key: (names[int(t)] if t >= 0 else None) for p, t in zip(state.pods, target)}
+    return ReschedulePlan(parsed, placements, staging, metrics(state, state.pod_node, pending, config),
                           metrics(state, final, pending, config), result.certificate, [names[n] for n in removable],
                           node_saving(node_costs(state), removable))
