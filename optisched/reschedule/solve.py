@@ -13,7 +13,6 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import InputError
-
 from ..metrics.cost import node_costs
 from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
