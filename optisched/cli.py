@@ -368,6 +368,8 @@ def reschedule(
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write the plan: plan.json or plan.yaml (Evictions).")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Carry the plan out through the Eviction API, wave by "
+                                        "wave (needs --kubeconfig; a dry run otherwise).")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -379,6 +381,8 @@ def reschedule(
     from .reschedule.output import check_output, write_plan
 
     goals = parse_goals(goal)
+    if apply and not kubeconfig:
+        raise InputError("--apply needs --kubeconfig (the cluster the plan is read from and carried out on)")
     if max_unavailable is not None and not (max_unavailable.rstrip("%").isdigit()):
         raise InputError(f"--max-unavailable-per-workload: {max_unavailable!r} is not a count or a percent")
     if output is not None:
@@ -394,6 +398,14 @@ def reschedule(
         out.print(escape(line), highlight=False, soft_wrap=True)
     if output is not None:
         write_plan(plan, output)
+    if apply:
+        from .reschedule.apply import apply_live
+
+        report = apply_live(plan, kubeconfig, context)
+        for line in report.lines():
+            out.print(escape(line), highlight=False, soft_wrap=True)
+        if report.stopped:
+            raise typer.Exit(1)
 
 
 @app.command()

@@ -69,3 +69,8 @@ def test_the_python_api_returns_dataframes():
     waves = plan.waves_frame()
     assert list(waves.columns) == ["wave", "pod", "from", "to", "predicted", "reason"] and len(waves) == 2
     assert len(plan.target_frame()) == len(plan.prediction_frame()) == 9
+
+
+def test_apply_without_a_kubeconfig_is_refused(capsys):
+    code, _, err = run_cli(["reschedule", EXAMPLE, "--apply"], capsys)
+    assert code == 2 and "--apply needs --kubeconfig" in err
