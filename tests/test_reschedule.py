@@ -233,3 +233,14 @@ def test_a_gang_that_cannot_all_fit_moves_nothing():
 def test_bad_gangs_are_refused(gang, error):
     with pytest.raises(InputError, match=error):
         plan_reschedule(state_of(*_gpus("big")), default_config(), "fit-pending", time_limit=2, gang=gang)
+
+
+@pytest.mark.parametrize("homeless,dropped", [(False, True), (True, False)],
+                         ids=["a target that leaves a running pod homeless does not evict it",
+                              "fit-pending may evict a pod to make room without a node for it"])
+def test_pods_without_a_target_node_stay_unless_fit_pending_makes_room(homeless, dropped):
+    state = state_of(node("n1"), node("n2"), owned("a").req(cpu="1").on("n1"))
+    target = state.pod_node.copy()
+    target[0] = -1
+    staging = stage(state, default_config(), target, {}, homeless=homeless)
+    assert bool(staging.dropped) == dropped and bool(staging.waves) != dropped

@@ -9,7 +9,7 @@ import pandas as pd
 from ..optimal.solve import Certificate
 from ..preemption.plan import eviction_document
 from .goals import Goal, Metrics
-from .waves import Staging
+from .waves import Move, Staging
 
 __all__ = ["ReschedulePlan"]
 
@@ -31,8 +31,9 @@ class ReschedulePlan:
 
     @property
     def consistent(self) -> bool:
-        """Every emitted replacement is predicted on its target."""
-        return all(m.predicted == m.target for w in self.staging.waves for m in w.moves)
+        """Every emitted replacement is predicted on its target (a pod evicted without a target, to make
+        room, may land anywhere but back on its node)."""
+        return all(_on_target(m) for w in self.staging.waves for m in w.moves)
 
     def waves_frame(self) -> pd.DataFrame:
         rows = [{"wave": i + 1, "pod": m.key, "from": m.source, "to": m.target, "predicted": m.predicted,
@@ -84,7 +85,7 @@ class ReschedulePlan:
             used = ", ".join(f"{k} {n}" for k, n in sorted(w.budgets.items())) or "no budget"
             lines.append(f"  wave {i + 1}: {len(w.moves)} eviction(s); PodDisruptionBudgets used: {used}")
         total = self.moves
-        on = sum(1 for w in self.staging.waves for m in w.moves if m.predicted == m.target)
+        on = sum(1 for w in self.staging.waves for m in w.moves if _on_target(m))
         lines.append(f"replacements predicted on target: {on}/{total}")
         if self.removable:
             saving = f", saving {self.saving:.3f}/h" if self.saving is not None else ""
@@ -95,6 +96,10 @@ class ReschedulePlan:
         lines.append(f"certificate: {c.status}; " + "; ".join(
             f"{t.name} {t.objective} (bound {t.bound})" for t in c.tiers))
         return lines
+
+
+def _on_target(m: Move) -> bool:
+    return m.predicted == m.target or (m.target is None and m.predicted != m.source)
 
 
 def _fmt(x: object) -> str:

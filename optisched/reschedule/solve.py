@@ -90,7 +90,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     was_empty = empty_nodes(state, state.pod_node)
     emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
     reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node))
-    staging = stage(state, config, target, reasons, budgets, frozenset(emptied))
+    staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed)
     staging.notes = notes + staging.notes
     if gang and not notes and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")

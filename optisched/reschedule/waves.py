@@ -123,12 +123,16 @@ def _pick(state: ClusterState, moves: list[Move], ledger: PDBLedger,
     return wave, {ledger.names[b]: n for b, n in used_pdb.items()}
 
 
-def _capped(state: ClusterState, moves: list[Move], budgets: Budgets, staging: Staging) -> list[Move]:
-    """The moves within ``--max-moves`` and ``--max-moves-per-node``; the others are dropped."""
+def _capped(state: ClusterState, moves: list[Move], budgets: Budgets, staging: Staging,
+            homeless: bool) -> list[Move]:
+    """The moves within ``--max-moves`` and ``--max-moves-per-node``; the others are dropped. Unless
+    ``homeless`` (fit-pending: evicted to make room), a pod the target leaves without a node stays."""
     kept: list[Move] = []
     per_node: dict[str, int] = {}
     for m in moves:
-        if budgets.max_moves is not None and len(kept) >= budgets.max_moves:
+        if m.target is None and not homeless:
+            staging.dropped.append((m, "the target leaves it without a node (not an optimal target); it stays"))
+        elif budgets.max_moves is not None and len(kept) >= budgets.max_moves:
             staging.dropped.append((m, "over --max-moves"))
         elif budgets.max_moves_per_node is not None and per_node.get(m.source, 0) >= budgets.max_moves_per_node:
             staging.dropped.append((m, f"over --max-moves-per-node on {m.source}"))
@@ -174,12 +178,13 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
 
 
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
-          budgets: Budgets | None = None, emptied: frozenset[str] = frozenset()) -> Staging:
+          budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
     without it kube-scheduler's LeastAllocated score sends a replacement back to the emptiest node, the
-    descheduler's eviction loop)."""
+    descheduler's eviction loop). ``homeless``: pods the target evicts without a node may be evicted
+    (fit-pending makes room with them); otherwise they stay."""
     budgets = budgets or Budgets()
     staging = Staging(cordoned=sorted(emptied))
     names = state.node_names
@@ -188,7 +193,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     moved.sort(key=lambda p: (-int(state.pod_priority[p]), state.pods[p].key))
     moves = [Move(p, state.pods[p].key, names[int(current[p])],
                   names[int(target[p])] if target[p] >= 0 else None, reasons.get(p, "")) for p in moved]
-    remaining = _capped(state, moves, budgets, staging)
+    remaining = _capped(state, moves, budgets, staging, homeless)
     pending = {p: int(target[p]) for p in np.flatnonzero(current < 0).tolist()}
     ledger = PDBLedger(state, (current >= 0).tolist())
     caps = _workload_caps(state, budgets.max_unavailable_per_workload)
