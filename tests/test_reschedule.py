@@ -242,5 +242,5 @@ def test_pods_without_a_target_node_stay_unless_fit_pending_makes_room(homeless,
     state = state_of(node("n1"), node("n2"), owned("a").req(cpu="1").on("n1"))
     target = state.pod_node.copy()
     target[0] = -1
-    staging = stage(state, default_config(), target, {}, homeless=homeless)
+    staging = stage(state, default_config(), target, {}, emptied=frozenset({"n1"}), homeless=homeless)
     assert bool(staging.dropped) == dropped and bool(staging.waves) != dropped
