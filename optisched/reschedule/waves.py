@@ -177,6 +177,33 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
     return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan empties"
 
 
+def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, wave: list[Move],
+            pending: dict[int, int], emptied: frozenset[str], staging: Staging) -> tuple[Landing | None, dict[str, str]]:
+    """Replay ``wave`` until every move left in it is consistent: a landing elsewhere that may be kept is
+    accepted (the target follows it), any other disagreement takes the move out of the wave (it waits).
+    Returns the last replay (None when the wave emptied) and, per move taken out, why."""
+    landing = None
+    why_out: dict[str, str] = {}
+    while wave:
+        landing, preempts = _replay(state, config, current, wave, pending, emptied)
+        bad = False
+        for m in list(wave):
+            why = _verdict(m, landing.landed.get(m.key), preempts, emptied)
+            if why is None:
+                continue
+            bad = True
+            if why.startswith("accept:"):
+                staging.notes.append(f"{m.key}: kube-scheduler puts it on {why[7:]}, not {m.target}; "
+                                     "the landing is accepted")
+                m.target = why[7:]
+            else:
+                wave.remove(m)
+                why_out[m.key] = why
+        if not bad:
+            break
+    return landing, why_out
+
+
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
           budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
@@ -200,25 +227,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     while remaining:
         wave, used = _pick(state, remaining, ledger, caps)
         first = wave[0] if wave else remaining[0]
-        landing = None
-        why_out: dict[str, str] = {}
-        while wave:
-            landing, preempts = _replay(state, config, current, wave, pending, emptied)
-            bad = False
-            for m in list(wave):
-                why = _verdict(m, landing.landed.get(m.key), preempts, emptied)
-                if why is None:
-                    continue
-                bad = True
-                if why.startswith("accept:"):
-                    staging.notes.append(f"{m.key}: kube-scheduler puts it on {why[7:]}, not {m.target}; "
-                                         "the landing is accepted")
-                    m.target = why[7:]
-                else:
-                    wave.remove(m)
-                    why_out[m.key] = why
-            if not bad:
-                break
+        landing, why_out = _settle(state, config, current, wave, pending, emptied, staging)
         if not wave:
             reason = why_out.get(first.key, "no wave can take it within the budgets")
             staging.dropped.append((first, reason))
