@@ -1,6 +1,8 @@
 """Rescheduling plans on a generated cluster of running pods: ``consolidate`` and ``repair``.
 
-The cluster: an ``optisched generate`` cluster (every pod running, load 0.5, 20 pods per node). Per goal:
+The cluster: an ``optisched generate`` cluster (load 0.6, 20 pods per node) after greedy mode has placed
+it (``bench_preempt.full_cluster``), so the running pods are where kube-scheduler put them: a generated
+cluster's own ``nodeName``s break rules a real cluster keeps. Per goal:
 the target's time (optimal mode, ``--time-limit``), the staging's time (waves and one kube-scheduler
 replay per wave), moves, waves, dropped moves, the goal tier's value, bound and status, and the peak
 memory of the process. Baseline in the same run: one replay of the cluster with no eviction (what each
@@ -15,7 +17,8 @@ import argparse
 import resource
 import time
 
-from optisched.datasets.generate import GenerateSpec, generate
+from bench_preempt import full_cluster
+
 from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
 from optisched.preemption.landing import predict_landing
@@ -30,8 +33,7 @@ def main() -> None:
     ap.add_argument("--goals", default="consolidate,repair")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    objs = generate(GenerateSpec(nodes=args.nodes, pods=20 * args.nodes, pending_fraction=0.0, load=0.5,
-                                 seed=args.seed))
+    objs = full_cluster(args.nodes, args.seed, load=0.6)
     state = compile_cluster(cluster_from_objects(objs))
     config = default_config()
     t0 = time.perf_counter()
