@@ -9,10 +9,18 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
+from . import __version__
 from .errors import InputError
+from .version import KUBE_VERSION
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
+             "filters, or --fail-on-pending and pods stayed pending); 2 bad input or usage; 130 interrupted "
+             "(after printing the best answer so far).")
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
 out = Console()
 err = Console(stderr=True)
@@ -138,7 +146,7 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
                            "explanations": [e.to_dict() for e in result.explanations]})
     render_optimal_summary(out, result)
     if result.violations:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 @app.command()
@@ -183,7 +191,7 @@ def compare(
         written = write_report(comparison, report)
         err.print(f"wrote {len(written)} files to {report}/ (open {report}/report.html)")
     if optimal.violations:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 @app.command()
@@ -301,7 +309,7 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
                                      workers=workers, seed=seed, progress=update)
         render_minimal_preemption(out, [answer])
         if answer.violations:
-            raise typer.Exit(1)
+            raise typer.Exit(EXIT_CHECK_FAILED)
         return minimal_eviction_objects([answer])
     from .optimal.solve import OptimalOptions, solve_optimal
     from .preemption.plan import batch_eviction_objects, batch_preemptions
@@ -313,7 +321,7 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     plan = batch_preemptions(result)
     render_batch_preemptions(out, plan, result)
     if result.violations:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
     return batch_eviction_objects(plan)
 
 
@@ -341,25 +349,43 @@ def generate(
     err.print(f"wrote {len(objs)} objects to {output}")
 
 
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"optisched {__version__} (kube-scheduler {KUBE_VERSION})", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it."""
+
+
 def main() -> None:
-    """Entry point: user errors print one line and exit 2, never a traceback."""
+    """Entry point: usage and input errors print one line and exit 2, never a traceback; exit statuses are
+    those of :data:`EXIT_HELP`."""
     try:
         app(standalone_mode=False)
     except InputError as e:
-        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        _fail(str(e))
     except (typer.Exit, SystemExit) as e:
         code = getattr(e, "exit_code", getattr(e, "code", 0))
         sys.exit(code or 0)
-    except typer.Abort:
-        sys.exit(130)
-    except Exception as e:  # click usage errors
-        import click
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("interrupted", highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
+    except typer.TyperException as e:  # the parser's usage errors (typer >= 0.26 vendors click)
+        if type(e).__name__ == "NoArgsIsHelpError":  # no command: the help (printed as it was built), as kubectl
+            sys.stdout.write(e.format_message())
+            sys.exit(EXIT_OK)
+        _fail(e.format_message(), getattr(e, "exit_code", EXIT_USAGE))
 
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        raise
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    text = Text("error: ", style="bold red")
+    text.append(" ".join(message.split()))
+    err.print(text, highlight=False, soft_wrap=True)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
