@@ -432,7 +432,7 @@ def main() -> None:
     """Entry point: usage and input errors print one line and exit 2, never a traceback; exit statuses are
     those of :data:`EXIT_HELP`."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # a command's typer.Exit(n), Ctrl-C as 130, come back as the value
     except InputError as e:
         _fail(str(e))
     except (typer.Exit, SystemExit) as e:
@@ -446,6 +446,10 @@ def main() -> None:
             sys.stdout.write(e.format_message())
             sys.exit(EXIT_OK)
         _fail(e.format_message(), getattr(e, "exit_code", EXIT_USAGE))
+    code = code if isinstance(code, int) else EXIT_OK
+    if code == EXIT_INTERRUPTED:
+        err.print("interrupted", highlight=False)
+    sys.exit(code)
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:
