@@ -17,7 +17,8 @@ from .version import KUBE_VERSION
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
              "filters, or --fail-on-pending and pods stayed pending); 2 bad input or usage; 130 interrupted "
-             "(after printing the best answer so far).")
+             "(Ctrl-C; in optimal mode CP-SAT takes Ctrl-C as the end of the current solve and the run prints "
+             "its best answer).")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
