@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Self
 
 from rich.console import Console
 from rich.progress import (
@@ -43,7 +44,7 @@ class _PlainTicker:
             self.console.print(Text(f"{self.label}: {self.status}, {elapsed:.0f} s"), highlight=False,
                                soft_wrap=True)
 
-    def __enter__(self) -> _PlainTicker:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -133,7 +133,8 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
 
 
 def _name_column(t: Table, header: str) -> None:
-    """A column of pod or node names: wrapped, never cut (a cut name cannot be searched for)."""
+    """A column of pod or node names: a name too long for the terminal folds onto the next line, never cut
+    (a cut name cannot be searched for). No minimum width: one would make rich crop the table's edge."""
     t.add_column(header, overflow="fold")
 
 
@@ -203,6 +204,7 @@ def _render_attempt(console: Console, at: dict[str, Any]) -> None:
         t.add_column(p, justify="right", overflow="fold")
     t.add_column("total", justify="right")
     for n in at["nodes"]:
+        cells: list[Text | str]
         if n["result"] == "rejected":
             cells = [Text.assemble((n["plugin"], "red"), ": " + "; ".join(n["reasons"]))]
             cells += [""] * len(plugins) + [""]
@@ -230,11 +232,14 @@ def render_preemptions(console: Console, plan: list) -> None:
         console.print("No preemption: every pod that could be placed fitted without evicting anything.")
         return
     t = Table(title="Preemptions (kube-scheduler DefaultPreemption)")
-    for c in ("preemptor", "priority", "node", "victims (priority, PDBs)", "placed"):
-        t.add_column(c)
+    _name_column(t, "preemptor")
+    t.add_column("priority", justify="right")
+    _name_column(t, "node")
+    _name_column(t, "victims (priority, PDBs)")
+    t.add_column("placed")
     for p in plan:
         victims = "\n".join(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})" for v, prio, pdbs in p.victims)
-        t.add_row(p.preemptor, str(p.priority), p.node, victims, "yes" if p.placed else "no")
+        t.add_row(Text(p.preemptor), str(p.priority), Text(p.node), Text(victims), "yes" if p.placed else "no")
     console.print(t)
 
 
@@ -252,7 +257,7 @@ def render_minimal_preemption(console: Console, answers: list) -> None:
         t = Table(title=f"Preemption for {escape(a.preemptor)} (priority {a.priority}"
                         f"{', cross-node' if a.cross_node else ''})")
         for c in ("mode", "node", "victims (priority, node, PDBs)", "key", "status"):
-            t.add_column(c)
+            t.add_column(c, overflow="fold")
 
         def victims(vs: tuple) -> str:
             return "\n".join(escape(f"{v.pod} ({v.priority}, {v.node}{', ' + ', '.join(v.pdbs) if v.pdbs else ''})")
@@ -282,7 +287,7 @@ def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
     else:
         t = Table(title="Preemptions (optimal batch, CP-SAT)")
         for c in ("node", "preemptors placed (priority)", "victims (priority, PDBs)", "outcome"):
-            t.add_column(c)
+            t.add_column(c, overflow="fold")
         for b in plan:
             pre = "\n".join(escape(f"{p} ({prio})") for p, prio in b.preemptors) or "-"
             vs = "\n".join(escape(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs, _ in b.victims)

@@ -69,8 +69,8 @@ def test_compare_json_has_the_tables_numbers(capsys):
 
 
 def test_inspect_json_and_table_agree(capsys):
-    code, table, _ = run(["inspect", QUICKSTART], capsys)
-    code, out, _ = run(["inspect", QUICKSTART, "--json"], capsys)
+    _, table, _ = run(["inspect", QUICKSTART], capsys)
+    _, out, _ = run(["inspect", QUICKSTART, "--json"], capsys)
     doc = json.loads(out)
     for r in doc["resources"]:
         res = r["resource"]
@@ -165,6 +165,24 @@ def test_names_wrap_and_are_never_cut_at_80_columns(tmp_path, capsys):
     assert f"default/{LONG_POD}" in _first_cells(table)
 
 
+def _tables_are_whole(text: str) -> bool:
+    """Every table line has both its edges (rich crops a table too wide for the console)."""
+    edges = ("│", "┃", "┏", "┗", "┡", "└", "┌")
+    return all(line.rstrip()[-1] in "│┃┓┛┩┘┐" for line in text.splitlines() if line.lstrip()[:1] in edges)
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", str(EXAMPLES / "strand-large-pod.yaml"), "--time-limit", "3"],
+    ["schedule", QUICKSTART], ["inspect", QUICKSTART], ["explain", PREEMPTION, "--pod", "preemptor"],
+    ["preempt", PREEMPTION],
+], ids=["compare fits 80 columns", "schedule fits 80 columns", "inspect fits 80 columns",
+        "explain fits 80 columns", "preempt fits 80 columns"])
+def test_tables_fit_80_columns_uncropped(args, capsys):
+    code, out, _ = run(args, capsys)
+    assert code == 0 and "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80 and _tables_are_whole(out)
+
+
 def test_summaries_show_human_units(capsys):
     _, out, _ = run(["schedule", QUICKSTART], capsys)
     assert re.search(r"\d cores", out) and re.search(r"\d\.\d Gi", out) and "Ki " not in out
@@ -210,8 +228,8 @@ def test_every_command_prints_the_same_warnings(args, tmp_path, capsys):
     assert code == 0, err
     warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
     expected = [
-        "Pod/default/gone .spec.nodeName: bound to node 'removed-node', which is not in the input; "
-        "the pod is left out",
+        ("Pod/default/gone .spec.nodeName: bound to node 'removed-node', which is not in the input; "
+         "the pod is left out"),
         "Pod/default/claims uses PersistentVolumeClaims ['data']",
         "Node/n1 is overcommitted in the input: bound pods request cpu 3 cores of 2 cores",
         "1 finished pod(s) (Succeeded/Failed) hold nothing and are left out: default/done",
@@ -225,7 +243,7 @@ def test_every_command_prints_the_same_warnings(args, tmp_path, capsys):
 
 def test_compare_reports_gated_and_other_scheduler_pods_as_not_handled(tmp_path, capsys):
     f = _messy_cluster(tmp_path / "messy.yaml")
-    code, out, _ = run(["compare", f, "--time-limit", "3", "--json"], capsys)
+    _, out, _ = run(["compare", f, "--time-limit", "3", "--json"], capsys)
     doc = json.loads(out)
     for r in doc["runs"]:
         assert set(r["notHandled"]) == {"default/gated", "default/other"}
@@ -238,4 +256,21 @@ def test_long_runs_print_plain_progress_lines_when_not_a_terminal(monkeypatch, c
     monkeypatch.setattr(progress, "PLAIN_EVERY", 0.05)
     code, _, err = run(["schedule", PREEMPTION, "--mode", "optimal", "--time-limit", "2"], capsys)
     assert code == 0
-    assert re.search(r"^optimal mode: .*, \d+ s$", err, re.M), err
+    assert re.search(r"^optimal mode: .*, \d+ s$", err, re.MULTILINE), err
+
+
+def test_greedy_progress_prints_plain_lines_until_done(monkeypatch):
+    import io
+    import time
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY", 0.02)
+    buf = io.StringIO()
+    console = Console(file=buf, width=80)
+    with progress.progress_bar(console, "scheduling", 10) as advance:
+        advance(3, 10)
+        time.sleep(0.1)
+        advance(10, 10)
+        seen = buf.getvalue()
+        time.sleep(0.1)
+    assert "scheduling: 3/10 pods, 0 s" in seen
+    assert buf.getvalue().count("\n") - seen.count("\n") <= 1  # nothing more once every pod is done

@@ -21,7 +21,7 @@ def _script(*args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("optisched")
     assert exe is not None, "the optisched console script is not installed (pip install -e .)"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
 USAGE_ERRORS = [
