@@ -68,17 +68,11 @@ def _print_json(doc: dict) -> None:
 
 def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict,  # type: ignore[no-untyped-def]
                       extra: dict) -> None:
-    """``--output``: FILE.csv (pod,node,status) or JSON; the shape is in docs/cli.md."""
-    from .summaries import placements_out
+    """``--output``: FILE.csv (pod,node,status) or JSON; the shapes are in docs/cli.md."""
+    from .summaries import placements_text
 
-    placements, status = placements_out(state, node_of, not_handled)
-    if path.suffix == ".csv":
-        names = state.node_names
-        lines = ["pod,node,status"] + [f"{pod.key},{names[int(node_of[p])] if node_of[p] >= 0 else ''},{status[p]}"
-                                       for p, pod in enumerate(state.pods)]
-        path.write_text("\n".join(lines) + "\n")
-    else:
-        path.write_text(json.dumps({"mode": mode, "placements": placements, **extra}, indent=1) + "\n")
+    path.write_text(placements_text("csv" if path.suffix == ".csv" else "json", mode, state, node_of, not_handled,
+                                    extra))
 
 
 MODES = ("greedy", "optimal")
@@ -273,13 +267,15 @@ def explain(
     preemptor's attempt that evicted victims, then the attempt that placed it."""
     from .greedy.explain import explain_pod
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .progress import progress_bar
     from .render import render_explain
 
     if not pod:
         raise InputError("--pod namespace/name is required")
     state, config, warnings = _load(cluster, profile, kubeconfig, context)
     row = _pending_row(state, pod)
-    result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run()
+    with progress_bar(err, "greedy mode", len(state.pending)) as advance:
+        result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run(progress=advance)
     if not any(c.pod == row for c in result.cycles):
         raise InputError(f"pod {state.pods[row].key!r} was not scheduled by any profile ({result.skipped.get(row, '')})")
     ex = explain_pod(result, row)

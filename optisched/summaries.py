@@ -6,13 +6,15 @@ storage in bytes), percentages are of allocatable.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 
 from .model.state import ClusterState
 
-__all__ = ["greedy_summary", "optimal_summary", "placement_summary", "placements_out", "pod_status"]
+__all__ = ["greedy_summary", "optimal_summary", "placement_summary", "placements_out", "placements_text",
+           "pod_status"]
 
 
 def _evicted(state: ClusterState, node_of: np.ndarray, preempted: dict[int, tuple[int, int]]) -> dict[str, Any]:
@@ -88,16 +90,25 @@ def pod_status(state: ClusterState, node_of: np.ndarray, not_handled: dict[int, 
     return out
 
 
-def placements_out(state: ClusterState, node_of: np.ndarray, not_handled: dict[int, str]
-                   ) -> tuple[dict[str, str | None], list[str]]:
-    """What ``--output`` writes: every pod still in the cluster with its node (``None``: pending), and
-    the evicted pods apart, so an eviction never reads as a pod left pending."""
+def placements_out(state: ClusterState, node_of: np.ndarray, not_handled: dict[int, str]) -> dict[str, str | None]:
+    """Every pod still in the cluster with its node (``None``: pending or not handled); the evicted pods
+    are left out (they are listed apart), so an eviction never reads as a pod left pending."""
     names, status = state.node_names, pod_status(state, node_of, not_handled)
-    placements: dict[str, str | None] = {}
-    for p, pod in enumerate(state.pods):
-        if status[p] != "evicted":
-            placements[pod.key] = names[int(node_of[p])] if node_of[p] >= 0 else None
-    return placements, status
+    return {pod.key: names[int(node_of[p])] if node_of[p] >= 0 else None
+            for p, pod in enumerate(state.pods) if status[p] != "evicted"}
+
+
+def placements_text(fmt: str, mode: str, state: ClusterState, node_of: np.ndarray, not_handled: dict[int, str],
+                    extra: dict[str, Any]) -> str:
+    """What ``--output`` writes: ``fmt="csv"``, one ``pod,node,status`` row per pod (``status`` from
+    :func:`pod_status`); else a JSON document ``{"mode", "placements", **extra}``."""
+    if fmt == "csv":
+        names, status = state.node_names, pod_status(state, node_of, not_handled)
+        rows = [f"{pod.key},{names[int(node_of[p])] if node_of[p] >= 0 else ''},{status[p]}"
+                for p, pod in enumerate(state.pods)]
+        return "\n".join(["pod,node,status", *rows]) + "\n"
+    doc = {"mode": mode, "placements": placements_out(state, node_of, not_handled), **extra}
+    return json.dumps(doc, indent=1) + "\n"
 
 
 def greedy_summary(result: Any) -> dict[str, Any]:
