@@ -274,3 +274,12 @@ def test_greedy_progress_prints_plain_lines_until_done(monkeypatch):
         time.sleep(0.1)
     assert "scheduling: 3/10 pods, 0 s" in seen
     assert buf.getvalue().count("\n") - seen.count("\n") <= 1  # nothing more once every pod is done
+
+
+def test_inspect_counts_finished_pods_as_holding_nothing(tmp_path, capsys):
+    f = _messy_cluster(tmp_path / "messy.yaml")
+    _, out, _ = run(["inspect", f, "--json"], capsys)
+    doc = json.loads(out)
+    assert doc["pods"]["finished"] == 1 and "default/done" not in {p["pod"] for p in doc["pendingPods"]}
+    _, table, _ = run(["inspect", f], capsys)
+    assert "1 finished (Succeeded/Failed), holding nothing" in _words(table)
