@@ -10,9 +10,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from . import __version__
 from .errors import InputError
-from .version import KUBE_VERSION
+from .version import KUBE_VERSION, __version__
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
@@ -198,6 +197,13 @@ def compare(
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    replay: Annotated[bool, typer.Option("--replay", help="Take the running pods off their nodes (DaemonSet, "
+                                         "mirror and static pods stay) and place them again; the input's "
+                                         "placement is shown as the run 'current'.")] = False,
+    selector: Annotated[str, typer.Option("--selector", "-l", help="With --replay: only the running pods this "
+                                          "label selector picks (kubectl -l syntax).")] = "",
+    namespaces: Annotated[str, typer.Option("--namespaces", help="With --replay: only the running pods of these "
+                                            "namespaces, comma-separated.")] = "",
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -217,7 +223,8 @@ def compare(
     parsed = parse_weights(weights)
     state, config, warnings = _load(cluster, profile, kubeconfig, context)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
-                             objective=objective, weights=parsed)
+                             objective=objective, weights=parsed, replay=replay, selector=selector,
+                             namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()))
     with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
         comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
     if as_json:
@@ -387,6 +394,24 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
         render_batch_preemptions(out, plan, result)
     doc = {"mode": "optimal", "preemptions": [asdict(b) for b in plan], "summary": optimal_summary(result)}
     return doc, batch_eviction_objects(plan), bool(result.violations)
+
+
+@app.command()
+def snapshot(
+    output: Annotated[str, typer.Option("--output", "-o", help="File to write (.yaml, or .json); - for stdout.")],
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output if it exists.")] = False,
+) -> None:
+    """Save what a live read sees (the kinds optisched reads, status included, never Secrets) as one List
+    file, so a run can be repeated offline: optisched compare FILE."""
+    from .model.live import check_snapshot_path, list_live, write_snapshot
+
+    check_snapshot_path(output, kubeconfig, force)
+    objects = list_live(kubeconfig, context)
+    write_snapshot(objects, output)
+    if output != "-":
+        err.print(f"wrote {len(objects)} objects to {output}")
 
 
 @app.command()

@@ -34,8 +34,9 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
         t.add_row(_amount("cpu", sh["cpu"]), _amount("memory", sh["memory"]), str(sh["count"]))
     console.print(t)
     p = s["pods"]
-    t = Table(title=f"Pods: {p['total']} ({p['bound']} bound, {p['pending']} pending); "
-                    f"{p['finished']} finished (Succeeded/Failed), holding nothing")
+    t = Table(title=f"Pods: {p['total']} ({p['bound']} bound, {p['pending']} pending)")
+    if p["finished"]:
+        t.caption = f"and {p['finished']} finished (Succeeded/Failed), holding nothing"
     for c in ("priority", "bound", "pending"):
         t.add_column(c, justify="right")
     for row in p["byPriority"]:
