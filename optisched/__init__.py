@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from .version import KUBE_VERSION
+from .version import KUBE_VERSION, __version__
 
 if TYPE_CHECKING:
     from .experiments.compare import Comparison
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .optimal.solve import OptimalResult
     from .profile import SchedulerConfig
 
-__all__ = ["KUBE_VERSION", "compare", "load", "schedule", "solve"]
+__all__ = ["KUBE_VERSION", "__version__", "compare", "load", "schedule", "solve"]
 
 
 def load(paths: Iterable[str]) -> Cluster:
