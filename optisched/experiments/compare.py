@@ -59,6 +59,11 @@ class Comparison:
 
         return plot_fragmentation(self)
 
+    def plot_budgets(self) -> Figure:
+        from .plots import plot_budgets
+
+        return plot_budgets(self)
+
     def plot_spread(self) -> Figure:
         from .plots import plot_spread
 
