@@ -54,15 +54,17 @@ def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: 
 def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "optimal",
           time_limit: float = 60.0, workers: int = 2, seed: int = 0, movable: bool = False,
           tie_break: str = "first", objective: str | None = None,
-          weights: str | dict[str, int] | None = None) -> OptimalResult | GreedyResult:
+          weights: str | dict[str, int] | None = None, evict: str | Iterable[str] = ()) -> OptimalResult | GreedyResult:
     """Place the cluster's pending pods in ``mode``: ``"optimal"`` solves the whole batch with CP-SAT and
     returns placements with a certificate (``result.certificate``); ``"greedy"`` is :func:`schedule`.
     ``objective`` (optimal mode): ``"pack"``, ``"spread"`` or ``"balance"``, solved before the profile's
     score (another name raises :class:`~optisched.errors.InputError`). ``weights`` (optimal mode), e.g.
     ``{"placed": 1000, "disruption": 1}``: one weighted objective instead of the lexicographic tiers
-    (:func:`~optisched.optimal.solve.parse_weights`)."""
+    (:func:`~optisched.optimal.solve.parse_weights`). ``evict``: protected kinds that may leave their node
+    (``"protected"``, ``"local-storage"``, ``"bare-pods"``, ``"system-critical"``; docs/eviction.md)."""
     from .model.state import compile_cluster
     from .optimal.solve import OptimalOptions, parse_weights, solve_optimal
+    from .policy.eviction import EvictionPolicy
     from .profile import default_config
 
     if mode == "greedy":
@@ -71,7 +73,7 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
         raise ValueError(f"mode {mode!r} is not available; modes: greedy, optimal")
     config = profile or cluster.config or default_config()
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
-                             weights=parse_weights(weights))
+                             weights=parse_weights(weights), eviction=EvictionPolicy.parse(evict if isinstance(evict, str) else ",".join(evict)))
     return solve_optimal(compile_cluster(cluster), config, options)
 
 
@@ -79,7 +81,8 @@ def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_li
             workers: int = 2, seed: int = 0, policies: Iterable[str] = (), movable: bool = False,
             objective: str | None = None, replay: bool = False, selector: str = "",
             namespaces: Iterable[str] = (),
-            placements: Mapping[str, Mapping[str, str | None]] | None = None) -> Comparison:
+            placements: Mapping[str, Mapping[str, str | None]] | None = None,
+            evict: str | Iterable[str] = ()) -> Comparison:
     """Greedy mode vs optimal mode (and greedy ``policies``: ``MostAllocated``, ``LeastAllocated`` or config
     files) on one snapshot: a :class:`~optisched.experiments.Comparison` with DataFrames ``.summary``,
     ``.pods`` (the per-pod diff), ``.nodes`` and ``.plot_*()`` helpers; ``optisched.report.write_report``
@@ -87,16 +90,18 @@ def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_li
     syntax, and ``namespaces`` pick; DaemonSet, mirror and static pods stay) off their nodes and places
     them again with the pending ones; the input's placement is the third run, ``"current"``.
     ``placements`` adds your own runs, ``{"mine": {"ns/pod": "node" or None}}`` (pods not named keep
-    their input node), measured with the same metrics."""
+    their input node), measured with the same metrics. ``evict``: as for :func:`solve`."""
     from .experiments.pipeline import CompareOptions, run_comparison
     from .experiments.runs import placement_run
     from .model.state import compile_cluster
+    from .policy.eviction import EvictionPolicy
     from .profile import default_config
 
     config = profile or cluster.config or default_config()
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
                              movable=movable, objective=objective, replay=replay, selector=selector,
-                             namespaces=tuple(namespaces))
+                             namespaces=tuple(namespaces),
+                             eviction=EvictionPolicy.parse(evict if isinstance(evict, str) else ",".join(evict)))
     state = compile_cluster(cluster)
     given = [placement_run(state, name, p) for name, p in (placements or {}).items()]
     return run_comparison(state, config, options, extra=given)[0]

@@ -29,6 +29,8 @@ ClusterArg = Annotated[list[str] | None, typer.Argument(
 ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
 KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only).")]
 ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context of the live cluster.")]
+EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: protected kinds that may leave their node, "
+                                              "comma-separated: protected, local-storage, bare-pods, system-critical.")]
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON (the table's numbers, in "
@@ -98,6 +100,7 @@ def schedule(
     as_json: JsonOpt = False,
     fail_on_pending: Annotated[bool, typer.Option("--fail-on-pending", help="Exit 1 when pods stay pending "
                                                   "(unschedulable; pods not handled do not count).")] = False,
+    evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -118,13 +121,15 @@ def schedule(
         raise InputError("--weights applies to optimal mode (--mode optimal)")
     from .optimal.solve import parse_weights
     from .optimal.user_objectives import check_objective
+    from .policy.eviction import EvictionPolicy
 
     check_objective(objective)
     parsed = parse_weights(weights)
+    policy = EvictionPolicy.parse(evict)
     state, config, warnings = _load(cluster, profile, kubeconfig, context)
     if mode == "optimal":
         summary = _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed,
-                                    as_json)
+                                    as_json, policy)
     else:
         summary = _schedule_greedy(state, config, tb, seed, no_requeue, trace, output, as_json)
     if as_json:
@@ -162,14 +167,15 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
 
 def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
                       workers: int, movable: bool, objective: str | None, weights: tuple[tuple[str, int], ...],
-                      as_json: bool) -> dict:
+                      as_json: bool, policy=None) -> dict:  # type: ignore[no-untyped-def]
     from .optimal.solve import OptimalOptions, solve_optimal
+    from .policy.eviction import EvictionPolicy
     from .progress import solver_status
     from .render import render_optimal_summary
     from .summaries import optimal_summary
 
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
-                             weights=weights)
+                             weights=weights, eviction=policy or EvictionPolicy())
     with solver_status(err) as update:
         result = solve_optimal(state, config, options, progress=update)
     summary = optimal_summary(result)
@@ -205,6 +211,7 @@ def compare(
     namespaces: Annotated[str, typer.Option("--namespaces", help="With --replay: only the running pods of these "
                                             "namespaces, comma-separated.")] = "",
     as_json: JsonOpt = False,
+    evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -218,13 +225,15 @@ def compare(
         policy_config(name)  # refuse a bad policy before the long runs
     from .optimal.solve import parse_weights
     from .optimal.user_objectives import check_objective
+    from .policy.eviction import EvictionPolicy
 
     check_objective(objective)
     parsed = parse_weights(weights)
+    policy = EvictionPolicy.parse(evict)
     state, config, warnings = _load(cluster, profile, kubeconfig, context)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
                              objective=objective, weights=parsed, replay=replay, selector=selector,
-                             namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()))
+                             namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()), eviction=policy)
     with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
         comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
     if as_json:
@@ -317,8 +326,10 @@ def preempt(
     workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
     profile: ProfileOpt = None,
-    output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML).")] = None,
+    output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML); optimal batch mode "
+                                                "first writes the plan's target and kube-scheduler's replay.")] = None,
     as_json: JsonOpt = False,
+    evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -331,10 +342,14 @@ def preempt(
         raise InputError("give --pod or --all-pending, not both")
     if cross_node and (mode != "optimal" or not pod):
         raise InputError("--cross-node applies to optimal mode for one pod (--mode optimal --pod NS/NAME)")
+    from .policy.eviction import EvictionPolicy
+
+    policy = EvictionPolicy.parse(evict)
     state, config, warnings = _load(cluster, profile, kubeconfig, context)
     key = state.pods[_pending_row(state, pod)].key if pod else None
     if mode == "optimal":
-        doc, docs, failed = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, as_json)
+        doc, docs, failed = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, as_json,
+                                             policy)
     else:
         doc, docs, failed = _preempt_greedy(state, config, key, as_json)
     if as_json:
@@ -364,7 +379,7 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool):  # type: ign
 
 
 def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
-                     workers: int, seed: int, as_json: bool):
+                     workers: int, seed: int, as_json: bool, policy=None):
     from .progress import solver_status
 
     if key is not None:
@@ -387,13 +402,23 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     from .summaries import optimal_summary
 
     with solver_status(err) as update:
-        result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed),
-                               progress=update)
+        result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed,
+                                                             eviction=policy), progress=update)
+    from .preemption.landing import predict_landing
+    from .preemption.pdb_model import budget_use
+    from .preemption.plan import plan_document
+    from .render import render_budgets, render_landing
+
     plan = batch_preemptions(result)
+    landing = predict_landing(state, config, result.node_of)
+    budgets = budget_use(result.batch, result.node_of)
     if not as_json:
         render_batch_preemptions(out, plan, result)
-    doc = {"mode": "optimal", "preemptions": [asdict(b) for b in plan], "summary": optimal_summary(result)}
-    return doc, batch_eviction_objects(plan), bool(result.violations)
+        render_budgets(out, budgets)
+        render_landing(out, landing)
+    doc = {"mode": "optimal", "preemptions": [asdict(b) for b in plan], "summary": optimal_summary(result),
+           "budgets": [u.to_dict() for u in budgets], "landing": plan_document(landing, budgets)}
+    return doc, [plan_document(landing, budgets), *batch_eviction_objects(plan)], bool(result.violations)
 
 
 @app.command()

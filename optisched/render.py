@@ -125,6 +125,13 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
             pods = ", ".join(e.pods[:3]) + (f" (+{len(e.pods) - 3})" if len(e.pods) > 3 else "")
             t.add_row(escape(pods), str(e.priority), e.kind, escape(e.detail))
         console.print(t)
+    from .metrics import evicted, moved
+    from .preemption.pdb_model import budget_use
+
+    ev, mv = int(evicted(result.state, result.node_of).sum()), int(moved(result.state, result.node_of).sum())
+    if ev or mv:
+        console.print(f"running pods: {ev} evicted, {mv} moved")
+    render_budgets(console, budget_use(result.batch, result.node_of))
     for note in cert.notes:
         console.print(f"note: {escape(note)}")
     if result.violations:
@@ -298,3 +305,31 @@ def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
         ev, mv = sum(b.evictions for b in plan), sum(b.moves for b in plan)
         console.print(f"{ev} eviction(s), {mv} move(s) on {len(plan)} node(s)")
     render_optimal_summary(console, result, optimal_summary(result))
+
+
+def render_budgets(console: Console, budgets: list) -> None:
+    """PodDisruptionBudgets a placement uses: allowed, used by moves, broken by preemption."""
+    if not budgets:
+        return
+    t = Table(title="PodDisruptionBudgets used")
+    for c in ("budget", "disruptionsAllowed", "moves", "preemption victims", "violated"):
+        t.add_column(c, justify="left" if c == "budget" else "right")
+    for u in budgets:
+        t.add_row(escape(u.name), str(u.allowed), str(u.moves), str(u.victims),
+                  f"[red]{u.violated}[/]" if u.violated else "0")
+    console.print(t)
+
+
+def render_landing(console: Console, landing: Any) -> None:
+    """How far kube-scheduler's replay after the evictions follows the plan's target."""
+    differs = landing.differs
+    console.print(f"kube-scheduler's replay after the evictions: {len(landing.target) - len(differs)} of "
+                  f"{len(landing.target)} pod(s) land on the plan's node"
+                  + (f", {len(landing.preempted)} further preemption(s)" if landing.preempted else ""))
+    if differs:
+        t = Table(title="Pods kube-scheduler places elsewhere than the plan")
+        for c in ("pod", "plan", "kube-scheduler"):
+            t.add_column(c)
+        for k, (want, got) in list(differs.items())[:50]:
+            t.add_row(escape(k), want or "(pending)", got or "(pending)")
+        console.print(t)

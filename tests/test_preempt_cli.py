@@ -44,9 +44,12 @@ def test_optimal_batch_preemption_plan(tmp_path, capsys):
                               "--time-limit", "5", "--output", str(plan)], capsys)
     assert code == 0, err
     assert "optimal batch" in out and "2 eviction(s), 0 move(s)" in out and "Certificate" in out
-    docs = list(yaml.safe_load_all(plan.read_text()))
+    head, *docs = list(yaml.safe_load_all(plan.read_text()))
+    assert head["kind"] == "PreemptionPlan" and head["target"]["default/preemptor"] == "n1"
+    assert head["landing"]["default/preemptor"] == "n1" and head["differs"] == []
     assert sorted(d["metadata"]["name"] for d in docs) == ["low-a", "low-b"]
     assert all(d["metadata"]["annotations"]["optisched.io/preemptors"] == "default/preemptor" for d in docs)
+    assert "1 of 1 pod(s) land on the plan" in out
 
 
 def test_preempt_rejects_bad_options(capsys):

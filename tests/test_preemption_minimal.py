@@ -229,14 +229,18 @@ def test_node_bounds_on_a_hand_computed_cluster():
     assert bounds[state.node_index["n2"]] == INFEASIBLE_KEY
 
 
+RS_OWNER = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "low", "uid": "u", "controller": True}]
+
+
 def test_batch_plan_moves_a_victim_that_fits_elsewhere():
-    """The preemptor can only use n1 (n2 is tainted against it); n1's low-priority pod is not evicted but
-    moved to n2, and the plan and its Eviction objects say so."""
+    """The preemptor can only use n1 (n2 is tainted against it); n1's low-priority pod (a ReplicaSet's,
+    so it is re-created) is not evicted but moved to n2, and the plan and its Eviction objects say so."""
     from optisched.optimal.solve import OptimalOptions, solve_optimal
     from optisched.preemption.plan import batch_eviction_objects, batch_preemptions
 
     objs = [node("n1", cpu="1"), node("n2", cpu="1").taint("reserved"),
-            pod("low").req(cpu="1").priority(1).tolerate("reserved").on("n1"),
+            pod("low").req(cpu="1").priority(1).tolerate("reserved").set("metadata.ownerReferences", RS_OWNER)
+            .on("n1"),
             pod("p").req(cpu="1").priority(10)]
     state = state_of(*objs)
     r = solve_optimal(state, CFG, OptimalOptions(time_limit=5))
@@ -246,3 +250,16 @@ def test_batch_plan_moves_a_victim_that_fits_elsewhere():
     assert plan[0].moves == 1 and plan[0].evictions == 0
     (ev,) = batch_eviction_objects(plan)
     assert ev["metadata"]["annotations"]["optisched.io/target-node"] == "n2"
+
+
+def test_batch_plan_does_not_re_place_a_bare_victim():
+    """The same cluster with a bare victim: nothing re-creates it, so it is evicted, not moved to n2."""
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+    from optisched.preemption.plan import batch_preemptions
+
+    objs = [node("n1", cpu="1"), node("n2", cpu="1").taint("reserved"),
+            pod("low").req(cpu="1").priority(1).tolerate("reserved").on("n1"),
+            pod("p").req(cpu="1").priority(10)]
+    r = solve_optimal(state_of(*objs), CFG, OptimalOptions(time_limit=5))
+    (b,) = batch_preemptions(r)
+    assert b.victims == (("default/low", 1, (), None),) and b.evictions == 1

@@ -73,10 +73,12 @@ def test_the_kubectl_dump_lists_every_kind_optisched_reads():
     assert read <= kubectl_dump_kinds(), f"missing from the README's kubectl command: {read - kubectl_dump_kinds()}"
 
 
-def test_the_eviction_loop_posts_each_eviction_to_its_pod(tmp_path, capsys):
+@pytest.mark.parametrize("one", [["--pod", "default/preemptor"], []],
+                         ids=["a one-pod plan", "a batch plan, whose PreemptionPlan document is skipped"])
+def test_the_eviction_loop_posts_each_eviction_to_its_pod(one, tmp_path, capsys):
     """Runs the README's loop on a real plan, with a stand-in ``kubectl`` that records its calls."""
     code, _, err = run_cli(["preempt", str(REPO / "datasets" / "examples" / "preemption.yaml"), "--mode", "optimal",
-                            "--pod", "default/preemptor", "--output", str(tmp_path / "plan.yaml")], capsys)
+                            *one, "--time-limit", "5", "--output", str(tmp_path / "plan.yaml")], capsys)
     assert code == 0, err
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

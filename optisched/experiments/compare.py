@@ -59,6 +59,11 @@ class Comparison:
 
         return plot_fragmentation(self)
 
+    def plot_budgets(self) -> Figure:
+        from .plots import plot_budgets
+
+        return plot_budgets(self)
+
     def plot_spread(self) -> Figure:
         from .plots import plot_spread
 
@@ -75,6 +80,8 @@ class Comparison:
                 "unschedulable": {state.pods[p].key: why for p, why in sorted(r.unschedulable.items())},
                 "notHandled": {state.pods[p].key: why for p, why in sorted(r.not_handled.items())},
                 "pdbViolations": [vars(v) for v in m.pdb_violations(state, r.node_of)],
+                "evictions": int(m.evicted(state, r.node_of).sum()), "moves": int(m.moved(state, r.node_of).sum()),
+                "budgets": r.budget_rows(state),
             })
         summary = {metric: {run: _plain(v) for run, v in row.items()} for metric, row in self.summary.iterrows()}
         return {"runs": runs, "summary": summary, "formats": self.formats,

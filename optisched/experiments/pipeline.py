@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
@@ -19,6 +19,8 @@ from ..model.state import ClusterState
 from ..optimal.score_terms import SCORE_SCALE
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..optimal.tiers import Progress
+from ..policy.eviction import EvictionPolicy
+from ..preemption.pdb_model import budget_use
 from ..profile import SchedulerConfig, load_config, parse_config
 from .compare import Comparison, build_comparison
 from .replay import prepare_replay
@@ -38,6 +40,7 @@ class CompareOptions:
     movable: bool = False
     objective: str | None = None  # a user objective for optimal mode (pack, spread, balance)
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective for optimal mode (solve.parse_weights)
+    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods optimal mode may move
     replay: bool = False  # place the running pods again; the input's placement becomes the run "current"
     selector: str = ""  # replay: only the running pods this label selector (kubectl -l syntax) picks
     namespaces: tuple[str, ...] = ()  # replay: only the running pods of these namespaces
@@ -68,7 +71,9 @@ def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
     cert = result.certificate.to_dict()
     score = next((t.objective for t in result.certificate.tiers if t.name in ("score", "weighted:score")), None)
     return PlacementRun("optimal", "optimal", result.node_of.copy(), seconds, dict(result.unschedulable),
-                        not_handled=dict(result.batch.skipped), certificate=cert, score_objective=None if score is None else score / SCORE_SCALE)
+                        not_handled=dict(result.batch.skipped), certificate=cert,
+                        score_objective=None if score is None else score / SCORE_SCALE,
+                        budgets=[u.to_dict() for u in budget_use(result.batch, result.node_of)])
 
 
 def run_comparison(state: ClusterState, config: SchedulerConfig, options: CompareOptions = CompareOptions(), *,
@@ -90,7 +95,8 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
     start = time.perf_counter()
     opt = solve_optimal(state, config, OptimalOptions(time_limit=options.time_limit, workers=options.workers,
                                                       seed=options.seed, movable=options.movable,
-                                                      objective=options.objective, weights=options.weights),
+                                                      objective=options.objective, weights=options.weights,
+                                                      eviction=options.eviction),
                         progress=on_solver, greedy=greedy)
     runs.append(optimal_run(opt, time.perf_counter() - start))
     runs += known

@@ -33,6 +33,7 @@ def render_comparison(console: Console, c: Comparison, max_pod_rows: int = MAX_P
         marked = [cells[0]] + [f"[bold]{x}[/]" if x != cells[0] else x for x in cells[1:]]
         t.add_row(escape(str(metric)), *marked)
     console.print(t)
+    _render_budgets(console, c)
     if c.pods.empty:
         console.print("Every run places every pod as the first run does.")
         return
@@ -46,3 +47,17 @@ def render_comparison(console: Console, c: Comparison, max_pod_rows: int = MAX_P
     if len(c.pods) > max_pod_rows:
         p.caption = f"first {max_pod_rows} of {len(c.pods)}; the report's pods.csv lists all"
     console.print(p)
+
+
+def _render_budgets(console: Console, c: Comparison) -> None:
+    """Per run and budget: disruptionsAllowed, moves (Eviction API) and preemption victims, violations."""
+    rows = [(r.name, u) for r in c.runs for u in r.budget_rows(c.state)]
+    if not rows:
+        return
+    t = Table(title="PodDisruptionBudgets used")
+    for col in ("run", "budget", "disruptionsAllowed", "moves", "preemption victims", "violated"):
+        t.add_column(col, justify="left" if col in ("run", "budget") else "right")
+    for name, u in rows:
+        t.add_row(escape(name), escape(u["budget"]), str(u["disruptionsAllowed"]), str(u["moves"]), str(u["victims"]),
+                  f"[red]{u['violated']}[/]" if u["violated"] else "0")
+    console.print(t)

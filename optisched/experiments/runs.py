@@ -35,6 +35,16 @@ class PlacementRun:
     certificate: dict | None = None
     score_objective: float | None = None  # the profile's score objective value, when the mode computes it
     pod_scores: dict[int, dict[str, int]] = field(default_factory=dict)  # pod row -> plugin -> weighted score
+    # PodDisruptionBudgets the run uses (pdb_model.BudgetUse.to_dict); None: every departure a preemption victim
+    budgets: list[dict] | None = None
+
+    def budget_rows(self, state: ClusterState) -> list[dict]:
+        """Per budget: allowed, used by moves, broken by preemption (greedy mode's departures are victims)."""
+        if self.budgets is not None:
+            return self.budgets
+        from ..preemption.pdb_model import budget_use_of
+
+        return [u.to_dict() for u in budget_use_of(state, self.node_of, np.zeros(len(self.node_of), dtype=bool))]
 
     @classmethod
     def from_greedy(cls, name: str, result: GreedyResult, seconds: float) -> PlacementRun:

@@ -364,6 +364,8 @@ class Volume(_M):
     name: str = ""
     persistent_volume_claim: PVCSource | None = None
     ephemeral: dict | None = None
+    empty_dir: dict | None = None  # local storage: a pod with it is protected from eviction by default
+    host_path: dict | None = None
 
 
 class PodSpec(_M):

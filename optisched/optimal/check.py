@@ -21,7 +21,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 
-__all__ = ["Violation", "check_placement"]
+__all__ = ["Violation", "check_budgets", "check_placement"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +100,12 @@ def _check_one(fw: Framework, snap: Snapshot, pod: int, node: int, ran_before: b
         for rule in fw.filter_rules.values():
             if hasattr(rule, "recount_node"):
                 rule.recount_node(node)
+
+
+def check_budgets(batch, node_of: np.ndarray) -> list[Violation]:  # type: ignore[no-untyped-def]
+    """Moves beyond a PodDisruptionBudget's ``disruptionsAllowed``: the Eviction API would refuse them
+    (:mod:`optisched.preemption.pdb_model`). Preemption victims may break a budget; moves may not."""
+    from ..preemption.pdb_model import budget_use
+
+    return [Violation(u.name, "", "PodDisruptionBudget", (f"{u.moves} moves where disruptionsAllowed is {u.allowed}",))
+            for u in budget_use(batch, node_of) if u.moves > u.allowed]

@@ -8,6 +8,12 @@ A class holds the batch's *pending* pods (placed by the model) and its *running*
 their node: all of them with ``movable``, otherwise those a pending pod may preempt (lower priority
 than some pending pod whose ``preemptionPolicy`` is not ``Never``). Every other bound pod is fixed and
 lives in the model's snapshot, where the greedy rules see it as usual.
+
+Who may leave is the eviction policy's call (:mod:`optisched.policy.eviction`): with ``movable``, the
+running pods it lets leave are *voluntary* classes (they leave through the Eviction API, for any reason,
+within their PodDisruptionBudgets); the others stay, unless a pending pod may preempt them. A preemption
+victim the policy would not let leave (a bare pod, a pod with a claim) is removed by the scheduler all the
+same, but is not re-placed elsewhere: nothing re-creates a bare pod, and a claimed volume keeps its zone.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import numpy as np
 from ..greedy.queue import sort_key, split_handled
 from ..model.objects import Pod, PreemptionPolicy
 from ..model.state import ClusterState
+from ..policy.eviction import EvictionPolicy, Keep, Verdicts
 from ..profile import SchedulerConfig
 
 __all__ = ["Batch", "PodClass", "build_batch", "signature"]
@@ -42,6 +49,8 @@ class PodClass:
     scheduler_name: str
     pending: list[int] = field(default_factory=list)
     running: dict[int, list[int]] = field(default_factory=dict)
+    may_move: bool = True  # running pods that leave may land on another node (the eviction policy allows it)
+    voluntary: bool = False  # running pods leave by the Eviction API for any reason (else only as victims)
 
     @property
     def size(self) -> int:
@@ -62,6 +71,7 @@ class Batch:
     skipped: dict[int, str]  # pending pods no profile handles, and why
     movable: bool  # every running pod may move (not only the ones a preemptor may evict)
     class_of: np.ndarray  # int64 [P]: class index of each batch pod, -1 otherwise
+    kept: dict[int, Keep] = field(default_factory=dict)  # running pods the eviction policy keeps, and why
 
     @property
     def levels(self) -> list[int]:
@@ -69,12 +79,33 @@ class Batch:
         return sorted({c.priority for c in self.classes}, reverse=True)
 
 
+def _leaving(verdicts: Verdicts, movable: bool, preemptor_prio: int | None,
+             running_on: np.ndarray | None) -> tuple[list[int], dict[int, Keep]]:
+    """The running pods that may leave their node (movable ones, and preemption victims whatever the
+    policy says), and the ones the policy keeps from leaving or from being re-placed, with why."""
+    state = verdicts.state
+    running, kept = [], {}
+    for p in np.flatnonzero(state.pod_node >= 0).tolist():
+        if state.pods[p].metadata.deletion_timestamp is not None:
+            continue
+        if running_on is not None and not running_on[state.pod_node[p]]:
+            continue
+        victim = preemptor_prio is not None and state.pod_priority[p] < preemptor_prio
+        if (movable and verdicts.may_leave[p]) or victim:
+            running.append(p)
+        why = verdicts.why(p)
+        if (movable or victim) and why is not None:
+            kept[p] = why
+    return running, kept
+
+
 def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool = False,
                 preemption: bool = True, only: list[int] | None = None,
-                running_on: np.ndarray | None = None) -> Batch:
+                running_on: np.ndarray | None = None, policy: EvictionPolicy | None = None) -> Batch:
     """Group the pending pods (and the running pods that may leave their node) into classes.
     ``only``: the pending pods the batch places (default: all); the others are left out of the model.
-    ``running_on``: a bool mask over nodes; running pods elsewhere stay fixed."""
+    ``running_on``: a bool mask over nodes; running pods elsewhere stay fixed.
+    ``policy``: who may leave (default: :class:`EvictionPolicy` with every protection on)."""
     profiles = {p.scheduler_name for p in config.profiles}
     pending, skipped = split_handled(state, list(state.pending if only is None else only), profiles)
     pending.sort(key=lambda p: sort_key(state, p))
@@ -82,24 +113,19 @@ def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool =
                           if state.pods[p].spec.preemption_policy != PreemptionPolicy.NEVER), default=None)
     if not preemption:
         preemptor_prio = None
-    running = []
-    for p in np.flatnonzero(state.pod_node >= 0):
-        pod = state.pods[p]
-        if pod.metadata.deletion_timestamp is not None:
-            continue
-        if running_on is not None and not running_on[state.pod_node[p]]:
-            continue
-        if movable or (preemptor_prio is not None and state.pod_priority[p] < preemptor_prio):
-            running.append(int(p))
+    verdicts = (policy or EvictionPolicy()).verdicts(state)
+    running, kept = _leaving(verdicts, movable, preemptor_prio, running_on)
     by_sig: dict[tuple, PodClass] = {}
     class_of = np.full(len(state.pods), -1, dtype=np.int64)
     for p in pending + running:
         pod = state.pods[p]
-        sig = signature(pod)
+        leaves = bool(verdicts.may_leave[p])
+        sig = (*signature(pod), leaves)  # annotations are not in the signature: the verdict splits classes
         c = by_sig.get(sig)
         if c is None:
             c = by_sig[sig] = PodClass(len(by_sig), p, int(state.pod_priority[p]),
-                                       pod.spec.preemption_policy != PreemptionPolicy.NEVER, pod.spec.scheduler_name)
+                                       pod.spec.preemption_policy != PreemptionPolicy.NEVER, pod.spec.scheduler_name,
+                                       may_move=leaves, voluntary=movable and leaves)
         if state.pod_node[p] >= 0:
             c.running.setdefault(int(state.pod_node[p]), []).append(p)
         else:
@@ -107,4 +133,4 @@ def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool =
         class_of[p] = c.index
     fixed = state.pod_node >= 0
     fixed[running] = False
-    return Batch(state, list(by_sig.values()), fixed, skipped, movable, class_of)
+    return Batch(state, list(by_sig.values()), fixed, skipped, movable, class_of, kept)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..model.objects import PreemptionPolicy
 from ..model.state import ClusterState
+from ..preemption.pdb_model import beyond_budgets
+from ..preemption.preemptors import preemptor_priority
 from ..profile import SchedulerConfig
 from .check import check_placement
 from .classes import Batch
@@ -26,16 +27,13 @@ __all__ = ["repair_hint", "repair_placement"]
 
 def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
     """Running batch pods that left their node although no higher-priority preempting pod arrived there."""
-    state = batch.state
-    arrived = (node_of >= 0) & (node_of != state.pod_node) & (batch.class_of >= 0)
-    best = np.full(state.num_nodes, np.iinfo(np.int64).min, dtype=np.int64)
-    for p in np.flatnonzero(arrived).tolist():
-        if state.pods[p].spec.preemption_policy != PreemptionPolicy.NEVER:
-            best[node_of[p]] = max(best[node_of[p]], state.pod_priority[p])
+    best = preemptor_priority(batch, node_of)
     out = []
     for c in batch.classes:
+        if c.voluntary:
+            continue
         for n, pods in c.running.items():
-            out += [p for p in pods if node_of[p] != n and best[n] <= state.pod_priority[p]]
+            out += [p for p in pods if node_of[p] != n and best[n] <= c.priority]
     return out
 
 
@@ -56,18 +54,18 @@ def fragile(state: ClusterState) -> np.ndarray:
 
 def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray, *, rounds: int = 6) -> np.ndarray:
     """A copy of the greedy placement ``node_of`` that batch semantics and the batch preemption rule
-    accept (when ``batch.movable`` is false): rejected pods unplaced, unjustified victims put back. Only
+    accept: rejected pods unplaced, unjustified victims and voluntary departures beyond a
+    PodDisruptionBudget put back. Only
     :func:`fragile` pods, and pods on nodes a victim came back to, are re-checked."""
     state = batch.state
     node_of = node_of.copy()
     suspects = fragile(state)
     for _ in range(rounds):
         changed = False
-        if not batch.movable:
-            for p in _victims_without_preemptor(batch, node_of):
-                node_of[p] = state.pod_node[p]
-                suspects |= node_of == state.pod_node[p]
-                changed = True
+        for p in _victims_without_preemptor(batch, node_of) + beyond_budgets(batch, node_of):
+            node_of[p] = state.pod_node[p]
+            suspects |= node_of == state.pod_node[p]
+            changed = True
         bad = check_placement(state, config, node_of, batch.class_of, only=suspects)
         if bad:
             names = {(v.pod, v.node) for v in bad}

@@ -188,9 +188,10 @@ class BatchModel:
         return ClassVars(nodes, vs, ub, knodes, kvs, kub)
 
     def _placed(self, c: PodClass) -> cp_model.LinearExpr:
-        """Pods of the class on a node at the end; arrivals are limited to the pods that need a node."""
+        """Pods of the class on a node at the end; arrivals are limited to the pods that need a node
+        (running pods that leave count only when the eviction policy lets them land elsewhere)."""
         cv = self.vars[c.index]
-        if cv.keep_vars:
+        if cv.keep_vars and c.may_move:
             left = sum(int(u) for u in cv.keep_ub) - cp_model.LinearExpr.sum(cv.keep_vars)
             self.cp.add(cp_model.LinearExpr.sum(cv.arr_vars) <= len(c.pending) + left)
         else:

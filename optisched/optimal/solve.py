@@ -19,11 +19,13 @@ import numpy as np
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
+from ..policy.eviction import EvictionPolicy, kept_notes
 from ..preemption.batch import encode_eviction_rules
+from ..preemption.pdb_model import budget_use, victim_budgets, violation_objective
 from ..profile import SchedulerConfig
 from .bound import LevelBound
 from .candidates import choose_candidates
-from .check import Violation, check_placement
+from .check import Violation, check_budgets, check_placement
 from .classes import Batch, build_batch
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
@@ -62,6 +64,7 @@ class OptimalOptions:
     objective: str | None = None  # a user objective (user_objectives.OBJECTIVES), a tier before the score
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
     node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
+    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave their node (moves and victims)
 
 
 @dataclass
@@ -130,6 +133,8 @@ def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[s
                 for _, v, u in model.vars[c.index].terms():
                     lin.add(v, 1, u)
         out.append((_level_name(level), "max", lin))
+    if victim_budgets(batch):  # preemption breaks as few budgets as it can, before anything else is weighed
+        out.append(("pdb-violations", "min", lambda: violation_objective(model)))
     if any(c.running for c in batch.classes):
         rank = {p: i + 1 for i, p in enumerate(sorted(batch.levels))}
         lin = Linear()
@@ -155,7 +160,8 @@ def _score(model: BatchModel) -> Linear:
 def _lex_key(batch: Batch, node_of: np.ndarray) -> tuple:
     per = placed_per_level(batch, node_of)
     left = sum(1 for c in batch.classes for n, pods in c.running.items() for p in pods if node_of[p] != n)
-    return (*[per[lv] for lv in batch.levels], -left)
+    broken = sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
+    return (*[per[lv] for lv in batch.levels], -broken, -left)
 
 
 def domain_keys(batch: Batch) -> dict[int, list[str]]:
@@ -475,7 +481,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     if greedy is None:
         greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
     raw = greedy.snapshot.node_of.copy()
-    batch = build_batch(state, config, movable=options.movable, preemption=options.preemption)
+    batch = build_batch(state, config, movable=options.movable, preemption=options.preemption, policy=options.eviction)
     phase("building the model")
     fallback = repair_placement(batch, config, raw)
     groups, lp = _build_groups(batch, config, options, fallback, deadline, progress)
@@ -492,6 +498,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase, bool(options.weights))
+    result.certificate.notes += kept_notes(state, batch.kept, batch.class_of >= 0)
     phase("explaining pods left pending")
     for g in groups:
         # the probes stop short of the limit: handing a large model to CP-SAT takes time its own
@@ -518,7 +525,7 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
             node_of[rows] = mine[rows]
         source = "solver"
     phase("checking the answer with the greedy filters")
-    violations = check_placement(state, config, node_of, batch.class_of)
+    violations = check_placement(state, config, node_of, batch.class_of) + check_budgets(batch, node_of)
     if (fallback != raw).any():
         notes.append(f"greedy mode's placement breaks batch semantics for {int((fallback != raw).sum())} pod(s); "
                      "its repaired version is the fallback")

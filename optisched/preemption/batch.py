@@ -4,8 +4,9 @@ kube-scheduler evicts lower-priority pods one preemptor at a time (:mod:`.defaul
 model decides every eviction at once. Per node, a running pod of priority q may leave only when the
 batch places there a pod of priority > q whose ``preemptionPolicy`` is not ``Never`` — the preemptor kube
 would have evicted it for. The room freed is then everyone's, as in kube, where pods of any priority
-fill what a preemption left over. With ``movable`` (rescheduling) running pods may move for any reason,
-this rule does not apply and the disruption tier prices every move.
+fill what a preemption left over. Voluntary classes (``movable``: running pods the eviction policy lets
+leave, :mod:`optisched.optimal.classes`) may move for any reason: this rule does not apply to them, their
+PodDisruptionBudgets do (:mod:`.pdb_model`), and the disruption tier prices every move.
 
 Not encoded: kube's reprieve (a victim stays when the preemptor fits without it). A batch may evict a
 pod the preemptor did not strictly need when that lets more pods of the victim's priority or higher
@@ -21,6 +22,9 @@ from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
+from .pdb_model import encode_budgets
+from .preemptors import preemptors_of
+
 if TYPE_CHECKING:
     from ..optimal.model import BatchModel
 
@@ -28,20 +32,20 @@ __all__ = ["encode_eviction_rules"]
 
 
 def encode_eviction_rules(model: BatchModel) -> int:
-    """Add the rule above for every running batch pod group; returns how many constraints were added."""
-    if model.batch.movable:
-        return 0
-    added = 0
-    arrivals = model.node_arrivals()
+    """Add the rule above for every running batch pod group, and keep moves within their
+    PodDisruptionBudgets (:func:`.pdb_model.encode_budgets`); returns how many constraints were added."""
+    added = encode_budgets(model)
     for c in model.classes:
+        if c.voluntary:
+            continue
         for n, pods in c.running.items():
             keep = model.keep_var(c, n)
-            preemptors = [(v, u) for d, v, u in arrivals[n] if d.preempts and d.priority > c.priority]
+            preemptors = preemptors_of(model, c, n)
             if not preemptors:
                 model.cp.add(keep == len(pods))
             else:
                 flag = model.cp.new_bool_var(f"preempt{c.index}_{n}")
-                model.cp.add(cp_model.LinearExpr.sum([v for v, _ in preemptors]) >= 1).only_enforce_if(flag)
+                model.cp.add(cp_model.LinearExpr.sum(preemptors) >= 1).only_enforce_if(flag)
                 model.cp.add(keep == len(pods)).only_enforce_if(flag.Not())
             added += 1
     return added

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..experiments.tables import format_value, shown_resources
+from ..metrics import evicted, moved
 from ..version import KUBE_VERSION
 
 if TYPE_CHECKING:
@@ -128,6 +129,25 @@ def _spread(c: Comparison) -> str:
     return _table(list(frame.columns), _frame_rows(frame, {}), tall=True) + note
 
 
+def _disruption(c: Comparison) -> list[str]:
+    """Evictions, moves and each PodDisruptionBudget's use per run (nothing when no run disrupts a pod)."""
+    st = c.state
+    counts = [(r.name, int(evicted(st, r.node_of).sum()), int(moved(st, r.node_of).sum())) for r in c.runs]
+    if not any(e or m for _, e, m in counts):
+        return []
+    rows = [[(n, False, False), (str(e), True, False), (str(m), True, False)] for n, e, m in counts]
+    out = ["<h2>Disruption</h2>", _table(["run", "evictions", "moves"], rows)]
+    budgets = [(r.name, u) for r in c.runs for u in r.budget_rows(st)]
+    if budgets:
+        rows = [[(n, False, False), (u["budget"], False, False), (str(u["disruptionsAllowed"]), True, False),
+                 (str(u["moves"]), True, False), (str(u["victims"]), True, False),
+                 (str(u["violated"]), True, bool(u["violated"]))] for n, u in budgets]
+        out += [('<p class="note">Moves go through the Eviction API and stay within disruptionsAllowed; '
+                 "preemption victims are deleted by the scheduler and may break a budget (highlighted).</p>"),
+                _table(["run", "budget", "disruptionsAllowed", "moves", "preemption victims", "violated"], rows)]
+    return out
+
+
 def _runs(c: Comparison) -> str:
     cards = []
     for r in c.runs:
@@ -172,6 +192,7 @@ def render_html(c: Comparison, plots: Mapping[str, tuple[bytes, str]], files: li
         parts += [f"<h2>{_e(name)}</h2>", _figure(png, name, caption)]
     if len(c.spread_skews):
         parts += ["<h2>Topology spread constraints</h2>", _spread(c)]
+    parts += _disruption(c)
     parts += [f"<h2>Pods placed differently from {_e(c.runs[0].name)}</h2>", _pods(c)]
     parts += ["<h2>Nodes</h2>", _nodes(c)]
     parts.append("<h2>Definitions</h2><dl class=\"defs\">" +

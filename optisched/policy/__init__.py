@@ -1,0 +1,1 @@
+"""Policies that decide what optisched may do to running pods (who may be evicted or moved)."""

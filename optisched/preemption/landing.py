@@ -1,0 +1,74 @@
+"""Where kube-scheduler will put the pods once a plan's evictions are made: a greedy replay.
+
+A plan (a target node per pod) is carried out by evicting the running pods that leave their node; the
+pending pods, and the replacements a controller re-creates for the pods that left, are then placed by
+kube-scheduler one at a time, in its queue order, not by the plan. The replay runs greedy mode (the
+profile's own kube-scheduler v1.35.4 cycle, PrioritySort queue, preemption included) on the cluster
+after the evictions, and compares where each pod lands with the target. Used by batch preemption plans
+and by anything else that tells a user to evict (reschedule, drain).
+
+Re-created pods: a pod that leaves its node and has an ownerReference comes back pending (its
+controller re-creates it, here with the same name and spec); a bare pod is gone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
+from ..model.objects import Pod, PodStatus
+from ..model.state import ClusterState, compile_cluster
+from ..profile import SchedulerConfig
+
+__all__ = ["Landing", "predict_landing"]
+
+
+@dataclass(frozen=True)
+class Landing:
+    """Per pod key the plan relies on: its target node and where the replay puts it (None: pending)."""
+
+    target: dict[str, str | None]
+    landed: dict[str, str | None]
+    preempted: tuple[str, ...]  # running pods the replay's own preemptions evict, beyond the plan's
+    replay: GreedyResult
+
+    @property
+    def differs(self) -> dict[str, tuple[str | None, str | None]]:
+        """Pods that land elsewhere than the target: key -> (target, landed)."""
+        return {k: (t, self.landed.get(k)) for k, t in self.target.items() if self.landed.get(k) != t}
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "landing": self.landed,
+                "differs": [{"pod": k, "target": t, "landing": got} for k, (t, got) in self.differs.items()],
+                "furtherPreemptions": list(self.preempted)}
+
+
+def _after_evictions(state: ClusterState, node_of: np.ndarray) -> tuple[ClusterState, list[str]]:
+    """The cluster once the pods that leave their node are evicted (re-created pending when owned), and
+    the keys of the pods to be placed: every pending pod, then every re-created one."""
+    gone = (state.pod_node >= 0) & (node_of != state.pod_node)
+    pods: list[Pod] = []
+    placed: list[str] = []
+    for p, pod in enumerate(state.pods):
+        if not gone[p]:
+            pods.append(pod)
+            if state.pod_node[p] < 0:
+                placed.append(pod.key)
+        elif pod.metadata.owner_references:
+            pods.append(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": None}),
+                                               "status": PodStatus()}))
+            placed.append(pod.key)
+    return compile_cluster(replace(state.cluster, pods=pods)), placed
+
+
+def predict_landing(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> Landing:
+    """Replay ``node_of``'s evictions and let greedy mode place the rest (see the module docstring)."""
+    after, keys = _after_evictions(state, np.asarray(node_of))
+    names = state.node_names
+    target = {k: (names[n] if (n := int(node_of[state.pod_index[k]])) >= 0 else None) for k in keys}
+    result = GreedyScheduler(after, config, GreedyOptions(record=False)).run()
+    final = result.placements()
+    landed = {k: final.get(k) for k in keys}
+    preempted = tuple(after.pods[v].key for v in sorted(result.preempted))
+    return Landing(target, landed, preempted, result)

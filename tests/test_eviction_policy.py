@@ -1,0 +1,104 @@
+"""The eviction policy: which running pods may leave their node, and why the others stay."""
+from __future__ import annotations
+
+import pytest
+from builders import node, pod, state_of
+
+from optisched.policy.eviction import EvictionPolicy, Keep
+
+OWNER = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u1", "controller": True}]
+
+
+def _owned(name: str):  # type: ignore[no-untyped-def]
+    return pod(name).set("metadata.ownerReferences", OWNER).on("n")
+
+
+def _ann(name: str, value: str = "true"):  # type: ignore[no-untyped-def]
+    return _owned(name).set("metadata.annotations", {"karpenter.sh/do-not-disrupt": value})
+
+
+CASES = [
+    ("a ReplicaSet pod may leave", _owned("p"), EvictionPolicy(), None),
+    ("a terminating pod never leaves", _owned("p").set("metadata.deletionTimestamp", "2024-01-01T00:00:00Z"),
+     EvictionPolicy(evict_protected=True, evict_bare_pods=True, evict_local_storage=True), Keep.TERMINATING),
+    ("a mirror pod never leaves", _owned("p").set("metadata.annotations", {"kubernetes.io/config.mirror": "x"}),
+     EvictionPolicy(evict_bare_pods=True), Keep.STATIC),
+    ("a static pod from a file never leaves", _owned("p").set("metadata.annotations", {"kubernetes.io/config.source": "file"}),
+     EvictionPolicy(), Keep.STATIC),
+    ("a pod owned by its Node never leaves",
+     pod("p").set("metadata.ownerReferences", [{"kind": "Node", "name": "n", "controller": True}]).on("n"),
+     EvictionPolicy(), Keep.STATIC),
+    ("a DaemonSet pod never leaves", pod("p").set("metadata.ownerReferences", [{"kind": "DaemonSet", "name": "ds"}]).on("n"),
+     EvictionPolicy(evict_protected=True), Keep.DAEMONSET),
+    ("the evict annotation does not move a DaemonSet pod",
+     pod("p").set("metadata.ownerReferences", [{"kind": "DaemonSet", "name": "ds"}])
+     .set("metadata.annotations", {"descheduler.alpha.kubernetes.io/evict": ""}).on("n"), EvictionPolicy(), Keep.DAEMONSET),
+    ("a pod with a PersistentVolumeClaim never leaves",
+     _owned("p").set("spec.volumes", [{"name": "d", "persistentVolumeClaim": {"claimName": "data-0"}}]),
+     EvictionPolicy(evict_local_storage=True), Keep.PVC),
+    ("karpenter do-not-disrupt stays by default", _ann("p"), EvictionPolicy(),
+     Keep.PROTECTED),
+    ("do-not-disrupt leaves with --evict-protected", _ann("p"),
+     EvictionPolicy(evict_protected=True), None),
+    ("do-not-disrupt false is no protection", _ann("p", "false"), EvictionPolicy(), None),
+    ("safe-to-evict false stays by default",
+     _owned("p").set("metadata.annotations", {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}),
+     EvictionPolicy(), Keep.PROTECTED),
+    ("an emptyDir pod stays by default", _owned("p").set("spec.volumes", [{"name": "t", "emptyDir": {}}]),
+     EvictionPolicy(), Keep.LOCAL_STORAGE),
+    ("a hostPath pod stays by default", _owned("p").set("spec.volumes", [{"name": "t", "hostPath": {"path": "/x"}}]),
+     EvictionPolicy(), Keep.LOCAL_STORAGE),
+    ("an emptyDir pod leaves with --evict-local-storage", _owned("p").set("spec.volumes", [{"name": "t", "emptyDir": {}}]),
+     EvictionPolicy(evict_local_storage=True), None),
+    ("a bare pod stays by default", pod("p").on("n"), EvictionPolicy(), Keep.BARE),
+    ("a bare pod leaves with --evict-bare-pods", pod("p").on("n"), EvictionPolicy(evict_bare_pods=True), None),
+    ("a system-critical pod stays by default", _owned("p").priority(2_000_000_000), EvictionPolicy(), Keep.CRITICAL),
+    ("a system-critical pod leaves when allowed", _owned("p").priority(2_000_001_000),
+     EvictionPolicy(evict_system_critical=True), None),
+    ("priority just below system-critical may leave", _owned("p").priority(1_999_999_999), EvictionPolicy(), None),
+    ("the evict annotation lets a bare emptyDir pod leave",
+     pod("p").set("metadata.annotations", {"descheduler.alpha.kubernetes.io/evict": "true"})
+     .set("spec.volumes", [{"name": "t", "emptyDir": {}}]).on("n"), EvictionPolicy(), None),
+    ("the evict annotation does not move a PVC pod",
+     _owned("p").set("metadata.annotations", {"descheduler.alpha.kubernetes.io/evict": "true"})
+     .set("spec.volumes", [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]), EvictionPolicy(), Keep.PVC),
+    ("the first reason is reported: a bare emptyDir pod is kept for its storage",
+     pod("p").set("spec.volumes", [{"name": "t", "emptyDir": {}}]).on("n"), EvictionPolicy(), Keep.LOCAL_STORAGE),
+]
+
+
+@pytest.mark.parametrize("obj,policy,reason", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_who_may_leave(obj, policy, reason):
+    state = state_of(node("n"), obj)
+    verdicts = policy.verdicts(state)
+    assert verdicts.why(0) == reason
+    assert bool(verdicts.may_leave[0]) == (reason is None)
+    assert verdicts.kept([0]) == ({} if reason is None else {"default/p": reason})
+
+
+def test_verdicts_are_vectorized_over_pods():
+    """One call judges every pod row; the mask lines up with the rows."""
+    state = state_of(node("n"), _owned("a"), pod("b").on("n"), _ann("c"))
+    v = EvictionPolicy().verdicts(state)
+    assert v.may_leave.tolist() == [True, False, False]
+    assert v.kept([0, 1, 2]) == {"default/b": Keep.BARE, "default/c": Keep.PROTECTED}
+
+
+def test_the_summary_names_pods_with_a_claim_and_counts_the_others():
+    """--movable on a cluster with a claimed pod, a DaemonSet pod and a bare pod: the certificate's notes
+    name the claimed pod and count the others, per reason; none of them moves."""
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+    from optisched.profile import default_config
+
+    objs = [node("n", cpu="1"), node("n2", cpu="2"),
+            _owned("db-0").req(cpu="1").set("spec.volumes", [{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]),
+            pod("ds").set("metadata.ownerReferences", [{"kind": "DaemonSet", "name": "ds"}]).on("n2"),
+            pod("bare").on("n2"), pod("p").req(cpu="1")]
+    state = state_of(*objs)
+    r = solve_optimal(state, default_config(), OptimalOptions(time_limit=3, movable=True))
+    notes = r.certificate.notes
+    assert any(n.startswith("warning: 1 pod(s) with a PersistentVolumeClaim stay on their node") and "default/db-0" in n
+               for n in notes)
+    assert "1 running pod(s) stay on their node: DaemonSet pod" in notes
+    assert any(n.startswith("1 running pod(s) stay on their node: has no controller") for n in notes)
+    assert (r.node_of[state.pod_node >= 0] == state.pod_node[state.pod_node >= 0]).all()
