@@ -4,10 +4,18 @@ Node selectors are evaluated over all nodes at once (a bool mask), as
 ``k8s.io/component-helpers/scheduling/corev1/nodeaffinity`` defines them; label
 selectors over one pod's labels, as ``metav1.LabelSelectorAsSelector`` does
 (a nil selector matches nothing, an empty one everything).
+
+Requirements are checked as ``labels.NewRequirement`` (apimachinery v0.35 ``labels/selector.go``) checks
+them: the key must be a qualified name, every value a valid label value, In/NotIn need values,
+Exists/DoesNotExist none, Gt/Lt exactly one integer. kube-scheduler v1.35 cannot build a selector
+from a requirement that fails, and a node selector term it cannot build matches no node
+(``nodeSelectorTerm.match`` returns its parse errors; ``NodeAffinity.Filter`` ignores them, so the
+node is rejected with the usual reason). ``matchFields`` requirements take exactly one value.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,10 +30,61 @@ from ..model.objects import (
 )
 from ..model.state import ClusterState
 
-__all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask", "requirement_mask",
-           "selector_of", "term_mask"]
+__all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask", "requirement_error",
+           "requirement_mask", "selector_of", "term_error", "term_mask"]
 
 _Op = NodeSelectorOperator
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def _qualified_name(key: str) -> bool:
+    """``validation.IsQualifiedName``: ``[prefix/]name``, prefix a DNS-1123 subdomain (<= 253),
+    name <= 63 alphanumerics with ``-_.`` inside."""
+    prefix, _, name = key.rpartition("/")
+    if "/" in prefix or (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))):
+        return False
+    if key.startswith("/"):
+        return False
+    return len(name) <= 63 and _NAME.fullmatch(name) is not None
+
+
+def _label_value(value: str) -> bool:
+    """``validation.IsValidLabelValue``: empty, or <= 63 alphanumerics with ``-_.`` inside."""
+    return value == "" or (len(value) <= 63 and _NAME.fullmatch(value) is not None)
+
+
+def _int64(value: str) -> bool:
+    """``strconv.ParseInt(value, 10, 64)`` succeeds."""
+    return _INT64.fullmatch(value) is not None and -(2 ** 63) <= int(value) < 2 ** 63
+
+
+def requirement_error(key: str, op: str, values: Sequence[str]) -> str | None:
+    """Why ``labels.NewRequirement(key, op, values)`` fails, or None when it succeeds. ``op`` is the
+    API operator name (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
+    if not _qualified_name(key):
+        return f"invalid label key {key!r}"
+    if op in ("In", "NotIn") and not values:
+        return f"operator {op} needs at least one value"
+    if op in ("Exists", "DoesNotExist") and values:
+        return f"operator {op} takes no values"
+    if op in ("Gt", "Lt") and (len(values) != 1 or not _int64(values[0])):
+        return f"operator {op} needs exactly one integer value"
+    bad = next((v for v in values if not _label_value(v)), None)
+    return None if bad is None else f"invalid label value {bad!r} for key {key!r}"
+
+
+def term_error(term: NodeSelectorTerm) -> str | None:
+    """Why kube-scheduler cannot build ``term`` (``newNodeSelectorTerm``), or None."""
+    for r in term.match_expressions:
+        err = requirement_error(r.key, r.operator.value, r.values)
+        if err is not None:
+            return err
+    for r in term.match_fields:
+        if len(r.values) != 1:
+            return f"matchFields {r.key} {r.operator.value} needs exactly one value"
+    return None
 
 
 def requirement_mask(state: ClusterState, req: NodeSelectorRequirement, *, field: bool = False) -> np.ndarray:
@@ -51,8 +110,9 @@ def requirement_mask(state: ClusterState, req: NodeSelectorRequirement, *, field
 
 
 def term_mask(state: ClusterState, term: NodeSelectorTerm) -> np.ndarray:
-    """ANDed requirements of one term; a term with no requirements matches no node."""
-    if not term.match_expressions and not term.match_fields:
+    """ANDed requirements of one term; a term with no requirements, or one kube-scheduler cannot
+    build (``term_error``), matches no node."""
+    if (not term.match_expressions and not term.match_fields) or term_error(term) is not None:
         return np.zeros(state.num_nodes, dtype=bool)
     mask = np.ones(state.num_nodes, dtype=bool)
     for r in term.match_expressions:
