@@ -200,6 +200,10 @@ def render_explain(console: Console, result: Any, rec: Any) -> None:
     if rec.pre_filter is not None:
         st, plugin = rec.pre_filter
         console.print(f"PreFilter {plugin} rejected the pod on every node: {', '.join(st.reasons)}")
+    absent = rec.absent.nonzero()[0].tolist() if rec.absent is not None else []
+    if absent:
+        console.print(f"PreFilter result of {', '.join(rec.absent_plugins)} left out {len(absent)} node(s) "
+                      f"({rec.absent_reason}): {', '.join(names[n] for n in absent)}", highlight=False, markup=False)
     fp, sp = rec.filters, rec.scores
     t = Table(title="Nodes (evaluation order)")
     t.add_column("node")
@@ -209,7 +213,7 @@ def render_explain(console: Console, result: Any, rec: Any) -> None:
         t.add_column(p, justify="right")
     t.add_column("total", justify="right")
     scored = {int(n): i for i, n in enumerate(sp.nodes)} if sp is not None else {}
-    seen = set()
+    seen, left_out = set(), set(absent)
     if fp is not None:
         for pos, n in enumerate(fp.evaluated):
             n = int(n)
@@ -224,7 +228,7 @@ def render_explain(console: Console, result: Any, rec: Any) -> None:
                 plugin = fp.plugin_names[int(fp.fail_plugin[pos])]
                 t.add_row(names[n], f"[red]{plugin}[/]: " + "; ".join(fp.reasons_at(pos)), *[""] * len(plugins), "")
     for n in result.node_order:
-        if int(n) not in seen and rec.pre_filter is None:
+        if int(n) not in seen and int(n) not in left_out and rec.pre_filter is None:
             t.add_row(names[int(n)], "[dim]not evaluated[/]", *[""] * len(plugins), "")
     console.print(t)
     if sp is not None and sp.skipped:
