@@ -5,17 +5,19 @@ Node selectors are evaluated over all nodes at once (a bool mask), as
 selectors over one pod's labels, as ``metav1.LabelSelectorAsSelector`` does
 (a nil selector matches nothing, an empty one everything).
 
-Requirements are checked as ``labels.NewRequirement`` (apimachinery v0.35 ``labels/selector.go``) checks
-them: the key must be a qualified name, every value a valid label value, In/NotIn need values,
-Exists/DoesNotExist none, Gt/Lt exactly one integer. kube-scheduler v1.35 cannot build a selector
+Requirements are checked as ``labels.NewRequirement`` checks them (:mod:`.label_syntax`): the key must
+be a qualified name, every value a valid label value, In/NotIn need values, Exists/DoesNotExist none,
+Gt/Lt exactly one integer. kube-scheduler v1.35 cannot build a selector
 from a requirement that fails, and a node selector term it cannot build matches no node
 (``nodeSelectorTerm.match`` returns its parse errors; ``NodeAffinity.Filter`` ignores them, so the
 node is rejected with the usual reason). ``matchFields`` requirements take exactly one value.
+A label selector with such a requirement (``metav1.LabelSelectorAsSelector`` fails) matches nothing
+here, as preemption's PDB check and the default spreading selector treat it; the rules that read a
+pod's own selectors say more (InterPodAffinity and PodTopologySpread reject the pod).
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,50 +31,12 @@ from ..model.objects import (
     SelectorOperator,
 )
 from ..model.state import ClusterState
+from .label_syntax import requirement_error
 
 __all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask", "requirement_error",
-           "requirement_mask", "selector_of", "term_error", "term_mask"]
+           "requirement_mask", "selector_error", "selector_of", "term_error", "term_mask"]
 
 _Op = NodeSelectorOperator
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_INT64 = re.compile(r"[+-]?[0-9]+")
-
-
-def _qualified_name(key: str) -> bool:
-    """``validation.IsQualifiedName``: ``[prefix/]name``, prefix a DNS-1123 subdomain (<= 253),
-    name <= 63 alphanumerics with ``-_.`` inside."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in prefix or (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))):
-        return False
-    if key.startswith("/"):
-        return False
-    return len(name) <= 63 and _NAME.fullmatch(name) is not None
-
-
-def _label_value(value: str) -> bool:
-    """``validation.IsValidLabelValue``: empty, or <= 63 alphanumerics with ``-_.`` inside."""
-    return value == "" or (len(value) <= 63 and _NAME.fullmatch(value) is not None)
-
-
-def _int64(value: str) -> bool:
-    """``strconv.ParseInt(value, 10, 64)`` succeeds."""
-    return _INT64.fullmatch(value) is not None and -(2 ** 63) <= int(value) < 2 ** 63
-
-
-def requirement_error(key: str, op: str, values: Sequence[str]) -> str | None:
-    """Why ``labels.NewRequirement(key, op, values)`` fails, or None when it succeeds. ``op`` is the
-    API operator name (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
-    if not _qualified_name(key):
-        return f"invalid label key {key!r}"
-    if op in ("In", "NotIn") and not values:
-        return f"operator {op} needs at least one value"
-    if op in ("Exists", "DoesNotExist") and values:
-        return f"operator {op} takes no values"
-    if op in ("Gt", "Lt") and (len(values) != 1 or not _int64(values[0])):
-        return f"operator {op} needs exactly one integer value"
-    bad = next((v for v in values if not _label_value(v)), None)
-    return None if bad is None else f"invalid label value {bad!r} for key {key!r}"
 
 
 def term_error(term: NodeSelectorTerm) -> str | None:
@@ -192,9 +156,24 @@ class Selector:
 NOTHING = Selector(None)
 
 
-def selector_of(sel: LabelSelector | None) -> Selector:
-    """``metav1.LabelSelectorAsSelector``: nil matches nothing, empty matches everything."""
+def selector_error(sel: LabelSelector | None) -> str | None:
+    """Why ``metav1.LabelSelectorAsSelector(sel)`` fails (every ``matchLabels`` pair is an Equals
+    requirement, every expression a requirement), or None; nil and empty selectors build."""
     if sel is None:
+        return None
+    for key, value in sel.match_labels.items():
+        if (err := requirement_error(key, "In", [value])) is not None:
+            return err
+    for r in sel.match_expressions:
+        if (err := requirement_error(r.key, SelectorOperator(r.operator).value, r.values)) is not None:
+            return err
+    return None
+
+
+def selector_of(sel: LabelSelector | None) -> Selector:
+    """``metav1.LabelSelectorAsSelector``: nil matches nothing, empty matches everything; one that
+    cannot be built (``selector_error``) matches nothing."""
+    if sel is None or selector_error(sel) is not None:
         return NOTHING
     exprs = tuple((r.key, SelectorOperator(r.operator).value, frozenset(r.values)) for r in sel.match_expressions)
     return Selector(frozenset(sel.match_labels.items()), exprs)

@@ -277,6 +277,9 @@ class GreedyScheduler:
         if status.code != Code.SUCCESS:
             rec = CycleRecord(pod, attempt, nominated, None, (status, plugin), skipped, None, None, None, None,
                               unschedulable_plugins=frozenset({plugin}))
+            if status.code == Code.ERROR:  # not a FitError: no PostFilter (schedulingCycle's error path)
+                rec.message = f'running PreFilter plugin "{plugin}": {", ".join(status.reasons)}'
+                return rec
             rec.message = fit_error_message(self.state.num_nodes, Counter(), ", ".join(status.reasons))
             return self._post_filter(fw, cycle, rec)
         fp: FilterPass | None = None

@@ -1,0 +1,103 @@
+"""Label key and value syntax, and the errors ``labels.NewRequirement`` reports, in apimachinery's words.
+
+Upstream (k8s.io/apimachinery v0.35, kubernetes v1.35): ``pkg/labels/selector.go`` ``NewRequirement``
+and ``pkg/util/validation/validation.go`` ``IsQualifiedName``, ``IsValidLabelValue``,
+``IsDNS1123Subdomain``. The messages are apimachinery's field errors (``values[0][key]: Invalid
+value: "x": ...``) because kube-scheduler shows them to users, e.g. in ``parsing pod: ...``.
+:mod:`.selectors` decides what a requirement that fails means.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+__all__ = ["requirement_error"]
+
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+_DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_FMT = _DNS_LABEL + "(\\." + _DNS_LABEL + ")*"
+_NAME, _VALUE, _DNS = re.compile(_NAME_FMT), re.compile(_VALUE_FMT), re.compile(_DNS_FMT)
+_INT64 = re.compile(r"[+-]?[0-9]+")
+_ALNUM = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """``validation.RegexError``."""
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _max_len(n: int) -> str:
+    return f"must be no more than {n} characters"
+
+
+def _qualified_name_errors(key: str) -> list[str]:
+    """``IsQualifiedName``: ``[prefix/]name``, prefix a DNS-1123 subdomain, name <= 63 characters."""
+    parts = key.split("/")
+    name_error = _regex_error(_ALNUM, _NAME_FMT, "MyName", "my.name", "123-abc")
+    if len(parts) > 2:
+        return [f"a qualified name {name_error} with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')"]
+    errs = []
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part " + _max_len(253))
+            if not _DNS.fullmatch(prefix):
+                errs.append("prefix part " + _regex_error(
+                    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                    "and must start and end with an alphanumeric character", _DNS_FMT, "example.com"))
+    name = parts[-1]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part " + _max_len(63))
+    if not _NAME.fullmatch(name):
+        errs.append("name part " + name_error)
+    return errs
+
+
+def _label_value_errors(value: str) -> list[str]:
+    """``IsValidLabelValue``: empty, or <= 63 alphanumerics with ``-_.`` inside."""
+    errs = [_max_len(63)] if len(value) > 63 else []
+    if not _VALUE.fullmatch(value):
+        errs.append(_regex_error("a valid label must be an empty string or consist of alphanumeric characters, '-', "
+                                 "'_' or '.', and must start and end with an alphanumeric character",
+                                 _VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def _int64(value: str) -> bool:
+    """``strconv.ParseInt(value, 10, 64)`` succeeds."""
+    return _INT64.fullmatch(value) is not None and -(2 ** 63) <= int(value) < 2 ** 63
+
+
+def _invalid(path: str, value: str, errs: list[str]) -> str:
+    return f"{path}: Invalid value: {json.dumps(value)}: {'; '.join(errs)}"
+
+
+def requirement_error(key: str, op: str, values: Sequence[str]) -> str | None:
+    """The error ``labels.NewRequirement(key, op, values)`` returns, or None when it succeeds. ``op`` is
+    the API operator (In, NotIn, Exists, DoesNotExist, Gt, Lt; a ``matchLabels`` pair is In)."""
+    errs = []
+    if key_errs := _qualified_name_errors(key):
+        errs.append(_invalid("key", key, key_errs))
+    if op in ("In", "NotIn") and not values:
+        errs.append("values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty")
+    if op in ("Exists", "DoesNotExist") and values:
+        errs.append(f"values: Invalid value: {list(values)}: values set must be empty for exists and does not exist")
+    if op in ("Gt", "Lt"):
+        if len(values) != 1:
+            errs.append(f"values: Invalid value: {list(values)}: for 'Gt', 'Lt' operators, exactly one value is required")
+        errs += [_invalid(f"values[{i}]", v, ["for 'Gt', 'Lt' operators, the value must be an integer"])
+                 for i, v in enumerate(values) if not _int64(v)]
+    errs += [_invalid(f"values[{i}][{key}]", v, v_errs)
+             for i, v in enumerate(values) if (v_errs := _label_value_errors(v))]
+    if not errs:
+        return None
+    return errs[0] if len(errs) == 1 else f"[{', '.join(errs)}]"
