@@ -138,6 +138,15 @@ def test_cp_sat_places_a_pod_with_a_broken_hard_constraint_nowhere():
     assert model_allowed(state, config, state.pending[0]) == greedy_allowed(state, config, state.pending[0]) == set()
 
 
-def test_a_broken_soft_constraint_does_not_stop_prefilter():
+@pytest.mark.parametrize("nodes,placed", [(["a", "b"], None), (["a"], "a")],
+                         ids=["two feasible nodes: PreScore fails and the pod stays pending",
+                              "one feasible node: scoring is skipped and the pod lands"])
+def test_a_broken_soft_constraint_fails_prescore(nodes, placed):
+    """``initPreScoreState`` fails: an Error, but only when there is something to score."""
     p = pod("p").set("spec.topologySpreadConstraints", [spread("ScheduleAnyway", [BAD])])
-    assert prefilter("PodTopologySpread", node("a"), p)[0] == "SKIP"
+    result = GreedyScheduler(state_of(*[node(n) for n in nodes], p), default_config(), GreedyOptions(requeue=False)).run()
+    assert result.placements()["default/p"] == placed
+    if placed is None:
+        assert result.cycles[0].message == (
+            'running PreScore plugin "PodTopologySpread": calculating preScoreState: obtaining pod\'s soft topology '
+            f"spread constraints: {BAD_VALUE_MSG}")

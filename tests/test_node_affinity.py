@@ -291,3 +291,18 @@ def test_cp_sat_coefficients_follow_greedy_when_only_the_profile_prefers():
     got = [coef.get(v.Index(), 0) for v in cv.arr_vars]
     assert got == [SCORE_SCALE * int(greedy[n]) for n in cv.arr_nodes.tolist()]
     assert sorted(got) == [0, SCORE_SCALE * 100]  # normalized 100 on node1 only (weight 1 in this profile)
+
+
+def test_a_broken_preferred_term_fails_prescore_with_the_field_path():
+    """``NewPreferredSchedulingTerms`` fails, so PreScore returns an Error and the cycle ends (two
+    nodes pass the filters); the error names the term by its index."""
+    from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
+
+    bad = preferred((1, [expr("foo", "In", "ok")]), (3, [expr("foo", "In", "a b")]))
+    p = pod("p").set("spec.affinity", {"nodeAffinity": bad})
+    result = GreedyScheduler(snapshot_of(node("node1"), node("node2"), p).state, default_config(),
+                             GreedyOptions(requeue=False)).run()
+    assert result.placements()["default/p"] is None
+    assert result.cycles[0].message.startswith(
+        'running PreScore plugin "NodeAffinity": [1].matchExpressions[0].values[0][foo]: Invalid value: "a b": '
+        "a valid label must be an empty string")

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 
-__all__ = ["requirement_error"]
+__all__ = ["aggregate", "go_strings", "requirement_error", "requirement_errors"]
 
 _NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
@@ -81,23 +81,46 @@ def _invalid(path: str, value: str, errs: list[str]) -> str:
     return f"{path}: Invalid value: {json.dumps(value)}: {'; '.join(errs)}"
 
 
-def requirement_error(key: str, op: str, values: Sequence[str]) -> str | None:
-    """The error ``labels.NewRequirement(key, op, values)`` returns, or None when it succeeds. ``op`` is
-    the API operator (In, NotIn, Exists, DoesNotExist, Gt, Lt; a ``matchLabels`` pair is In)."""
+def _at(path: str, child: str) -> str:
+    """``field.Path.Child``: ``path.child``, or ``child`` at the root."""
+    return f"{path}.{child}" if path else child
+
+
+def requirement_errors(key: str, op: str, values: Sequence[str], path: str = "") -> list[str]:
+    """The field errors ``labels.NewRequirement(key, op, values)`` reports at ``path`` (none: it
+    succeeds). ``op`` is the API operator (In, NotIn, Exists, DoesNotExist, Gt, Lt; a ``matchLabels``
+    pair is In)."""
     errs = []
     if key_errs := _qualified_name_errors(key):
-        errs.append(_invalid("key", key, key_errs))
+        errs.append(_invalid(_at(path, "key"), key, key_errs))
+    where = _at(path, "values")
     if op in ("In", "NotIn") and not values:
-        errs.append("values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty")
+        errs.append(f"{where}: Invalid value: []string{{}}: for 'in', 'notin' operators, values set can't be empty")
     if op in ("Exists", "DoesNotExist") and values:
-        errs.append(f"values: Invalid value: {list(values)}: values set must be empty for exists and does not exist")
+        errs.append(f"{where}: Invalid value: {go_strings(values)}: values set must be empty for exists and does not exist")
     if op in ("Gt", "Lt"):
         if len(values) != 1:
-            errs.append(f"values: Invalid value: {list(values)}: for 'Gt', 'Lt' operators, exactly one value is required")
-        errs += [_invalid(f"values[{i}]", v, ["for 'Gt', 'Lt' operators, the value must be an integer"])
+            errs.append(f"{where}: Invalid value: {go_strings(values)}: for 'Gt', 'Lt' operators, exactly one value is "
+                        "required")
+        errs += [_invalid(f"{where}[{i}]", v, ["for 'Gt', 'Lt' operators, the value must be an integer"])
                  for i, v in enumerate(values) if not _int64(v)]
-    errs += [_invalid(f"values[{i}][{key}]", v, v_errs)
+    errs += [_invalid(f"{where}[{i}][{key}]", v, v_errs)
              for i, v in enumerate(values) if (v_errs := _label_value_errors(v))]
+    return errs
+
+
+def go_strings(values: Sequence[str]) -> str:
+    """A ``[]string`` as Go's ``%#v`` prints it."""
+    return "[]string{" + ", ".join(json.dumps(v) for v in values) + "}"
+
+
+def aggregate(errs: list[str]) -> str | None:
+    """``utilerrors.NewAggregate(errs).Error()`` (flattened): one error alone, several in brackets."""
     if not errs:
         return None
     return errs[0] if len(errs) == 1 else f"[{', '.join(errs)}]"
+
+
+def requirement_error(key: str, op: str, values: Sequence[str]) -> str | None:
+    """The error ``labels.NewRequirement(key, op, values)`` returns, or None when it succeeds."""
+    return aggregate(requirement_errors(key, op, values))

@@ -6,8 +6,8 @@ Upstream: ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` (v1.
 by ``matchFields metadata.name In`` when every required term names nodes (``PreFilterResult``).
 PreScore skips only when neither the pod nor the profile's ``addedAffinity`` has preferred terms.
 A term kube-scheduler cannot build (an invalid label value, say) matches no node: see ``selectors``.
-Upstream fails the whole cycle with an error when a pod's *preferred* term cannot be built; here
-such a term just scores nothing.
+A pod's *preferred* term that cannot be built fails PreScore with an Error, which ends the cycle
+(when more than one node is feasible); optimal mode gives such a pod no NodeAffinity score.
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from ..model.objects import NodeSelectorOperator, Pod
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.score_terms import encode_static
-from .selectors import labels_mask, node_selector_mask, term_mask
+from .label_syntax import aggregate
+from .selectors import labels_mask, node_selector_mask, term_errors, term_mask
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -117,10 +118,13 @@ class NodeAffinity:
         return FilterResult(code, [(m, r) for m, r in reasons if m.any()])
 
     def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
-        """Skip only when neither the pod nor the profile's ``addedAffinity`` has preferred terms."""
+        """Skip only when neither the pod nor the profile's ``addedAffinity`` has preferred terms; an
+        Error when a pod's preferred term cannot be built (``NewPreferredSchedulingTerms``)."""
         aff = cycle.pod_obj.spec.affinity.node_affinity if cycle.pod_obj.spec.affinity else None
-        pod_prefers = aff is not None and bool(aff.preferred_during_scheduling_ignored_during_execution)
-        if not pod_prefers and not self.has_added_preferred:
+        preferred = aff.preferred_during_scheduling_ignored_during_execution if aff is not None else []
+        if (err := aggregate([e for i, t in enumerate(preferred) for e in term_errors(t.preference, f"[{i}]")])):
+            return Status(Code.ERROR, (err,))
+        if not preferred and not self.has_added_preferred:
             return Status.skip()
         return Status()
 

@@ -60,6 +60,7 @@ __all__ = [
     "NodeEligibility",
     "PodTopologySpread",
     "SpreadConstraint",
+    "constraints_error",
     "default_selector",
     "domain_counts",
     "domain_totals",

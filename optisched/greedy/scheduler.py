@@ -309,6 +309,9 @@ class GreedyScheduler:
             return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, chosen, chosen, None,
                                absent=absent, absent_reason=absent_reason, absent_plugins=absent_plugins)
         sp = fw.score(cycle, feasible)
+        if sp.error:  # schedulingCycle's error path: no node, no PostFilter
+            return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, None, None, sp.error,
+                               absent=absent, absent_reason=absent_reason, absent_plugins=absent_plugins)
         chosen = select_host(feasible, sp.total, self.tree_rank, self.options.tie_break, self.rng)
         heap_pick = int(feasible[heap_top(sp.total.tolist())]) if self.options.record else None
         return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, chosen, heap_pick, None,
