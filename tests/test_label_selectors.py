@@ -47,10 +47,10 @@ def prefilter(plugin: str, *objs: dict, name: str = "default/p") -> tuple[str, s
     ({"matchLabels": {"app": "web"}}, None),
     ({}, None),
     ({"matchExpressions": [{"key": "a/b/c", "operator": "Exists"}]},
-     "key: Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
+     ("key: Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
      "must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used "
      "for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
-     "(e.g. 'example.com/MyName')"),
+     "(e.g. 'example.com/MyName')")),
     ({"matchLabels": {"app": "x" * 64}}, f'values[0][app]: Invalid value: "{"x" * 64}": must be no more than 63 characters'),
 ], ids=["a value that is no label value, in apimachinery's words", "matchLabels", "empty selector",
         "a key with two slashes", "a matchLabels value over 63 characters"])

@@ -121,7 +121,7 @@ FILTER_ROWS = [
      aff(required({"matchExpressions": [expr("foo", "Exists")]}), {"foo": "bar"}), {"foo": "bar"}, "node1", None,
      "ok", "pass"),
     ("Pod with an Affinity matches node's labels but the PodSpec.NodeSelector is not satisfied, won't schedule onto "
-     "the node",
+     + "the node",
      aff(required({"matchExpressions": [expr("foo", "Exists")]}), {"foo": "bar"}), {"foo": "barrrrrr"}, "node1",
      None, "ok", f"{UNRES}:{POD}"),
     ("Pod with an invalid value in Affinity term won't be scheduled onto the node",

@@ -12,7 +12,7 @@ anti-affinity against the pod (both Unschedulable). Counts are per topology pair
 A term whose label or namespace selector cannot be built (``selectors.selector_error``) spoils its
 whole list, as ``framework.NewPodInfo`` (v1.35 ``types.go``) parses it: a placed pod's list of that
 kind is dropped, and a pod to schedule is rejected at PreFilter (UnschedulableAndUnresolvable,
-``parsing pod: ...``; the text after the list name is optisched's, not apimachinery's field error).
+``parsing pod: requiredAffinityTerms: <apimachinery's field error>``).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod, PodAffinityTerm
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
+from .label_syntax import aggregate
 from .pod_counts import NOTHING, MatchCounter, Selector, selector_of
 from .selectors import selector_error
 
@@ -114,10 +115,9 @@ class PodTerms:
                                                           if pa else ())],
                [(w.pod_affinity_term, w.weight) for w in (paa.preferred_during_scheduling_ignored_during_execution
                                                           if paa else ())])
-        parsed = [_terms(pod, kind, terms) for kind, terms in zip(_KIND_NAMES, raw)]
-        errors = [err for _, err in parsed if err]
-        error = errors[0] if len(errors) == 1 else (f"[{', '.join(errors)}]" if errors else "")
-        return PodTerms(*(terms for terms, _ in parsed), True, error)
+        (ra, ra_err), (rn, rn_err), (pa_, pa_err), (pn, pn_err) = (
+            _terms(pod, kind, terms) for kind, terms in zip(_KIND_NAMES, raw))
+        return PodTerms(ra, rn, pa_, pn, True, aggregate([e for e in (ra_err, rn_err, pa_err, pn_err) if e]) or "")
 
 
 _NO_TERMS = PodTerms((), (), (), (), False)

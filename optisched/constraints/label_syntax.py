@@ -20,7 +20,8 @@ _DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_FMT = _DNS_LABEL + "(\\." + _DNS_LABEL + ")*"
 _NAME, _VALUE, _DNS = re.compile(_NAME_FMT), re.compile(_VALUE_FMT), re.compile(_DNS_FMT)
 _INT64 = re.compile(r"[+-]?[0-9]+")
-_ALNUM = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+_ALNUM = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+          "character")
 
 
 def _regex_error(msg: str, fmt: str, *examples: str) -> str:
@@ -38,8 +39,8 @@ def _qualified_name_errors(key: str) -> list[str]:
     parts = key.split("/")
     name_error = _regex_error(_ALNUM, _NAME_FMT, "MyName", "my.name", "123-abc")
     if len(parts) > 2:
-        return [f"a qualified name {name_error} with an optional DNS subdomain prefix and '/' "
-                "(e.g. 'example.com/MyName')"]
+        prefixed = "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        return [f"a qualified name {name_error} {prefixed}"]
     errs = []
     if len(parts) == 2:
         prefix = parts[0]
@@ -97,7 +98,8 @@ def requirement_errors(key: str, op: str, values: Sequence[str], path: str = "")
     if op in ("In", "NotIn") and not values:
         errs.append(f"{where}: Invalid value: []string{{}}: for 'in', 'notin' operators, values set can't be empty")
     if op in ("Exists", "DoesNotExist") and values:
-        errs.append(f"{where}: Invalid value: {go_strings(values)}: values set must be empty for exists and does not exist")
+        errs.append(f"{where}: Invalid value: {go_strings(values)}: "
+                    "values set must be empty for exists and does not exist")
     if op in ("Gt", "Lt"):
         if len(values) != 1:
             errs.append(f"{where}: Invalid value: {go_strings(values)}: for 'Gt', 'Lt' operators, exactly one value is "

@@ -164,7 +164,7 @@ class Framework:
     def score(self, cycle: CycleState, nodes: np.ndarray) -> ScorePass:
         """PreScore, Score, NormalizeScore and weights over the feasible ``nodes``; PreScore stops at the
         first Error (``RunPreScorePlugins``)."""
-        skipped = []
+        skipped: list[str] = []
         total = np.zeros(len(nodes), dtype=np.int64)
         for name in self.pre_score_names:
             st = self.score_rules[name].pre_score(cycle, nodes)

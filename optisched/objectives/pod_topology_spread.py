@@ -93,8 +93,8 @@ class PodTopologySpreadScore:
             return Status.skip()
         pod = cycle.pod_obj
         if (err := constraints_error(pod, SCHEDULE_ANYWAY)) is not None:
-            return Status(Code.ERROR, (f"calculating preScoreState: obtaining pod's soft topology spread constraints: "
-                                       f"{err}",))
+            why = f"calculating preScoreState: obtaining pod's soft topology spread constraints: {err}"
+            return Status(Code.ERROR, (why,))
         cons = resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
         if not cons:
             return Status.skip()
