@@ -186,6 +186,7 @@ INVALID = [
     ("Gt with a value beyond int64", expr("n", "Gt", "9223372036854775808"), {"n": "9"}),
     ("Lt with a value with underscores", expr("n", "Lt", "1_000"), {"n": "9"}),
     ("Gt with a negative number, which is no label value", expr("n", "Gt", "-5"), {"n": "9"}),
+    ("Gt with a word, which the API server lets through", expr("n", "Gt", "many"), {"n": "9"}),
 ]
 
 
