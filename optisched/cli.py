@@ -155,6 +155,13 @@ def compare(
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    replay: Annotated[bool, typer.Option("--replay", help="Take the running pods off their nodes (DaemonSet, "
+                                         "mirror and static pods stay) and place them again; the input's "
+                                         "placement is shown as the run 'current'.")] = False,
+    selector: Annotated[str, typer.Option("--selector", "-l", help="With --replay: only the running pods this "
+                                          "label selector picks (kubectl -l syntax).")] = "",
+    namespaces: Annotated[str, typer.Option("--namespaces", help="With --replay: only the running pods of these "
+                                            "namespaces, comma-separated.")] = "",
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -173,7 +180,8 @@ def compare(
     parsed = parse_weights(weights)
     state, config = _load(cluster, profile, kubeconfig, context)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
-                             objective=objective, weights=parsed)
+                             objective=objective, weights=parsed, replay=replay, selector=selector,
+                             namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()))
     with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
         comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
     render_comparison(out, comparison)
@@ -315,6 +323,24 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     if result.violations:
         raise typer.Exit(1)
     return batch_eviction_objects(plan)
+
+
+@app.command()
+def snapshot(
+    output: Annotated[str, typer.Option("--output", "-o", help="File to write (.yaml, or .json); - for stdout.")],
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output if it exists.")] = False,
+) -> None:
+    """Save what a live read sees (the kinds optisched reads, status included, never Secrets) as one List
+    file, so a run can be repeated offline: optisched compare FILE."""
+    from .model.live import check_snapshot_path, list_live, write_snapshot
+
+    check_snapshot_path(output, kubeconfig, force)
+    objects = list_live(kubeconfig, context)
+    write_snapshot(objects, output)
+    if output != "-":
+        err.print(f"wrote {len(objects)} objects to {output}")
 
 
 @app.command()

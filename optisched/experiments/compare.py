@@ -70,7 +70,7 @@ class Comparison:
         runs = []
         for r in self.runs:
             runs.append({
-                "name": r.name, "mode": r.mode, "seconds": r.seconds, "certificate": r.certificate,
+                "name": r.name, "mode": r.mode, "seconds": _plain(r.seconds), "certificate": r.certificate,
                 "scoreObjective": r.score_objective,
                 "unschedulable": {state.pods[p].key: why for p, why in sorted(r.unschedulable.items())},
                 "pdbViolations": [vars(v) for v in m.pdb_violations(state, r.node_of)],

@@ -58,6 +58,8 @@ def _placement_rows(state: ClusterState, runs: list[PlacementRun]) -> Rows:
                  [int(np.count_nonzero(r.node_of[pending] >= 0)) for r in runs]))
     rows.append(("unschedulable", "int", [int(np.count_nonzero(r.node_of[pending] < 0)) for r in runs]))
     rows.append(("nodes used", "int", [m.nodes_used(state, r.node_of) for r in runs]))
+    if m.node_costs(state) is not None:
+        rows.append(("cost per hour of the nodes used", "float", [m.hourly_cost(state, r.node_of) for r in runs]))
     return rows
 
 
