@@ -2,7 +2,7 @@
 
 Upstream (k8s.io/apimachinery v0.35, kubernetes v1.35): ``pkg/labels/selector.go`` ``NewRequirement``
 and ``pkg/util/validation/validation.go`` ``IsQualifiedName``, ``IsValidLabelValue``,
-``IsDNS1123Subdomain``. The messages are apimachinery's field errors (``values[0][key]: Invalid
+``IsDNS1123Subdomain``; ``component-helpers/scheduling/corev1/nodeaffinity`` ``newNodeSelectorTerm``. The messages are apimachinery's field errors (``values[0][key]: Invalid
 value: "x": ...``) because kube-scheduler shows them to users, e.g. in ``parsing pod: ...``.
 :mod:`.selectors` decides what a requirement that fails means.
 """
@@ -12,7 +12,9 @@ import json
 import re
 from collections.abc import Sequence
 
-__all__ = ["aggregate", "go_strings", "requirement_error", "requirement_errors"]
+from ..model.objects import NodeSelectorTerm
+
+__all__ = ["aggregate", "go_strings", "requirement_error", "requirement_errors", "term_error", "term_errors"]
 
 _NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
@@ -126,3 +128,18 @@ def aggregate(errs: list[str]) -> str | None:
 def requirement_error(key: str, op: str, values: Sequence[str]) -> str | None:
     """The error ``labels.NewRequirement(key, op, values)`` returns, or None when it succeeds."""
     return aggregate(requirement_errors(key, op, values))
+
+
+def term_errors(term: NodeSelectorTerm, path: str = "") -> list[str]:
+    """The field errors kube-scheduler meets building ``term`` at ``path`` (``newNodeSelectorTerm``):
+    every failing ``matchExpressions`` requirement, every ``matchFields`` one without exactly one value."""
+    errs = [e for i, r in enumerate(term.match_expressions)
+            for e in requirement_errors(r.key, r.operator.value, r.values, f"{path}.matchExpressions[{i}]".lstrip("."))]
+    errs += [f"{path}.matchFields[{i}].values: Invalid value: {go_strings(r.values)}: must have one element".lstrip(".")
+             for i, r in enumerate(term.match_fields) if len(r.values) != 1]
+    return errs
+
+
+def term_error(term: NodeSelectorTerm) -> str | None:
+    """Why kube-scheduler cannot build ``term``, or None."""
+    return aggregate(term_errors(term))

@@ -21,8 +21,8 @@ from ..model.objects import NodeSelectorOperator, Pod
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.score_terms import encode_static
-from .label_syntax import aggregate
-from .selectors import labels_mask, node_selector_mask, term_errors, term_mask
+from .label_syntax import aggregate, term_errors
+from .selectors import labels_mask, node_selector_mask, term_mask
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass

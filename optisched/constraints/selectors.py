@@ -33,28 +33,13 @@ from ..model.objects import (
     SelectorOperator,
 )
 from ..model.state import ClusterState
-from .label_syntax import aggregate, go_strings, requirement_error, requirement_errors
+from .label_syntax import requirement_error, term_error, term_errors
 
 __all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask",
            "parse_label_selector", "requirement_error", "requirement_mask", "selector_error", "selector_of",
            "term_error", "term_errors", "term_mask"]
 
 _Op = NodeSelectorOperator
-
-
-def term_errors(term: NodeSelectorTerm, path: str = "") -> list[str]:
-    """The field errors kube-scheduler meets building ``term`` at ``path`` (``newNodeSelectorTerm``):
-    every failing ``matchExpressions`` requirement, every ``matchFields`` one without exactly one value."""
-    errs = [e for i, r in enumerate(term.match_expressions)
-            for e in requirement_errors(r.key, r.operator.value, r.values, f"{path}.matchExpressions[{i}]".lstrip("."))]
-    errs += [f"{path}.matchFields[{i}].values: Invalid value: {go_strings(r.values)}: must have one element".lstrip(".")
-             for i, r in enumerate(term.match_fields) if len(r.values) != 1]
-    return errs
-
-
-def term_error(term: NodeSelectorTerm) -> str | None:
-    """Why kube-scheduler cannot build ``term``, or None."""
-    return aggregate(term_errors(term))
 
 
 def requirement_mask(state: ClusterState, req: NodeSelectorRequirement, *, field: bool = False) -> np.ndarray:
