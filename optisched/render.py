@@ -204,6 +204,10 @@ def _render_attempt(console: Console, at: dict[str, Any]) -> None:
     if at["preFilter"] is not None:
         pf = at["preFilter"]
         console.print(Text(f"PreFilter {pf['plugin']} rejected the pod on every node: {', '.join(pf['reasons'])}"))
+    if at.get("absentNodes"):
+        ab = at["absentNodes"]
+        console.print(Text(f"PreFilter result of {', '.join(ab['plugins'])} left out {len(ab['nodes'])} node(s) "
+                           f"({'; '.join(ab['reasons'])}): {', '.join(ab['nodes'])}"))
     plugins = next((list(n["scores"]) for n in at["nodes"] if n.get("scores")), [])
     t = Table(title=f"Nodes (evaluation order), attempt {at['attempt']}")
     _name_column(t, "node")

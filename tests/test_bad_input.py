@@ -86,11 +86,11 @@ CASES: list[tuple[str, str, list[str]]] = [
           requiredDuringSchedulingIgnoredDuringExecution:
             nodeSelectorTerms: [{matchExpressions: [{key: disk, operator: In}]}]
         """)), [".matchExpressions[0]", "operator In needs at least one value"]),
-    ("Gt with a non-integer", NODE + pod_doc(affinity("""\
+    ("Gt with two values", NODE + pod_doc(affinity("""\
         nodeAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:
-            nodeSelectorTerms: [{matchExpressions: [{key: cores, operator: Gt, values: [many]}]}]
-        """)), [".matchExpressions[0]", "needs an integer value, got 'many'"]),
+            nodeSelectorTerms: [{matchExpressions: [{key: cores, operator: Gt, values: ["1", "2"]}]}]
+        """)), [".matchExpressions[0]", "operator Gt needs exactly one value"]),
     ("matchFields on a label", NODE + pod_doc(affinity("""\
         nodeAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:

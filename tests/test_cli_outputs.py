@@ -253,7 +253,20 @@ def test_compare_reports_gated_and_other_scheduler_pods_as_not_handled(tmp_path,
 
 # ----------------------------------------------------------------------------- progress in pipes
 def test_long_runs_print_plain_progress_lines_when_not_a_terminal(monkeypatch, capsys):
-    monkeypatch.setattr(progress, "PLAIN_EVERY", 0.05)
+    import threading
+
+    import optisched.optimal.solve as solve_module
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY", 0.02)
+    real = solve_module.solve_optimal
+
+    def slow(*args, **kwargs):  # a small example solves in milliseconds: hold it until a line was printed
+        result = real(*args, **kwargs)
+        kwargs["progress"]("placed[priority=1000]", 1, 1, 0.0)
+        threading.Event().wait(0.3)
+        return result
+
+    monkeypatch.setattr(solve_module, "solve_optimal", slow)
     code, _, err = run(["schedule", PREEMPTION, "--mode", "optimal", "--time-limit", "2"], capsys)
     assert code == 0
     assert re.search(r"^optimal mode: .*, \d+ s$", err, re.MULTILINE), err

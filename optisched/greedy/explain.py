@@ -32,8 +32,10 @@ def _nodes(result: GreedyResult, rec: CycleRecord) -> list[dict[str, Any]]:
             else:
                 rows.append({"node": names[n], "result": "rejected",
                              "plugin": fp.plugin_names[int(fp.fail_plugin[pos])], "reasons": list(fp.reasons_at(pos))})
+    left_out = set(rec.absent.nonzero()[0].tolist()) if rec.absent is not None else set()
     if rec.pre_filter is None:
-        rows += [{"node": names[int(n)], "result": "not evaluated"} for n in result.node_order if int(n) not in seen]
+        rows += [{"node": names[int(n)], "result": "not evaluated"} for n in result.node_order
+                 if int(n) not in seen and int(n) not in left_out]
     return rows
 
 
@@ -50,7 +52,12 @@ def _attempt(result: GreedyResult, rec: CycleRecord) -> dict[str, Any]:
                       "victims": [{"pod": state.pods[v].key, "priority": int(state.pod_priority[v])}
                                   for v in pf.victims],
                       "message": pf.message}
-    return {"attempt": rec.attempt, "nominatedNode": rec.nominated, "preFilter": pre,
+    absent = None
+    if rec.absent is not None:  # one shared status, not per-node filter failures (NodeToStatus.absentNodesStatus)
+        absent = {"plugins": list(rec.absent_plugins), "code": "UnschedulableAndUnresolvable",
+                  "reasons": [rec.absent_reason],
+                  "nodes": [state.node_names[int(n)] for n in rec.absent.nonzero()[0]]}
+    return {"attempt": rec.attempt, "nominatedNode": rec.nominated, "preFilter": pre, "absentNodes": absent,
             "nodes": _nodes(result, rec),
             "chosen": state.node_names[rec.chosen] if rec.chosen is not None else None,
             "scorePluginsSkipped": list(rec.scores.skipped) if rec.scores is not None else [],

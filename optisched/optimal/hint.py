@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ..constraints.node_ports import host_ports
 from ..model.state import ClusterState
 from ..preemption.pdb_model import beyond_budgets
 from ..preemption.preemptors import preemptor_priority
@@ -48,7 +49,7 @@ def fragile(state: ClusterState) -> np.ndarray:
         aff = spec.affinity.pod_affinity if spec.affinity else None
         out[i] = bool(any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread_constraints)
                       or (aff is not None and aff.required_during_scheduling_ignored_during_execution)
-                      or any(p.host_port for c in spec.containers for p in c.ports))
+                      or bool(host_ports(pod)))
     return out
 
 
