@@ -56,6 +56,13 @@ ObjectiveOpt = Annotated[str | None, typer.Option(
     "--objective", help="Optimal mode: pack | spread | balance, solved before the profile's score.")]
 
 
+NondeterministicOpt = Annotated[bool, typer.Option(
+    "--nondeterministic", help="Optimal mode: budgets by the wall clock (uses the whole limit on a loaded machine; "
+    "two runs may differ). Default: deterministic budgets, the same answer every run.")]
+StopAfterOpt = Annotated[str | None, typer.Option(
+    "--stop-after", help="Optimal mode: 'placed' ends after the placement tiers (no disruption, objective, score).")]
+
+
 @app.command()
 def schedule(
     cluster: ClusterArg = None,
@@ -72,6 +79,8 @@ def schedule(
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    nondeterministic: NondeterministicOpt = False,
+    stop_after: StopAfterOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
@@ -90,14 +99,18 @@ def schedule(
         raise InputError("--objective applies to optimal mode (--mode optimal)")
     if weights is not None and mode != "optimal":
         raise InputError("--weights applies to optimal mode (--mode optimal)")
-    from .optimal.solve import parse_weights
+    from .optimal.solve import STOP_AFTER, parse_weights
+
+    if stop_after is not None and stop_after not in STOP_AFTER:
+        raise InputError(f"--stop-after: {stop_after!r} is not one of {', '.join(STOP_AFTER)}")
     from .optimal.user_objectives import check_objective
 
     check_objective(objective)
     parsed = parse_weights(weights)
     state, config = _load(cluster, profile, kubeconfig, context)
     if mode == "optimal":
-        _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed)
+        _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed,
+                          not nondeterministic, stop_after)
         return
     _schedule_greedy(state, config, tb, seed, no_requeue, trace, output)
 
@@ -123,12 +136,13 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
 
 def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
                       workers: int, movable: bool, objective: str | None = None,
-                      weights: tuple[tuple[str, int], ...] = ()) -> None:
+                      weights: tuple[tuple[str, int], ...] = (), deterministic: bool = True,
+                      stop_after: str | None = None) -> None:
     from .optimal.solve import OptimalOptions, solve_optimal
     from .render import render_optimal_summary, solver_status
 
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
-                             weights=weights)
+                             weights=weights, deterministic=deterministic, stop_after=stop_after)
     with solver_status(err) as update:
         result = solve_optimal(state, config, options, progress=update)
     if output is not None:

@@ -19,6 +19,7 @@ from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 from .check import check_placement
 from .classes import Batch
+from .clock import Clock
 from .model import BatchModel
 
 __all__ = ["repair_hint", "repair_placement"]
@@ -81,7 +82,7 @@ def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray,
     return node_of
 
 
-def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float) -> list[int] | None:
+def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float, clock: Clock) -> list[int] | None:
     """The model's other variables completed for ``values`` as they are (presolve fixes them), or None."""
     probe = model.cp.clone()
     probe.clear_objective()
@@ -90,14 +91,16 @@ def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float) -> l
         probe.add_hint(probe.get_int_var_from_proto_index(idx), val)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = seconds
+    clock.set_limits(solver.parameters, seconds)
     solver.parameters.fix_variables_to_their_hinted_value = True
-    if solver.solve(probe) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    status = solver.solve(probe)
+    clock.settle(solver.response_proto, seconds)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
     return None
 
 
-def repair_hint(model: BatchModel, values: dict[int, int], *, rounds: int = 8,
+def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None = None, *, rounds: int = 8,
                 seconds: float = 5.0) -> list[int] | None:
     """A complete solution of ``model`` (a value per variable, proto order) that keeps as many of the
     arrival/keep ``values`` (variable index -> value) as the model allows; None if none is found."""
@@ -108,7 +111,8 @@ def repair_hint(model: BatchModel, values: dict[int, int], *, rounds: int = 8,
             safe[v.Index()] = 0
         for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
             safe[v.Index()] = int(u)
-    full = _fixed_probe(model, values, seconds)
+    clock = clock if clock is not None else Clock.wall()
+    full = _fixed_probe(model, values, seconds, clock)
     if full is not None:
         return full
     for _ in range(rounds):
@@ -122,8 +126,9 @@ def repair_hint(model: BatchModel, values: dict[int, int], *, rounds: int = 8,
         probe.add_assumptions([probe.get_bool_var_from_proto_index(i) for i in lits])
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
-        solver.parameters.max_time_in_seconds = seconds
+        clock.set_limits(solver.parameters, seconds)
         status = solver.solve(probe)
+        clock.settle(solver.response_proto, seconds)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
         core = solver.sufficient_assumptions_for_infeasibility() if status == cp_model.INFEASIBLE else []

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .clock import Clock
+
 __all__ = ["Linear", "Tier", "TierSolver", "relative_gap"]
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
@@ -129,8 +131,9 @@ class TierSolver:
     tier's hint: a complete hint is what lets CP-SAT start from it instead of repairing it."""
 
     def __init__(self, cp: cp_model.CpModel, *, workers: int, seed: int, deadline: float,
-                 progress: Progress | None = None, presolve: bool = True) -> None:
+                 progress: Progress | None = None, presolve: bool = True, clock: Clock | None = None) -> None:
         self.cp = cp
+        self.clock = clock if clock is not None else Clock.wall()
         self.presolve = presolve  # off for large models: presolve would eat the budget before the hint is used
         self.workers = workers
         self.seed = seed
@@ -203,7 +206,7 @@ class TierSolver:
         if self.full is None:
             return self.solve(name, objective, "max", share, cap)
         start = time.perf_counter()
-        budget = (self.deadline - start) * share
+        budget = (self.deadline - self.clock.now()) * share
         self._complete(objective)
         best = objective.bounds()[1] if cap is None else min(objective.bounds()[1], cap)
         before = self.evaluate(objective)
@@ -223,7 +226,7 @@ class TierSolver:
         ``later`` (maximized objectives of the tiers after) decides whether a solution that ties this
         tier replaces the incumbent: only when it is lexicographically no worse on them."""
         start = time.perf_counter()
-        budget = (self.deadline - start) * share
+        budget = (self.deadline - self.clock.now()) * share
         self._complete(objective)
         lo, hi = objective.bounds()
         if cap is not None:
@@ -241,7 +244,7 @@ class TierSolver:
         self._hint()
         (self.cp.maximize if sense == "max" else self.cp.minimize)(combined)
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = budget
+        self.clock.set_limits(solver.parameters, budget, self.workers)
         solver.parameters.num_workers = self.workers
         solver.parameters.random_seed = self.seed
         solver.parameters.cp_model_presolve = self.presolve
@@ -253,6 +256,7 @@ class TierSolver:
         watch = _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi,
                        best if sense == "max" and cap is not None else None)
         status = solver.solve(self.cp, watch)
+        self.clock.settle(solver.response_proto, budget)
         seconds = time.perf_counter() - start
         value = current
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
