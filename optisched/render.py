@@ -114,13 +114,20 @@ def render_optimal_summary(console: Console, result: Any) -> None:
                       "Optimal batch placement (CP-SAT)")
     cert = result.certificate
     t = Table(title=f"Certificate: {cert.status} ({cert.seconds:.1f} s, answer from the {cert.source})")
-    for c in ("tier", "objective", "bound", "gap", "greedy", "status", "s"):
-        t.add_column(c, justify="left" if c in ("tier", "status") else "right")
-    for tier in cert.tiers:
-        name = tier.name if tier.fidelity == "EXACT" else f"{tier.name} ({tier.fidelity.lower()})"
-        t.add_row(escape(name), str(tier.objective), str(tier.bound), f"{100 * tier.gap:.2f}%",
-                  "" if tier.greedy is None else str(tier.greedy), tier.status, f"{tier.seconds:.1f}")
+    shown = [x.name if x.fidelity == "EXACT" else f"{x.name} ({x.fidelity.lower()})" for x in cert.tiers]
+    t.add_column("tier", no_wrap=True, min_width=min(max(map(len, shown), default=4), 40))  # names never cut
+    for c in ("objective", "bound", "gap", "greedy", "status", "s"):
+        t.add_column(c, justify="left" if c == "status" else "right")
+    units: dict[str, list[str]] = {}
+    for tier, name in zip(cert.tiers, shown):
+        d = tier.to_dict()  # in the tier's unit, as JSON and the report show it
+        gap = "no useful bound" if d["gap"] is None else f"{100 * d['gap']:.2f}%"
+        t.add_row(escape(name), f"{d['objective']:,}", f"{d['bound']:,}", gap,
+                  "" if d["greedy"] is None else f"{d['greedy']:,}", tier.status, f"{tier.seconds:.1f}")
+        units.setdefault(d["unit"], []).append(tier.name.split("[")[0])
     console.print(t)
+    for unit, names in units.items():
+        console.print(f"  {escape(', '.join(dict.fromkeys(names)))}: {unit}")
     if cert.greedy_optimal:
         console.print("kube-scheduler's placement is optimal for this batch.")
     if result.explanations:
@@ -176,7 +183,7 @@ def _render_placement(console: Console, state: Any, node_of: np.ndarray, un: dic
 @contextmanager
 def solver_status(console: Console) -> Iterator[Callable[[str, float | None, float | None, float], None]]:
     """A live line on stderr while optimal mode runs: phase or tier, incumbent, bound, gap, elapsed."""
-    from .optimal.tiers import relative_gap  # (CP-SAT is loaded only when optimal mode runs)
+    from .optimal.tiers import relative_gap, tier_unit  # (CP-SAT is loaded only when optimal mode runs)
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True, disable=not console.is_terminal) as prog:
@@ -185,8 +192,10 @@ def solver_status(console: Console) -> Iterator[Callable[[str, float | None, flo
         def update(name: str, incumbent: float | None, bound: float | None, elapsed: float) -> None:
             text = name
             if incumbent is not None and bound is not None:
+                scale = tier_unit(name)[1]
                 gap = relative_gap(incumbent, bound)
-                text = f"{name}: incumbent {incumbent:.0f}, bound {bound:.0f}, gap {100 * gap:.2f}%"
+                shown = f"gap {100 * gap:.2f}%" if gap < 1.0 or name.startswith("placed[") else "no useful bound"
+                text = f"{name}: incumbent {incumbent / scale:,.0f}, bound {bound / scale:,.0f}, {shown}"
             prog.update(task, description=text)
 
         yield update

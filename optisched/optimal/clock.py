@@ -65,6 +65,14 @@ class Clock:
             return True
         return self.now() >= deadline
 
+    def wall_allows(self, seconds: float) -> bool:
+        """Whether ``seconds`` of work outside a solver's own limit (copying a model) still fit before the
+        wall limit; when not, the safety net has decided (noted)."""
+        if self.wall_left() > seconds:
+            return True
+        self.wall_hit = self.wall_hit or self.deterministic
+        return False
+
     def wall_left(self) -> float:
         """Wall seconds left until the limit (the safety net)."""
         return self.t0 + self.limit - time.perf_counter()

@@ -93,7 +93,8 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
     status = {t.name: t.status for t in tiers}
     out: list[Explanation] = []
     probes = 0
-    cost = 2e-5 * len(base.proto.variables)  # copying and loading the model; then the last probe's time
+    copy = 2e-5 * len(base.proto.variables)  # copying and loading the model (about, in seconds)
+    cost = copy  # then the last probe's time
     for c in model.classes:
         left = [state.pods[p].key for p in c.pending if node_of[p] < 0]
         if not left:
@@ -108,7 +109,7 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
             continue
         left_s = deadline - clock.now() - cost
         possible = None
-        if probes < MAX_PROBES and left_s > 0.05:
+        if probes < MAX_PROBES and left_s > 0.05 and clock.wall_allows(copy):
             clock.charge(cost)
             t0 = clock.now()
             possible = _can_place_one(model, base, c.index, deadline, clock)

@@ -22,7 +22,7 @@ from .classes import Batch
 from .clock import Clock
 from .model import BatchModel
 
-__all__ = ["repair_hint", "repair_placement"]
+__all__ = ["accept_reached", "repair_hint", "repair_placement"]
 
 
 def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
@@ -143,3 +143,39 @@ def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None =
                 return None
             values = dict(safe)
     return None
+
+
+def accept_reached(model: BatchModel, values: dict[int, int], clock: Clock,
+                   seconds: float) -> tuple[list[int], cp_model.IntVar | None] | None:
+    """Make kube-scheduler's own final placement (``values``: its arrival/keep counts) a solution of
+    ``model``, and return it (a value per variable) with the literal that selects it, or None.
+
+    A placement kube-scheduler reaches is valid under arrival semantics even where batch semantics refuses
+    it (docs/optimal_trust.md). The model becomes "batch semantics, or exactly this placement": a literal
+    ``reached`` that, when true, fixes every arrival and keep variable at ``values`` and lifts every
+    constraint built so far (each gets ``not reached`` as an enforcement literal; the placement models
+    are all linear). Objectives built later keep their own constraints either way. The literal is None
+    when the model accepts ``values`` as they are; the result is None when the model has a constraint
+    that cannot take an enforcement literal."""
+    full = _fixed_probe(model, values, seconds, clock)
+    if full is not None:  # this part of the batch accepts it as it is
+        return full, None
+    proto = model.cp.proto
+    if any(ct.WhichOneof("constraint") != "linear" for ct in _read_constraints(model)):
+        return None
+    reached = model.cp.new_bool_var("kube_reached")
+    lifted = -reached.Index() - 1  # the negated literal, in proto terms
+    for ct in proto.constraints:
+        ct.enforcement_literal.append(lifted)
+    for cv in model.vars:
+        for v in cv.arr_vars + cv.keep_vars:
+            model.cp.add(v == values.get(v.Index(), 0)).only_enforce_if(reached)
+    full = _fixed_probe(model, {**values, reached.Index(): 1}, seconds, clock)
+    return None if full is None else (full, reached)
+
+
+def _read_constraints(model: BatchModel):  # type: ignore[no-untyped-def]
+    """The model's constraints as Python protobufs (to read which kind each is)."""
+    from .neighbourhood import LinearView
+
+    return LinearView.read(model.cp).constraints

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
@@ -23,13 +24,13 @@ from ..preemption.batch import encode_eviction_rules
 from ..profile import SchedulerConfig
 from .bound import LevelBound
 from .candidates import choose_candidates
-from .check import Violation, check_placement
+from .check import Violation, check_answer
 from .classes import Batch, build_batch
 from .clock import Clock
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
-from .hint import repair_hint, repair_placement
+from .hint import accept_reached, repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout
 from .neighbourhood import NodeSearch
 from .score import score_objective
@@ -52,6 +53,8 @@ LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
 # deterministic charge (nominal seconds) per variable an objective's build adds (25-40 µs measured)
 BUILD_COST = 3e-5
 STOP_AFTER = ("placed",)
+# with --movable, the plain run's share of the limit (its answer is the movable run's hint and floor)
+PLAIN_SHARE = 0.35
 # the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
 LP_SHARE = 0.1
 
@@ -270,6 +273,7 @@ class _Group:
     model: BatchModel
     solver: TierSolver
     base: object
+    reached: cp_model.IntVar | None = None  # true: the part is at kube-scheduler's placement (hint.accept_reached)
     tiers: list[Tier] = field(default_factory=list)
     cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
     objectives: list | None = None
@@ -280,13 +284,18 @@ class _Group:
     search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
 
 
-def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, fallback: np.ndarray,
-                  deadline: float, progress: Progress | None, clock: Clock) -> tuple[list[_Group], LevelBound]:
+def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
+                  hint: np.ndarray, deadline: float, progress: Progress | None,
+                  clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound]:
+    """The independent parts' models and solvers, each with a complete hint: ``hint`` (greedy's placement
+    repaired for batch semantics, or the plain run's answer) or, when ``refused`` (``hint`` is greedy's
+    placement repaired, batch semantics having refused some of it) and the part is not searched by LNS,
+    kube-scheduler's placement ``raw`` itself (:func:`.hint.accept_reached`)."""
     whole = BatchModel(batch, config, build=False)
     candidates = None
     if whole.size() > options.max_variables:
         per_class = max(8, options.max_variables // max(1, len(batch.classes)))
-        candidates = choose_candidates(batch, whole.allowed & (whole.cap > 0), fallback, per_class, options.seed,
+        candidates = choose_candidates(batch, whole.allowed & (whole.cap > 0), hint, per_class, options.seed,
                                        domain_keys(batch))
     profile = config.profiles[0]
     spread = getattr(profile, "spread", None)
@@ -316,13 +325,21 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
         lns = m.restricted and not solver.presolve
-        solver.full = repair_hint(m, variable_values(m, fallback), clock,
-                                  seconds=max(0.5, 0.1 * (deadline - clock.now())))
+        seconds = max(0.5, 0.1 * (deadline - clock.now()))
+        reached = None
+        # kube-scheduler's placement where batch semantics refuses it: a solution of its own (not under
+        # LNS, whose steps need the constraints as they are); else the repaired copy
+        found = accept_reached(m, variable_values(m, raw), clock, seconds) \
+            if refused and not lns else None
+        if found is not None:
+            solver.full, reached = found
+        else:
+            solver.full = repair_hint(m, variable_values(m, hint), clock, seconds=seconds)
         if lns:
             solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
         # (used only while the model is all linear: NodeSearch.ready says, tier by tier)
         search = NodeSearch(m, options.seed, clock) if lns and solver.full is not None and options.node_search else None
-        groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted,
+        groups.append(_Group(sub, m, solver, m.cp.clone(), reached=reached, cp_valid=not m.restricted,
                              lp=LevelBound(m, clock=clock, seconds=lp_share / (2 * len(models)))
                              if lns and not lp.large else None, lns=lns, search=search))
     return groups, lp
@@ -473,14 +490,28 @@ def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock)
         yield groups[k], now + (end - now) * sizes[k] / sum(sizes[j] for j in order[i:])
 
 
+def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalOptions, progress: Progress | None,
+                 greedy: GreedyResult, clock: Clock) -> np.ndarray | None:
+    """With ``movable``, the answer without moves first (``PLAIN_SHARE`` of the limit): every placement it
+    may return is allowed with moves too, so it is the movable run's hint, and the placement tiers,
+    which never go below their hint, keep the movable answer at least as good on every level."""
+    if not options.movable or options.weights:
+        return None
+    share = PLAIN_SHARE * options.time_limit
+    plain = solve_optimal(state, config, replace(options, movable=False, time_limit=share, stop_after="placed"),
+                          progress, greedy)
+    clock.charge(share)  # deterministic: the plain run's whole share, whatever it used
+    return plain.node_of
+
+
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
     check_objective(options.objective)
-    clock = Clock(options.time_limit, options.deterministic)
     end = options.time_limit
     # the rest decodes, re-checks (about 0.4 ms per pending pod at 5,000 nodes) and explains
     deadline = end - min(0.5 * options.time_limit, max(0.3, 0.1 * options.time_limit, 4e-4 * len(state.pending)))
+    clock = Clock(deadline, options.deterministic)  # the wall-clock safety net: the solver phases end here
 
     def phase(name: str) -> None:
         if progress is not None:
@@ -490,15 +521,20 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     if greedy is None:
         greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
     raw = greedy.snapshot.node_of.copy()
+    start = _plain_first(state, config, options, progress, greedy, clock)
     batch = build_batch(state, config, movable=options.movable, preemption=options.preemption)
     phase("building the model")
     fallback = repair_placement(batch, config, raw)
-    groups, lp = _build_groups(batch, config, options, fallback, deadline, progress, clock)
+    # the plain answer, when the solver's, passed batch semantics: the hint, so no tier goes below it
+    hint = start if start is not None and not np.array_equal(start, raw) else fallback
+    groups, lp = _build_groups(batch, config, options, raw, hint, deadline, progress, clock,
+                               refused=hint is fallback and bool((fallback != raw).any()))
     _solve_tiers(groups, raw, options, deadline, clock)
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, clock.t0, phase,
                      bool(options.weights))
     phase("explaining pods left pending")
+    clock.limit = end - max(0.1, 0.02 * options.time_limit)
     for g in groups:
         # the probes stop short of the limit: handing a large model to CP-SAT takes time its own
         # limit does not count (5,000 nodes: runs ended up to 1 s late without this margin)
@@ -546,21 +582,26 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
     node_of, source = fallback, "greedy"
+    witnessed = np.zeros(len(node_of), dtype=bool)  # parts left at kube-scheduler's own placement
     if all(g.solver.full is not None for g in groups):
         node_of = state.pod_node.copy()
         node_of[batch.class_of >= 0] = -1
         for g in groups:
-            arrivals, kept = g.model.counts(g.solver.value)
-            mine = decode(g.batch, arrivals, kept)
             rows = g.batch.class_of >= 0
-            node_of[rows] = mine[rows]
+            if g.reached is not None and g.solver.value(g.reached):
+                node_of[rows], witnessed[rows] = raw[rows], True
+                continue
+            arrivals, kept = g.model.counts(g.solver.value)
+            node_of[rows] = decode(g.batch, arrivals, kept)[rows]
         source = "solver"
     phase("checking the answer with the greedy filters")
-    violations = check_placement(state, config, node_of, batch.class_of)
+    violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed)
     if (fallback != raw).any():
+        how = "the model takes it as one more solution, the solver's start" if \
+            all(g.reached is not None or not g.lns for g in groups) else \
+            "the neighbourhood search starts from a repaired copy; kube-scheduler's own placement stays the floor"
         notes.append(f"batch semantics refuses kube-scheduler's placement of {int((fallback != raw).sum())} pod(s) "
-                     "(rules checked only at their arrival, docs/optimal_trust.md): the solver started from a "
-                     "repaired copy; kube-scheduler's own placement stays the floor")
+                     f"(rules checked only at their arrival, docs/optimal_trust.md): {how}")
     # the floor is greedy mode's own placement: kube-scheduler reaches it cycle by cycle (each pod passed
     # its filters when it arrived), so it is a valid answer even where batch semantics is stricter.
     # With weights, the solver kept the better of the hint and its search by the weighted objective.

@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 
 from .clock import Clock
 
-__all__ = ["Linear", "Tier", "TierSolver", "relative_gap"]
+__all__ = ["Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
           cp_model.UNKNOWN: "UNKNOWN", cp_model.MODEL_INVALID: "MODEL_INVALID"}
@@ -102,10 +102,43 @@ class Tier:
         """:func:`relative_gap` of the objective and the bound."""
         return relative_gap(self.objective, self.bound)
 
+    @property
+    def useful_bound(self) -> bool:
+        """Whether the bound says how far the answer may be from the best: always for a placement tier
+        (a count of pods), else when optimal or the gap is below 100 % (a bound of the other sign, or
+        0 against a nonzero objective, e.g. a surrogate score's range end, proves nothing)."""
+        if self.status == "VALUE":
+            return False
+        return self.name.startswith("placed[") or self.status == "OPTIMAL" or self.gap < 1.0
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "sense": self.sense, "objective": self.objective, "bound": self.bound,
-                "gap": round(self.gap, 6), "status": self.status, "seconds": round(self.seconds, 3),
-                "greedy": self.greedy, "fidelity": self.fidelity}
+        """In the tier's unit (:func:`tier_unit`); ``gap`` is None where there is no useful bound."""
+        unit, scale = tier_unit(self.name)
+
+        def shown(v: int | None) -> float | int | None:
+            return v if v is None or scale == 1 else round(v / scale, 2)
+
+        return {"name": self.name, "unit": unit, "sense": self.sense, "objective": shown(self.objective),
+                "bound": shown(self.bound), "gap": round(self.gap, 6) if self.useful_bound else None,
+                "status": self.status, "seconds": round(self.seconds, 3), "greedy": shown(self.greedy),
+                "fidelity": self.fidelity}
+
+
+def tier_unit(name: str) -> tuple[str, int]:
+    """(unit, model units per shown unit) of a tier, the same in the terminal, the report and JSON.
+    The score tier is solved in hundredths of a point (:data:`.score_terms.SCORE_SCALE`) and shown in points."""
+    from .score_terms import SCORE_SCALE  # (score_terms builds on this module)
+
+    base = name.split(":", 1)[1] if name.startswith("weighted:") else name
+    if base.startswith("placed"):
+        return "pods of this priority on a node after the batch (pending placed + running batch pods kept)", 1
+    if base == "disruption":
+        return "running pods evicted or moved, each counted by its priority's rank (1 = lowest)", 1
+    if base == "score":
+        return "score points", SCORE_SCALE
+    if base == "weighted":
+        return "weighted sum of the tiers", 1
+    return "the objective's own units", 1
 
 
 class _Watch(cp_model.CpSolverSolutionCallback):
@@ -167,6 +200,11 @@ class TierSolver:
             domain.extend(saved)
         self._pinned.clear()
 
+    def _announce(self, name: str) -> None:
+        """The live line names the tier being solved before its first solution comes."""
+        if self.progress is not None:
+            self.progress(f"solving {name}", None, None, time.perf_counter() - self.t0)
+
     def value(self, var: cp_model.IntVar) -> int:
         return 0 if self.full is None else self.full[var.Index()]
 
@@ -207,6 +245,7 @@ class TierSolver:
             return self.solve(name, objective, "max", share, cap)
         start = time.perf_counter()
         budget = (self.deadline - self.clock.now()) * share
+        self._announce(name)
         self._complete(objective)
         best = objective.bounds()[1] if cap is None else min(objective.bounds()[1], cap)
         before = self.evaluate(objective)
@@ -227,6 +266,7 @@ class TierSolver:
         tier replaces the incumbent: only when it is lexicographically no worse on them."""
         start = time.perf_counter()
         budget = (self.deadline - self.clock.now()) * share
+        self._announce(name)
         self._complete(objective)
         lo, hi = objective.bounds()
         if cap is not None:
