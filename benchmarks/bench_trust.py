@@ -37,15 +37,22 @@ MIXES = [
 ]
 
 
-def run_case(name: str, spec: GenerateSpec, limit: float, twice: bool) -> bool:
+def run_case(name: str, spec: GenerateSpec, limit: float, twice: bool, verbose: bool = False) -> bool:
     cluster = cluster_from_objects(generate(spec))
     state = compile_cluster(cluster)
     config = cluster.config or default_config()
     greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
     answers = []
+    seen: list[str] = []
+
+    def phases(name: str, incumbent: float | None, bound: float | None, elapsed: float) -> None:
+        if verbose and incumbent is None and name not in seen[-1:]:
+            seen.append(name)
+            print(f"    {elapsed:7.1f} s  {name}", flush=True)
+
     for _ in range(2 if twice else 1):
         t = time.perf_counter()
-        r = solve_optimal(state, config, OptimalOptions(time_limit=limit), greedy=greedy)
+        r = solve_optimal(state, config, OptimalOptions(time_limit=limit), greedy=greedy, progress=phases)
         wall = time.perf_counter() - t
         answers.append(r.node_of.tolist())
     levels = r.batch.levels
@@ -67,16 +74,17 @@ def main() -> None:
     ap.add_argument("--floor", help="NODES:PENDING:LIMIT, one generated case instead of the mixes")
     ap.add_argument("--twice", action="store_true", help="run each case twice and compare the placements")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--phases", action="store_true", help="print when each phase and tier starts")
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     ok = True
     if a.floor:
         nodes, pending, limit = (int(x) for x in a.floor.split(":"))
         spec = GenerateSpec(nodes=nodes, pods=2 * pending, pending_fraction=0.5, seed=a.seed)
-        ok = run_case(f"{nodes} nodes / {pending} pending", spec, limit, a.twice)
+        ok = run_case(f"{nodes} nodes / {pending} pending", spec, limit, a.twice, a.phases)
     else:
         for name, fields in MIXES:
-            ok = run_case(name, GenerateSpec(seed=a.seed, **fields), a.limit, a.twice) and ok
+            ok = run_case(name, GenerateSpec(seed=a.seed, **fields), a.limit, a.twice, a.phases) and ok
     print("all promises held" if ok else "SOME PROMISE BROKEN")
 
 

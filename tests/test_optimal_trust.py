@@ -15,7 +15,11 @@ from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
 from optisched.optimal import clock, solve
 from optisched.optimal.check import check_answer
+from optisched.optimal.decode import variable_values
+from optisched.optimal.hint import accept_reached
+from optisched.optimal.model import BatchModel
 from optisched.optimal.tiers import Tier, tier_unit
+from optisched.preemption.batch import encode_eviction_rules
 from optisched.profile import default_config
 
 
@@ -102,6 +106,11 @@ def test_every_answer_places_at_least_kube_schedulers_pods_level_by_level(
     assert check_answer(state, config, r.node_of, kube, r.batch.class_of) == []
     mine, theirs = solve.placed_per_level(r.batch, r.node_of), solve.placed_per_level(r.batch, kube)
     assert [mine[lv] for lv in r.batch.levels] >= [theirs[lv] for lv in r.batch.levels]
+    # the batch model itself takes kube-scheduler's placement as a complete solution (CP-SAT checks the
+    # hint with every variable fixed to it)
+    model = BatchModel(r.batch, config)
+    encode_eviction_rules(model)
+    assert accept_reached(model, variable_values(model, kube), clock.Clock(60.0), 10.0) is not None
 
 
 def test_stop_after_placed_solves_only_the_placement_tiers(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -138,7 +147,7 @@ def test_the_lp_bound_runs_inside_its_share(seconds: float, bounded: bool) -> No
 
 def test_with_moves_the_answer_is_never_below_the_plain_answer_it_starts_from(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(clock.Clock, "wall_left", lambda self: 1e9)
-    plain: list[list[int]] = []
+    plain: list = []
     real = solve._plain_first
 
     def spy(*a, **k):  # type: ignore[no-untyped-def]
@@ -151,7 +160,7 @@ def test_with_moves_the_answer_is_never_below_the_plain_answer_it_starts_from(mo
     state = compile_cluster(cluster)
     config = cluster.config or default_config()
     r = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=4, movable=True))
-    assert r.violations == [] and plain and plain[0] is not None
+    assert r.violations == [] and plain[-1] is not None  # the outer call's (the plain run's own is None)
     levels = r.batch.levels
-    mine, before = solve.placed_per_level(r.batch, r.node_of), solve.placed_per_level(r.batch, plain[0])
+    mine, before = solve.placed_per_level(r.batch, r.node_of), solve.placed_per_level(r.batch, plain[-1])
     assert [mine[lv] for lv in levels] >= [before[lv] for lv in levels]

@@ -369,6 +369,8 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         g.objectives = _objectives(g.model, objective)
         g.raw_values = variable_values(g.model, raw)
     objectives = g.objectives
+    if not placement and _settle_reached(g):
+        return
     # a higher level's time share counts double each level below (the lexicographic order is decided at
     # the highest level not yet optimal; a level that reaches its bound leaves the rest to the next)
     placing = [name for name, _, _ in objectives if name.startswith("placed[")]
@@ -426,6 +428,30 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         tier.greedy = lin.value(g.raw_values)
         tier.fidelity = lin.fidelity
         g.tiers.append(tier)
+
+
+def _settle_reached(g: _Group) -> bool:
+    """After the placement tiers, fix the part's choice between batch semantics and kube-scheduler's own
+    placement (:func:`.hint.accept_reached`): the tiers after may reuse auxiliary variables the lifted
+    constraints define, so they run only under batch semantics. At kube-scheduler's placement they are
+    its values (bound: the objective's range end); returns True then (nothing left to solve)."""
+    if g.reached is None or g.solver.full is None:
+        return False
+    at = g.solver.value(g.reached)
+    domain = g.model.cp.proto.variables[g.reached.Index()].domain
+    domain.clear()
+    domain.extend([at, at])
+    if not at:
+        return False
+    for name, sense, lin in g.objectives or []:
+        if name.startswith("placed["):
+            continue
+        lin = lin() if callable(lin) else lin
+        value, (lo, hi) = lin.value(g.raw_values), lin.bounds()
+        best = hi if sense == "max" else lo
+        g.tiers.append(Tier(name, sense, value, best, "OPTIMAL" if value == best else "FEASIBLE", 0.0, value,
+                            lin.fidelity))
+    return True
 
 
 def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
