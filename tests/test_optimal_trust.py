@@ -142,7 +142,7 @@ def test_the_lp_bound_runs_inside_its_share(seconds: float, bounded: bool) -> No
     assert all(b is not None for b in found) == bounded
     assert bool(lb.notes) != bounded
     if not bounded:
-        assert all("did not finish in its share" in n for n in lb.notes)
+        assert all("did not finish in its share of the time limit" in n for n in lb.notes)
 
 
 def test_with_moves_the_answer_is_never_below_the_plain_answer_it_starts_from(monkeypatch) -> None:  # type: ignore[no-untyped-def]

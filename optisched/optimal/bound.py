@@ -187,8 +187,10 @@ class LevelBound:
         return int(np.floor(objective.Value() + 1e-6))
 
     def _ran_out(self, level: int) -> None:
-        note = (f"placed[priority={level}]: the LP bound did not finish in its share of the time limit; "
-                "the bound shown is the level's pod count or CP-SAT's own")
+        why = "the wall-clock limit had passed" if self.clock.wall_left() <= 0.01 else \
+            "it did not finish in its share of the time limit"
+        note = (f"placed[priority={level}]: no LP bound ({why}); the bound shown is the level's pod count "
+                "or CP-SAT's own")
         if note not in self.notes:
             self.notes.append(note)
 

@@ -556,6 +556,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     groups, lp = _build_groups(batch, config, options, raw, hint, deadline, progress, clock,
                                refused=hint is fallback and bool((fallback != raw).any()))
     _solve_tiers(groups, raw, options, deadline, clock)
+    clock.limit = (deadline + end) / 2  # the whole batch's LP may use half the reserve
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, clock.t0, phase,
                      bool(options.weights))
