@@ -164,3 +164,24 @@ def test_with_moves_the_answer_is_never_below_the_plain_answer_it_starts_from(mo
     levels = r.batch.levels
     mine, before = solve.placed_per_level(r.batch, r.node_of), solve.placed_per_level(r.batch, plain[-1])
     assert [mine[lv] for lv in levels] >= [before[lv] for lv in levels]
+
+
+def test_the_live_line_names_each_tier_before_its_first_solution() -> None:
+    cluster = cluster_from_objects(generate(GenerateSpec(nodes=8, seed=6, load=1.1)))
+    state = compile_cluster(cluster)
+    config = cluster.config or default_config()
+    heard: list[str] = []
+    r = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=3, stop_after="placed"),
+                            progress=lambda name, *_: heard.append(name))
+    solved = {n for n in heard if n.startswith("solving ")}
+    assert solved == {f"solving {t.name}" for t in r.certificate.tiers}
+    assert all(t.name.startswith("placed[") for t in r.certificate.tiers)
+
+
+def test_nondeterministic_mode_is_an_explicit_choice(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = _cluster(tmp_path, GenerateSpec(nodes=8, seed=4))
+    out = tmp_path / "o.json"
+    code, _, _ = run_cli(["schedule", str(path), "--mode", "optimal", "--time-limit", "2", "--nondeterministic",
+                          "--output", str(out)], capsys)
+    assert code == 0 and json.loads(out.read_text())["certificate"]["status"] in ("OPTIMAL", "FEASIBLE")
+    assert solve.OptimalOptions().deterministic  # and the default is the reproducible one
