@@ -1,11 +1,13 @@
 """Plots of a comparison as matplotlib Figures, drawn on the Agg canvas (no display needed).
 
 Figures are built with ``matplotlib.figure.Figure`` rather than pyplot, so no global figure state is
-kept and nothing needs closing. Each run keeps one colour across every plot.
+kept and nothing needs closing. Each run keeps one colour across every plot. The plots read a
+:class:`~optisched.experiments.compare.Comparison` through the :class:`Compared` protocol, so this
+module sits below the one whose ``plot_*`` methods call it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -16,14 +18,26 @@ from .. import metrics as m
 from .tables import format_value, shown_resources
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
 
-    from .compare import Comparison
+    from ..model.state import ClusterState
+    from .runs import PlacementRun
 
-__all__ = ["plot_fragmentation", "plot_placed_by_priority", "plot_spread", "plot_utilization"]
+__all__ = ["Compared", "plot_fragmentation", "plot_placed_by_priority", "plot_spread", "plot_utilization"]
 
 MAX_BARS = 40  # per-node bar plots show at most this many nodes
 MAX_SPREAD_PANELS = 6
+
+
+class Compared(Protocol):
+    """What the plots read of a comparison (``Comparison`` has these fields)."""
+
+    state: ClusterState
+    runs: list[PlacementRun]
+    workload: m.Workload
+    spread: list[m.SpreadDomains]
+    spread_skews: pd.DataFrame
 
 
 def _figure(rows: int, cols: int, width: float, height: float) -> tuple[Figure, np.ndarray]:
@@ -52,7 +66,7 @@ def _empty(ax: Axes, text: str) -> None:
     ax.set_axis_off()
 
 
-def plot_utilization(c: Comparison) -> Figure:
+def plot_utilization(c: Compared) -> Figure:
     """Per resource, each run's per-node utilization sorted from the fullest node down: packing shows
     as a few full nodes and a tail of empty ones, spreading as a flat line."""
     state = c.state
@@ -83,7 +97,7 @@ def plot_utilization(c: Comparison) -> Figure:
     return fig
 
 
-def plot_placed_by_priority(c: Comparison) -> Figure:
+def plot_placed_by_priority(c: Compared) -> Figure:
     """Pending pods placed by each run per priority level, against how many were pending."""
     state = c.state
     pending = np.asarray(state.pending, dtype=np.int64)
@@ -112,7 +126,7 @@ def plot_placed_by_priority(c: Comparison) -> Figure:
     return fig
 
 
-def _frag_nodes(c: Comparison, j: int) -> np.ndarray:
+def _frag_nodes(c: Compared, j: int) -> np.ndarray:
     """Schedulable nodes offering the resource; beyond MAX_BARS, those with the most free in any run."""
     state = c.state
     nodes = np.flatnonzero(~state.unschedulable & (state.allocatable[:, j] > 0))
@@ -122,7 +136,7 @@ def _frag_nodes(c: Comparison, j: int) -> np.ndarray:
     return np.sort(nodes[np.argsort(-most, kind="stable")[:MAX_BARS]])
 
 
-def plot_fragmentation(c: Comparison) -> Figure:
+def plot_fragmentation(c: Compared) -> Figure:
     """Per resource and node, each run's free capacity split into what some workload shape can use
     (solid) and what none can (hatched): fragmentation as defined in :mod:`optisched.metrics`."""
     state = c.state
@@ -166,7 +180,7 @@ def _unit(res: str) -> tuple[float, str]:
     return 1.0, ""
 
 
-def plot_spread(c: Comparison) -> Figure:
+def plot_spread(c: Compared) -> Figure:
     """Matching pods per topology domain for the spread constraints, worst first (as ``spread_skews``)."""
     state = c.state
     if not c.spread:

@@ -14,23 +14,21 @@ Utilization here counts actual requests (no scoring defaults), fixed pods includ
 """
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError
+from ..metrics.cost import COST_KEY, node_costs
 from .score_terms import abs_var, add_var, convex_load, node_fractions, node_utilization, upper_var, used_flag
 from .tiers import Linear
 
 if TYPE_CHECKING:
-    from ..model.state import ClusterState
     from .model import BatchModel
 
 __all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "user_objective"]
 
 OBJECTIVES = ("pack", "spread", "balance")
-COST_KEY = "optisched.io/hourly-cost"
 RESOURCES = ("cpu", "memory")
 
 
@@ -38,29 +36,6 @@ def check_objective(name: str | None) -> None:
     """Refuse an objective that is not one of :data:`OBJECTIVES`."""
     if name is not None and name not in OBJECTIVES:
         raise InputError(f"--objective: {name!r} is not one of {', '.join(OBJECTIVES)}")
-
-
-def node_costs(state: ClusterState) -> np.ndarray | None:
-    """Per node the hourly cost in thousandths (label, else annotation :data:`COST_KEY`); None when no
-    node has one."""
-    raw: list[Decimal | None] = []
-    for node in state.nodes:
-        text = node.metadata.labels.get(COST_KEY, node.metadata.annotations.get(COST_KEY))
-        if text is None:
-            raw.append(None)
-            continue
-        try:
-            value = Decimal(text)
-        except InvalidOperation:
-            value = Decimal("NaN")
-        if not value.is_finite() or value < 0:
-            raise InputError(f"{COST_KEY}: {text!r} is not a non-negative number", obj=f"Node/{node.metadata.name}")
-        raw.append(value)
-    known = [v for v in raw if v is not None]
-    if not known:
-        return None
-    top = max(known)
-    return np.array([int((top if v is None else v) * 1000) for v in raw], dtype=np.int64)
 
 
 def _var_nodes(model: BatchModel) -> np.ndarray:
