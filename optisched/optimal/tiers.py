@@ -15,10 +15,12 @@ from ortools.sat.python import cp_model
 
 from .clock import Clock
 
-__all__ = ["Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
+__all__ = ["SCORE_SCALE", "Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
           cp_model.UNKNOWN: "UNKNOWN", cp_model.MODEL_INVALID: "MODEL_INVALID"}
+
+SCORE_SCALE = 100  # the score tier's objective units per score point (:mod:`.score_terms` solves in them)
 
 Progress = Callable[[str, float | None, float | None, float], None]  # tier, incumbent, bound, elapsed
 
@@ -126,9 +128,7 @@ class Tier:
 
 def tier_unit(name: str) -> tuple[str, int]:
     """(unit, model units per shown unit) of a tier, the same in the terminal, the report and JSON.
-    The score tier is solved in hundredths of a point (:data:`.score_terms.SCORE_SCALE`) and shown in points."""
-    from .score_terms import SCORE_SCALE  # (score_terms builds on this module)
-
+    The score tier is solved in hundredths of a point (:data:`SCORE_SCALE`) and shown in points."""
     base = name.split(":", 1)[1] if name.startswith("weighted:") else name
     if base.startswith("placed"):
         return "pods of this priority on a node after the batch (pending placed + running batch pods kept)", 1
