@@ -214,11 +214,26 @@ def _node_affinity_args(r: FieldReader, a: Any, path: str) -> NodeAffinityArgs:
     added = a.get("addedAffinity")
     if added is not None:
         try:
-            NodeAffinity.model_validate(r.obj(added, f"{path}.addedAffinity", _NODE_AFFINITY_FIELDS))
+            spec = NodeAffinity.model_validate(r.obj(added, f"{path}.addedAffinity", _NODE_AFFINITY_FIELDS))
         except ValidationError as e:
             sub, msg = validation_message(e)
             raise r.fail(f"{path}.addedAffinity{sub}", msg) from None
+        _check_added_terms(r, spec, f"{path}.addedAffinity")
     return NodeAffinityArgs(added)
+
+
+def _check_added_terms(r: FieldReader, spec: Any, path: str) -> None:
+    """``nodeaffinity.NewNodeSelector`` / ``NewPreferredSchedulingTerms`` must parse every term, or
+    kube-scheduler refuses the configuration (``ValidateNodeAffinityArgs``)."""
+    from .constraints.label_syntax import term_error
+
+    req = spec.required_during_scheduling_ignored_during_execution
+    for i, term in enumerate(req.node_selector_terms if req is not None else ()):
+        if (err := term_error(term)) is not None:
+            raise r.fail(f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]", err)
+    for i, pref in enumerate(spec.preferred_during_scheduling_ignored_during_execution):
+        if (err := term_error(pref.preference)) is not None:
+            raise r.fail(f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference", err)
 
 
 def _preemption_args(r: FieldReader, a: Any, path: str) -> DefaultPreemptionArgs:

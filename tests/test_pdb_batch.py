@@ -127,6 +127,7 @@ def test_summary_json_report_and_terminal_list_budget_use(tmp_path, capsys):
                                    "violated": 0}] and runs[1]["moves"] == 1
     page = (tmp_path / "r" / "report.html").read_text()
     assert "<h2>Disruption</h2>" in page and "default/web" in page
+    assert (tmp_path / "r" / "budgets.png").stat().st_size > 1000 and "<h2>PodDisruptionBudgets used</h2>" in page
     assert "PodDisruptionBudgets used" in out
 
 

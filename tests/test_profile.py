@@ -393,6 +393,11 @@ BAD = [
             {"key": "a", "operator": "Like", "values": ["x"]}]}]}}}),
      (f"{ARGS_PATH}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
       ".matchExpressions[0].operator"), "'Like'"),
+    ("addedAffinity value that is not a label value", args_doc("NodeAffinity", {"addedAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [
+            {"key": "a", "operator": "In", "values": ["x y"]}]}}]}}),
+     f"{ARGS_PATH}.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference",
+     'values[0][a]: Invalid value: "x y": a valid label must be an empty string'),
     ("candidate percentage above 100", args_doc("DefaultPreemption", {"minCandidateNodesPercentage": 101}),
      f"{ARGS_PATH}.minCandidateNodesPercentage", "[0, 100]"),
     ("negative candidate minimum", args_doc("DefaultPreemption", {"minCandidateNodesAbsolute": -1}),

@@ -8,6 +8,11 @@ matches (``{}`` keeps matching every namespace). Filter order and codes as upstr
 affinity (UnschedulableAndUnresolvable; a pod that is the first of a self-affine series may go to any
 node with the topology keys), the pod's required anti-affinity, then existing pods' required
 anti-affinity against the pod (both Unschedulable). Counts are per topology pair (label key, value).
+
+A term whose label or namespace selector cannot be built (``selectors.selector_error``) spoils its
+whole list, as ``framework.NewPodInfo`` (v1.35 ``types.go``) parses it: a placed pod's list of that
+kind is dropped, and a pod to schedule is rejected at PreFilter (UnschedulableAndUnresolvable,
+``parsing pod: requiredAffinityTerms: <apimachinery's field error>``).
 """
 from __future__ import annotations
 
@@ -22,7 +27,9 @@ from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod, PodAffinityTerm
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
+from .label_syntax import aggregate
 from .pod_counts import NOTHING, MatchCounter, Selector, selector_of
+from .selectors import selector_error
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -71,6 +78,17 @@ def _term(pod: Pod, t: PodAffinityTerm, weight: int = 0) -> AffinityTerm:
 
 
 TERM_KINDS = ("required_affinity", "required_anti", "preferred_affinity", "preferred_anti")
+_KIND_NAMES = ("requiredAffinityTerms", "requiredAntiAffinityTerms", "preferredAffinityTerms",
+               "preferredAntiAffinityTerms")
+
+
+def _terms(pod: Pod, kind: str, terms: list[tuple[PodAffinityTerm, int]]) -> tuple[tuple[AffinityTerm, ...], str]:
+    """``getAffinityTerms``: the parsed list, or no terms and the first selector error."""
+    for t, _ in terms:
+        err = selector_error(t.label_selector) or selector_error(t.namespace_selector)
+        if err is not None:
+            return (), f"{kind}: {err}"
+    return tuple(_term(pod, t, w) for t, w in terms), ""
 
 
 @dataclass(frozen=True)
@@ -82,6 +100,7 @@ class PodTerms:
     preferred_affinity: tuple[AffinityTerm, ...]
     preferred_anti: tuple[AffinityTerm, ...]
     has_affinity: bool  # podAffinity or podAntiAffinity present at all
+    error: str = ""  # the parse errors (``PodInfo`` Update's aggregate), "" when every list parsed
 
     @staticmethod
     def of(pod: Pod) -> PodTerms:
@@ -90,15 +109,15 @@ class PodTerms:
         paa = aff.pod_anti_affinity if aff else None
         if pa is None and paa is None:
             return _NO_TERMS
-        return PodTerms(
-            tuple(_term(pod, t) for t in (pa.required_during_scheduling_ignored_during_execution if pa else ())),
-            tuple(_term(pod, t) for t in (paa.required_during_scheduling_ignored_during_execution if paa else ())),
-            tuple(_term(pod, w.pod_affinity_term, w.weight)
-                  for w in (pa.preferred_during_scheduling_ignored_during_execution if pa else ())),
-            tuple(_term(pod, w.pod_affinity_term, w.weight)
-                  for w in (paa.preferred_during_scheduling_ignored_during_execution if paa else ())),
-            pa is not None or paa is not None,
-        )
+        raw = ([(t, 0) for t in (pa.required_during_scheduling_ignored_during_execution if pa else ())],
+               [(t, 0) for t in (paa.required_during_scheduling_ignored_during_execution if paa else ())],
+               [(w.pod_affinity_term, w.weight) for w in (pa.preferred_during_scheduling_ignored_during_execution
+                                                          if pa else ())],
+               [(w.pod_affinity_term, w.weight) for w in (paa.preferred_during_scheduling_ignored_during_execution
+                                                          if paa else ())])
+        (ra, ra_err), (rn, rn_err), (pa_, pa_err), (pn, pn_err) = (
+            _terms(pod, kind, terms) for kind, terms in zip(_KIND_NAMES, raw))
+        return PodTerms(ra, rn, pa_, pn, True, aggregate([e for e in (ra_err, rn_err, pa_err, pn_err) if e]) or "")
 
 
 _NO_TERMS = PodTerms((), (), (), (), False)
@@ -272,6 +291,9 @@ class InterPodAffinity:
         idx = self.index
         pod = cycle.pod_obj
         terms = idx.terms[cycle.pod]
+        if terms.error:
+            cycle.data[self.name] = None
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"parsing pod: {terms.error}",))
         affinity = tuple(idx.resolve(t) for t in terms.required_affinity)
         anti = tuple(idx.resolve(t) for t in terms.required_anti)
         existing = self._existing_anti_counts(pod)
@@ -350,7 +372,11 @@ class InterPodAffinity:
         nodes = np.arange(self.state.num_nodes)
         for c in classes:
             cyc = CycleState(c.rep, model.snapshot, model.cycle(c).profile)
-            if self.pre_filter(cyc).code == Code.SKIP:
+            code = self.pre_filter(cyc).code
+            if code == Code.SKIP:
+                continue
+            if code != Code.SUCCESS:  # its terms cannot be parsed: no node
+                model.forbid(c, np.ones(len(nodes), dtype=bool))
                 continue
             st: _PreFilter = cyc.data[self.name]
             bad = np.zeros(len(nodes), dtype=bool)

@@ -1,9 +1,13 @@
 """NodeAffinity: ``nodeSelector``, required node affinity and the profile's ``addedAffinity`` filter;
 preferred terms score.
 
-Upstream: ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` and
+Upstream: ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` (v1.35) and
 ``k8s.io/component-helpers/scheduling/corev1/nodeaffinity``. PreFilter narrows the nodes to those named
 by ``matchFields metadata.name In`` when every required term names nodes (``PreFilterResult``).
+PreScore skips only when neither the pod nor the profile's ``addedAffinity`` has preferred terms.
+A term kube-scheduler cannot build (an invalid label value, say) matches no node: see ``selectors``.
+A pod's *preferred* term that cannot be built fails PreScore with an Error, which ends the cycle
+(when more than one node is feasible); optimal mode gives such a pod no NodeAffinity score.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from ..model.objects import NodeSelectorOperator, Pod
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.score_terms import encode_static
+from .label_syntax import aggregate, term_errors
 from .selectors import labels_mask, node_selector_mask, term_mask
 
 if TYPE_CHECKING:
@@ -85,6 +90,7 @@ class NodeAffinity:
         req = self.added.required_during_scheduling_ignored_during_execution if self.added else None
         self.added_required = node_selector_mask(self.state, req) if req is not None else None
         self.added_preferred = preferred_score(self.state, self.added) if self.added else None
+        self.has_added_preferred = bool(self.added and self.added.preferred_during_scheduling_ignored_during_execution)
 
     def pre_filter(self, cycle: CycleState) -> Status:
         pod = cycle.pod_obj
@@ -112,8 +118,13 @@ class NodeAffinity:
         return FilterResult(code, [(m, r) for m, r in reasons if m.any()])
 
     def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
+        """Skip only when neither the pod nor the profile's ``addedAffinity`` has preferred terms; an
+        Error when a pod's preferred term cannot be built (``NewPreferredSchedulingTerms``)."""
         aff = cycle.pod_obj.spec.affinity.node_affinity if cycle.pod_obj.spec.affinity else None
-        if aff is None or not aff.preferred_during_scheduling_ignored_during_execution:
+        preferred = aff.preferred_during_scheduling_ignored_during_execution if aff is not None else []
+        if (err := aggregate([e for i, t in enumerate(preferred) for e in term_errors(t.preference, f"[{i}]")])):
+            return Status(Code.ERROR, (err,))
+        if not preferred and not self.has_added_preferred:
             return Status.skip()
         return Status()
 
@@ -142,7 +153,7 @@ class NodeAffinity:
     score_fidelity = Fidelity.SURROGATE
 
     def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
-        """Per arrival, the greedy score: the weights of the pod's preferred terms (and the profile's
-        ``addedAffinity`` preferred terms when the pod has some) the node matches, normalized over the
-        nodes the class may use (SURROGATE: kube normalizes over the nodes feasible at the time)."""
+        """Per arrival, the greedy score: the weights of the pod's and the profile's ``addedAffinity``
+        preferred terms the node matches (nothing when neither has any: PreScore skips), normalized over
+        the nodes the class may use (SURROGATE: kube normalizes over the nodes feasible at the time)."""
         encode_static(self, model, classes, weight, objective)

@@ -1,6 +1,7 @@
 """NodePorts: a pod's host ports must be free on the node.
 
-Upstream: ``pkg/scheduler/framework/plugins/nodeports/node_ports.go`` and ``HostPortInfo``
+Upstream (v1.35): ``pkg/scheduler/framework/plugins/nodeports/node_ports.go``, ``util.GetHostPorts``
+(containers and sidecar init containers) and ``HostPortInfo``
 (``pkg/scheduler/framework/types.go``): hostIP defaults to 0.0.0.0, which conflicts with every IP
 on the same protocol and port; protocol defaults to TCP. Used ports are kept per node as
 upstream's set: adding a pod marks its ports used, removing a pod frees them, even when another pod on
@@ -29,9 +30,12 @@ ANY_IP = "0.0.0.0"
 
 
 def host_ports(pod: Pod) -> list[tuple[str, str, int]]:
-    """(hostIP, protocol, hostPort) of every container port with a host port (``getContainerPorts``)."""
+    """(hostIP, protocol, hostPort) of every port with a host port, sidecars first
+    (``util.GetHostPorts``): restartable init containers (``restartPolicy: Always``) run for the pod's
+    whole life and hold their ports like regular containers; other init containers do not count."""
     out = []
-    for c in pod.spec.containers:
+    sidecars = [c for c in pod.spec.init_containers if c.restart_policy == "Always"]
+    for c in (*sidecars, *pod.spec.containers):
         for p in c.ports:
             if p.host_port > 0:
                 out.append((p.host_ip or ANY_IP, p.protocol or "TCP", p.host_port))
@@ -44,10 +48,6 @@ class PodHostPorts:
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.of = [host_ports(p) for p in snapshot.state.pods]
-
-
-def _wants_ports(pod: Pod) -> bool:
-    return any(c.ports for c in pod.spec.containers)
 
 
 class NodePorts:
@@ -89,7 +89,8 @@ class NodePorts:
             v[node] = saved.get(k, False)
 
     def pre_filter(self, cycle: CycleState) -> Status:
-        return Status() if _wants_ports(cycle.pod_obj) else Status.skip()
+        """Skip when the pod has no host port (v1.35 ``PreFilter``)."""
+        return Status() if self._ports[cycle.pod] else Status.skip()
 
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         conflict = np.zeros(len(nodes), dtype=bool)

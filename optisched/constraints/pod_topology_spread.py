@@ -24,6 +24,10 @@ Upstream (kubernetes v1.35.4), ``pkg/scheduler/framework/plugins/podtopologyspre
 Pods added to or removed from the snapshot after the cycle's PreFilter are applied to its counts as
 ``AddPod``/``RemovePod`` deltas (the rule keeps a log of snapshot changes), so Filter always answers
 for the snapshot as it is now, as upstream's cloned, updated state does.
+
+A hard constraint whose label selector cannot be built (``selectors.selector_error``) makes PreFilter
+fail with an Error, as ``calPreFilterState`` does: the cycle ends without a FitError or preemption.
+(A soft one fails upstream's PreScore the same way; here its selector just matches nothing.)
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from ..model.state import HOSTNAME_LABEL as HOSTNAME
 from ..model.state import ClusterState
 from .node_affinity import required_mask
 from .pod_counts import MatchCounter, Selector, selector_of
+from .selectors import selector_error
 from .taint_toleration import untolerated
 
 if TYPE_CHECKING:
@@ -55,6 +60,7 @@ __all__ = [
     "NodeEligibility",
     "PodTopologySpread",
     "SpreadConstraint",
+    "constraints_error",
     "default_selector",
     "domain_counts",
     "domain_totals",
@@ -188,6 +194,14 @@ def _parse(c: TopologySpreadConstraint | dict, pod: Pod, selector: Selector | No
             selector = selector.with_labels(extra)
     return SpreadConstraint(c.max_skew, c.topology_key, selector, c.min_domains or 1,
                             c.node_affinity_policy == "Honor", c.node_taints_policy == "Honor")
+
+
+def constraints_error(pod: Pod, action: str) -> str | None:
+    """Why ``filterTopologySpreadConstraints`` fails on the pod's own constraints with ``action``."""
+    for c in pod.spec.topology_spread_constraints:
+        if c.when_unsatisfiable == action and (err := selector_error(c.label_selector)) is not None:
+            return err
+    return None
 
 
 def resolve_constraints(snapshot: Snapshot, pod: Pod, defaults: tuple[dict, ...], action: str) -> list[SpreadConstraint]:
@@ -350,6 +364,8 @@ class PodTopologySpread:
         self._log_base += len(self._log)
         self._log.clear()
         pod = cycle.pod_obj
+        if (err := constraints_error(pod, DO_NOT_SCHEDULE)) is not None:
+            return Status(Code.ERROR, (f"obtaining pod's hard topology spread constraints: {err}",))
         cons = resolve_constraints(self.snapshot, pod, self.defaults, DO_NOT_SCHEDULE)
         cycle.data[self.name] = self._compute(cycle.pod, pod, cons) if cons else None
         return Status() if cons else Status.skip()
@@ -429,8 +445,12 @@ class PodTopologySpread:
         return resolve_constraints(model.snapshot, model.state.pods[c.rep], self.defaults, DO_NOT_SCHEDULE)
 
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
-        """A node without every constraint's topology key is out (``missing required label``)."""
+        """A node without every constraint's topology key is out (``missing required label``); a pod
+        whose hard constraints cannot be parsed goes nowhere (PreFilter's Error)."""
         for c in classes:
+            if constraints_error(self.state.pods[c.rep], DO_NOT_SCHEDULE) is not None:
+                model.forbid(c, np.ones(self.state.num_nodes, dtype=bool))
+                continue
             cons = self._hard_of(model, c)
             if cons:
                 model.forbid(c, ~NodeEligibility(self.state, self.state.pods[c.rep], cons).all_keys)

@@ -4,6 +4,16 @@ Node selectors are evaluated over all nodes at once (a bool mask), as
 ``k8s.io/component-helpers/scheduling/corev1/nodeaffinity`` defines them; label
 selectors over one pod's labels, as ``metav1.LabelSelectorAsSelector`` does
 (a nil selector matches nothing, an empty one everything).
+
+Requirements are checked as ``labels.NewRequirement`` checks them (:mod:`.label_syntax`): the key must
+be a qualified name, every value a valid label value, In/NotIn need values, Exists/DoesNotExist none,
+Gt/Lt exactly one integer. kube-scheduler v1.35 cannot build a selector
+from a requirement that fails, and a node selector term it cannot build matches no node
+(``nodeSelectorTerm.match`` returns its parse errors; ``NodeAffinity.Filter`` ignores them, so the
+node is rejected with the usual reason). ``matchFields`` requirements take exactly one value.
+A label selector with such a requirement (``metav1.LabelSelectorAsSelector`` fails) matches nothing
+here, as preemption's PDB check and the default spreading selector treat it; the rules that read a
+pod's own selectors say more (InterPodAffinity and PodTopologySpread reject the pod).
 """
 from __future__ import annotations
 
@@ -23,9 +33,11 @@ from ..model.objects import (
     SelectorOperator,
 )
 from ..model.state import ClusterState
+from .label_syntax import requirement_error, term_error, term_errors
 
 __all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask",
-           "parse_label_selector", "requirement_mask", "selector_of", "term_mask"]
+           "parse_label_selector", "requirement_error", "requirement_mask", "selector_error", "selector_of",
+           "term_error", "term_errors", "term_mask"]
 
 _Op = NodeSelectorOperator
 
@@ -53,8 +65,9 @@ def requirement_mask(state: ClusterState, req: NodeSelectorRequirement, *, field
 
 
 def term_mask(state: ClusterState, term: NodeSelectorTerm) -> np.ndarray:
-    """ANDed requirements of one term; a term with no requirements matches no node."""
-    if not term.match_expressions and not term.match_fields:
+    """ANDed requirements of one term; a term with no requirements, or one kube-scheduler cannot
+    build (``term_error``), matches no node."""
+    if (not term.match_expressions and not term.match_fields) or term_error(term) is not None:
         return np.zeros(state.num_nodes, dtype=bool)
     mask = np.ones(state.num_nodes, dtype=bool)
     for r in term.match_expressions:
@@ -134,9 +147,24 @@ class Selector:
 NOTHING = Selector(None)
 
 
-def selector_of(sel: LabelSelector | None) -> Selector:
-    """``metav1.LabelSelectorAsSelector``: nil matches nothing, empty matches everything."""
+def selector_error(sel: LabelSelector | None) -> str | None:
+    """Why ``metav1.LabelSelectorAsSelector(sel)`` fails (every ``matchLabels`` pair is an Equals
+    requirement, every expression a requirement), or None; nil and empty selectors build."""
     if sel is None:
+        return None
+    for key, value in sel.match_labels.items():
+        if (err := requirement_error(key, "In", [value])) is not None:
+            return err
+    for r in sel.match_expressions:
+        if (err := requirement_error(r.key, SelectorOperator(r.operator).value, r.values)) is not None:
+            return err
+    return None
+
+
+def selector_of(sel: LabelSelector | None) -> Selector:
+    """``metav1.LabelSelectorAsSelector``: nil matches nothing, empty matches everything; one that
+    cannot be built (``selector_error``) matches nothing."""
+    if sel is None or selector_error(sel) is not None:
         return NOTHING
     exprs = tuple((r.key, SelectorOperator(r.operator).value, frozenset(r.values)) for r in sel.match_expressions)
     return Selector(frozenset(sel.match_labels.items()), exprs)

@@ -59,6 +59,11 @@ class Comparison:
 
         return plot_fragmentation(self)
 
+    def plot_budgets(self) -> Figure:
+        from .plots import plot_budgets
+
+        return plot_budgets(self)
+
     def plot_spread(self) -> Figure:
         from .plots import plot_spread
 
@@ -73,6 +78,7 @@ class Comparison:
                 "name": r.name, "mode": r.mode, "seconds": _plain(r.seconds), "certificate": r.certificate,
                 "scoreObjective": r.score_objective,
                 "unschedulable": {state.pods[p].key: why for p, why in sorted(r.unschedulable.items())},
+                "notHandled": {state.pods[p].key: why for p, why in sorted(r.not_handled.items())},
                 "pdbViolations": [vars(v) for v in m.pdb_violations(state, r.node_of)],
                 "evictions": int(m.evicted(state, r.node_of).sum()), "moves": int(m.moved(state, r.node_of).sum()),
                 "budgets": r.budget_rows(state),

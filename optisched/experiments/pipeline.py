@@ -71,7 +71,8 @@ def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
     cert = result.certificate.to_dict()
     score = next((t.objective for t in result.certificate.tiers if t.name in ("score", "weighted:score")), None)
     return PlacementRun("optimal", "optimal", result.node_of.copy(), seconds, dict(result.unschedulable),
-                        certificate=cert, score_objective=None if score is None else score / SCORE_SCALE,
+                        not_handled=dict(result.batch.skipped), certificate=cert,
+                        score_objective=None if score is None else score / SCORE_SCALE,
                         budgets=[u.to_dict() for u in budget_use(result.batch, result.node_of)])
 
 

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..model.state import ClusterState
     from .runs import PlacementRun
 
-__all__ = ["Compared", "plot_fragmentation", "plot_placed_by_priority", "plot_spread", "plot_utilization"]
+__all__ = ["Compared", "plot_budgets", "plot_fragmentation", "plot_placed_by_priority", "plot_spread",
+           "plot_utilization"]
 
 MAX_BARS = 40  # per-node bar plots show at most this many nodes
 MAX_SPREAD_PANELS = 6
@@ -203,4 +204,37 @@ def plot_spread(c: Compared) -> Figure:
         ax.set_title(f"{sd.name}\nskew: " + ", ".join(skews), fontsize=10)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         _legend(ax)
+    return fig
+
+
+def plot_budgets(c: Compared) -> Figure:
+    """Per PodDisruptionBudget a run touches: its moves (solid) and preemption victims (hatched, stacked)
+    per run, against ``disruptionsAllowed`` (the black tick): what crosses the tick breaks the budget."""
+    rows = {r.name: {u["budget"]: u for u in r.budget_rows(c.state)} for r in c.runs}
+    budgets = sorted({b for per in rows.values() for b in per})[:MAX_BARS]
+    fig, axes = _figure(1, 1, 8, max(2.4, 0.45 * len(budgets) + 1.2))
+    ax = axes[0]
+    if not budgets:
+        _empty(ax, "no run disrupts a pod a PodDisruptionBudget covers")
+        return fig
+    y = np.arange(len(budgets))
+    offsets, bar = _group_offsets(len(c.runs))
+    for i, run in enumerate(c.runs):
+        use = [rows[run.name].get(b, {}) for b in budgets]
+        moves = np.array([u.get("moves", 0) for u in use])
+        victims = np.array([u.get("victims", 0) for u in use])
+        ax.barh(y + offsets[i], moves, bar, color=_colour(i), label=f"{run.name}: moves")
+        ax.barh(y + offsets[i], victims, bar, left=moves, color=_colour(i), alpha=0.45, hatch="//",
+                label=f"{run.name}: preemption victims")
+    allowed = {b: u["disruptionsAllowed"] for per in rows.values() for b, u in per.items()}
+    ax.scatter([allowed[b] for b in budgets], y, marker="|", s=400, color="black", label="disruptionsAllowed",
+               zorder=3)
+    ax.set_yticks(y, budgets)
+    ax.invert_yaxis()
+    ax.set_xlabel("covered pods that leave their node")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    most = max([*allowed.values(), *(u["moves"] + u["victims"] for per in rows.values() for u in per.values())])
+    ax.set_xlim(0, most + 1)
+    ax.set_title("Moves and preemption victims per budget")
+    _legend(ax)
     return fig

@@ -29,6 +29,7 @@ class PlacementRun:
     node_of: np.ndarray  # int64 [P]: node row of every pod row after the run, -1 = not placed
     seconds: float  # wall time of the run
     unschedulable: dict[int, str] = field(default_factory=dict)  # pending pod row -> why it is not placed
+    not_handled: dict[int, str] = field(default_factory=dict)  # gated pods, other schedulers' pods -> why
     # optimal mode: {"status": "OPTIMAL"|"FEASIBLE"|..., "tiers": [{"name","objective","bound","gap"}],
     #                "greedyOptimal": bool}
     certificate: dict | None = None
@@ -59,8 +60,8 @@ class PlacementRun:
                 i = int(hit[0])
                 scores[rec.pod] = {plugin: int(w[i]) for plugin, w in rec.scores.weighted.items()}
         scores = {p: s for p, s in scores.items() if node_of[p] >= 0}
-        why = {**result.skipped, **result.unschedulable}  # pods no profile handles stay pending too
-        return cls(name, "greedy", node_of, float(seconds), why, pod_scores=scores)
+        return cls(name, "greedy", node_of, float(seconds), dict(result.unschedulable),
+                   not_handled=dict(result.skipped), pod_scores=scores)
 
 
 def run_greedy(state: ClusterState, config: SchedulerConfig, name: str = "greedy",

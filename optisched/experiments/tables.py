@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics as m
-from ..model.quantity import format_quantity
+from ..model.quantity import format_quantity, human_quantity
 from ..model.state import ZONE_LABEL, ClusterState
 from .runs import PlacementRun
 
@@ -29,18 +29,21 @@ def shown_resources(state: ClusterState) -> list[str]:
     return [r for r, ok in zip(state.resources, offered & requested) if ok and r != "pods"]
 
 
+NO_BOUND = "no useful bound"  # a certificate tier's gap where its bound means nothing (Tier.useful_bound)
+
+
 def format_value(kind: str, v: Any, resource: str = "") -> str:
     """Render one value: ``pct`` ratios, ``int``, ``float``, ``seconds``, ``qty`` (of ``resource``), text."""
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "–"
     if kind == "pct":
-        return f"{100 * v:.1f}%"
+        return v if isinstance(v, str) else f"{100 * v:.1f}%"
     if kind == "seconds":
         return f"{v:.3f}s"
     if kind == "float":
         return f"{v:,.2f}"
     if kind == "qty":
-        return format_quantity(resource, int(v))
+        return human_quantity(resource, int(v))
     if isinstance(v, bool) or kind == "bool":
         return "yes" if v else "no"
     return str(v)
@@ -56,7 +59,10 @@ def _placement_rows(state: ClusterState, runs: list[PlacementRun]) -> Rows:
                      [int(np.count_nonzero(r.node_of[of] >= 0)) for r in runs]))
     rows.append((f"placed (of {len(pending)} pending)", "int",
                  [int(np.count_nonzero(r.node_of[pending] >= 0)) for r in runs]))
-    rows.append(("unschedulable", "int", [int(np.count_nonzero(r.node_of[pending] < 0)) for r in runs]))
+    rows.append(("unschedulable", "int", [int(np.count_nonzero(r.node_of[pending] < 0)) - len(r.not_handled)
+                                           for r in runs]))
+    if any(r.not_handled for r in runs):
+        rows.append(("not handled (gated, other scheduler)", "int", [len(r.not_handled) for r in runs]))
     rows.append(("nodes used", "int", [m.nodes_used(state, r.node_of) for r in runs]))
     if m.node_costs(state) is not None:
         rows.append(("cost per hour of the nodes used", "float", [m.hourly_cost(state, r.node_of) for r in runs]))
@@ -133,11 +139,20 @@ def _run_rows(runs: list[PlacementRun]) -> Rows:
         for tier in tiers:
             found: list[dict[str, Any]] = [next((t for t in c.get("tiers", []) if t["name"] == tier), {})
                                            for c in certs]
-            rows.append((f"{tier}: objective", "float", [t.get("objective") for t in found]))
+            unit = next((t["unit"] for t in found if t.get("unit")), "")
+            rows.append((f"{tier}: objective" + (f" ({unit})" if unit else ""), "float",
+                         [t.get("objective") for t in found]))
             rows.append((f"{tier}: bound", "float", [t.get("bound") for t in found]))
-            rows.append((f"{tier}: gap", "pct", [t.get("gap") for t in found]))
+            rows.append((f"{tier}: gap", "pct", [_gap(t) for t in found]))
         rows.append(("greedy is optimal for this batch", "bool", [c.get("greedyOptimal") for c in certs]))
     return rows
+
+
+def _gap(tier: dict[str, Any]) -> float | str | None:
+    """A tier's gap (a ratio), "no useful bound" where the certificate gives none, None without the tier."""
+    if not tier:
+        return None
+    return NO_BOUND if tier.get("gap") is None else tier["gap"]
 
 
 def summary_table(state: ClusterState, runs: list[PlacementRun], workload: m.Workload,
@@ -185,7 +200,7 @@ def pods_table(state: ClusterState, runs: list[PlacementRun]) -> pd.DataFrame:
         rec["placed only by"] = placed_by[0] if len(placed_by) == 1 else None
         rec["change"] = "; ".join(f"{r.name} {c}" for r in runs[1:] if (c := _change(state, p, first, r)))
         for r in runs:
-            why = r.unschedulable.get(p)
+            why = r.unschedulable.get(p) or r.not_handled.get(p)
             if why is None and r.node_of[p] < 0 and bound >= 0:
                 why = "evicted"
             rec[f"reason:{r.name}"] = why

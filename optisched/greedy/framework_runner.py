@@ -86,6 +86,7 @@ class ScorePass:
     normalized: dict[str, np.ndarray]
     raw: dict[str, np.ndarray]
     skipped: list[str]
+    error: str = ""  # a PreScore plugin's Error: the cycle ends without a node
 
 
 class Framework:
@@ -161,10 +162,17 @@ class Framework:
         return False, self.filter_names[fp.fail_plugin[0]], Code(int(fp.fail_code[0])), fp.reasons_at(0)
 
     def score(self, cycle: CycleState, nodes: np.ndarray) -> ScorePass:
-        """PreScore, Score, NormalizeScore and weights over the feasible ``nodes``."""
-        skipped = [name for name in self.pre_score_names
-                   if self.score_rules[name].pre_score(cycle, nodes).code == Code.SKIP]
+        """PreScore, Score, NormalizeScore and weights over the feasible ``nodes``; PreScore stops at the
+        first Error (``RunPreScorePlugins``)."""
+        skipped: list[str] = []
         total = np.zeros(len(nodes), dtype=np.int64)
+        for name in self.pre_score_names:
+            st = self.score_rules[name].pre_score(cycle, nodes)
+            if st.code == Code.ERROR:
+                return ScorePass(nodes, total, {}, {}, {}, skipped, f'running PreScore plugin "{name}": '
+                                 + "; ".join(st.reasons))
+            if st.code == Code.SKIP:
+                skipped.append(name)
         weighted, normalized, raw = {}, {}, {}
         for name in self.score_names:
             if name in skipped:

@@ -28,7 +28,7 @@ from .cached_framework import CachedFramework
 from .fiterror import fit_error_message
 from .framework_runner import FilterPass, Framework, ScorePass
 from .nodetree import node_tree_order, num_feasible_nodes_to_find
-from .queue import ClusterEvent, SchedulingQueue
+from .queue import ClusterEvent, SchedulingQueue, split_handled
 from .select import TieBreak, heap_top, select_host
 
 __all__ = ["CycleRecord", "GreedyOptions", "GreedyResult", "GreedyScheduler"]
@@ -60,8 +60,9 @@ class CycleRecord:
     message: str | None
     preemption: dict | None = None
     unschedulable_plugins: frozenset[str] = frozenset()
-    absent: np.ndarray | None = None  # nodes a PreFilterResult excluded
-    absent_reason: str = ""
+    absent: np.ndarray | None = None  # nodes a PreFilterResult excluded (upstream's absent nodes)
+    absent_reason: str = ""  # their one shared status (``NodeToStatus.absentNodesStatus``)
+    absent_plugins: tuple[str, ...] = ()  # the PreFilter plugins whose result excluded them
     post_filter: PreemptionOutcome | None = None
 
 
@@ -276,6 +277,9 @@ class GreedyScheduler:
         if status.code != Code.SUCCESS:
             rec = CycleRecord(pod, attempt, nominated, None, (status, plugin), skipped, None, None, None, None,
                               unschedulable_plugins=frozenset({plugin}))
+            if status.code == Code.ERROR:  # not a FitError: no PostFilter (schedulingCycle's error path)
+                rec.message = f'running PreFilter plugin "{plugin}": {", ".join(status.reasons)}'
+                return rec
             rec.message = fit_error_message(self.state.num_nodes, Counter(), ", ".join(status.reasons))
             return self._post_filter(fw, cycle, rec)
         fp: FilterPass | None = None
@@ -288,11 +292,7 @@ class GreedyScheduler:
                 fp = one
         if fp is None:
             fp = self._find_feasible(fw, cycle, skipped, status.nodes)
-        absent = None
-        absent_reason = ""
-        if status.nodes is not None:
-            absent = ~status.nodes
-            absent_reason = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+        absent, absent_reason, absent_plugins = _absent_nodes(cycle, status)
         feasible = fp.feasible
         if len(feasible) == 0:
             plugins = frozenset(fw.filter_names[i] for i in set(fp.fail_plugin.tolist()) if i >= 0)
@@ -301,18 +301,21 @@ class GreedyScheduler:
                 hist[absent_reason] += int(absent.sum())
             rec = CycleRecord(pod, attempt, nominated, fp, None, skipped, None, None, None,
                               fit_error_message(self.state.num_nodes, hist), unschedulable_plugins=plugins,
-                              absent=absent, absent_reason=absent_reason)
+                              absent=absent, absent_reason=absent_reason, absent_plugins=absent_plugins)
             return self._post_filter(fw, cycle, rec)
         if len(feasible) == 1:
             chosen = int(feasible[0])
             sp = fw.score(cycle, feasible) if self.options.record else None
             return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, chosen, chosen, None,
-                               absent=absent, absent_reason=absent_reason)
+                               absent=absent, absent_reason=absent_reason, absent_plugins=absent_plugins)
         sp = fw.score(cycle, feasible)
+        if sp.error:  # schedulingCycle's error path: no node, no PostFilter
+            return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, None, None, sp.error,
+                               absent=absent, absent_reason=absent_reason, absent_plugins=absent_plugins)
         chosen = select_host(feasible, sp.total, self.tree_rank, self.options.tie_break, self.rng)
         heap_pick = int(feasible[heap_top(sp.total.tolist())]) if self.options.record else None
         return CycleRecord(pod, attempt, nominated, fp, None, skipped, sp, chosen, heap_pick, None,
-                           absent=absent, absent_reason=absent_reason)
+                           absent=absent, absent_reason=absent_reason, absent_plugins=absent_plugins)
 
     def _post_filter(self, fw: Framework, cycle: CycleState, rec: CycleRecord) -> CycleRecord:
         """Run the profile's PostFilter plugins; DynamicResources has no claims to free, then DefaultPreemption."""
@@ -383,15 +386,7 @@ class GreedyScheduler:
     def run(self, progress: Callable[[int, int], None] | None = None) -> GreedyResult:
         state = self.state
         profiles = {p.scheduler_name: p for p in self.config.profiles}
-        pending, skipped = [], {}
-        for p in state.pending:
-            pod = state.pods[p]
-            if pod.spec.scheduler_name not in profiles:
-                skipped[p] = f"schedulerName {pod.spec.scheduler_name!r} matches no profile"
-            elif pod.spec.scheduling_gates:
-                skipped[p] = "SchedulingGated"
-            else:
-                pending.append(p)
+        pending, skipped = split_handled(state, list(state.pending), set(profiles))
         queue = SchedulingQueue(state, pending, requeue=self.options.requeue)
         result = GreedyResult(state, self.snapshot, self.order, queue.initial_order(), [], {}, skipped=skipped)
         done = 0
@@ -434,6 +429,17 @@ class GreedyScheduler:
         self.nominated[pod] = outcome.nominated
         self._nominations += 1
         queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
+
+
+def _absent_nodes(cycle: CycleState, status: Status) -> tuple[np.ndarray | None, str, tuple[str, ...]]:
+    """Nodes the PreFilter result left out, their shared reason and the plugins that narrowed the nodes
+    (``findNodesThatFitPod``: ``SetAbsentNodesStatus`` with ``node(s) didn't satisfy plugin(s) [...]``
+    naming, sorted, every PreFilter plugin that returned node names)."""
+    if status.nodes is None:
+        return None, "", ()
+    ran: dict[str, Status] = cycle.data.get("__prefilter__", {})
+    plugins = tuple(sorted(name for name, st in ran.items() if st.ok and st.nodes is not None))
+    return ~status.nodes, f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]", plugins
 
 
 def start_times(state: ClusterState) -> tuple[np.ndarray, float]:

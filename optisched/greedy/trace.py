@@ -25,7 +25,7 @@ def _filter_failures(res: GreedyResult, rec: CycleRecord) -> dict[str, dict]:
             out[n] = {"code": status.code.label, "plugin": plugin, "reasons": list(status.reasons)}
         return out
     fp = rec.filters
-    if rec.absent is not None:
+    if rec.absent is not None:  # the conformance traces expand the shared status node by node
         for n in rec.absent.nonzero()[0]:
             out[names[int(n)]] = {"code": "UnschedulableAndUnresolvable", "plugin": "PreFilterResult",
                                   "reasons": [rec.absent_reason]}
@@ -40,6 +40,15 @@ def _filter_failures(res: GreedyResult, rec: CycleRecord) -> dict[str, dict]:
     return out
 
 
+def _absent_nodes(res: GreedyResult, rec: CycleRecord) -> dict[str, Any]:
+    """The nodes a PreFilter result left out and their one shared status, as kube-scheduler's diagnosis
+    keeps them (``NodeToStatus.absentNodesStatus``): not filter failures of any plugin."""
+    assert rec.absent is not None
+    names = res.state.node_names
+    return {"plugins": list(rec.absent_plugins), "code": "UnschedulableAndUnresolvable",
+            "reasons": [rec.absent_reason], "nodes": [names[int(n)] for n in rec.absent.nonzero()[0]]}
+
+
 def cycle_to_json(res: GreedyResult, rec: CycleRecord) -> dict[str, Any]:
     state = res.state
     names = state.node_names
@@ -52,6 +61,9 @@ def cycle_to_json(res: GreedyResult, rec: CycleRecord) -> dict[str, Any]:
     out["evaluatedNodes"] = len(fp.evaluated) if fp is not None else 0
     out["feasible"] = [names[int(n)] for n in fp.feasible] if fp is not None else []
     out["filterFailures"] = _filter_failures(res, rec)
+    if rec.absent is not None:
+        out["preFilterNodeNames"] = [n for n, left_out in zip(names, rec.absent) if not left_out]
+        out["absentNodes"] = _absent_nodes(res, rec)
     sp = rec.scores
     out["scored"] = bool(fp is not None and len(fp.feasible) > 1)
     if sp is not None:

@@ -133,8 +133,10 @@ def _finish(cluster: Cluster) -> Cluster:
     for pod in cluster.pods:
         src = origin.get(("Pod", pod.metadata.namespace, pod.metadata.name), "")
         if pod.spec.node_name and pod.spec.node_name not in node_names:
-            raise InputError(f"bound to node {pod.spec.node_name!r}, which is not in the input",
-                             source=src, obj=pod.ref, path=".spec.nodeName")
+            # normal in a dump taken while a node is removed: the pod goes with its node
+            cluster.warnings.append(f"{src + ': ' if src else ''}{pod.ref} .spec.nodeName: bound to node "
+                                    f"{pod.spec.node_name!r}, which is not in the input; the pod is left out")
+            continue
         try:
             resolved.append(resolve_priority(pod, classes, default))
         except KeyError:

@@ -161,13 +161,10 @@ class NodeSelectorRequirement(_M):
             raise ValueError(f"operator {op.value} needs at least one value")
         if op in (NodeSelectorOperator.EXISTS, NodeSelectorOperator.DOES_NOT_EXIST) and self.values:
             raise ValueError(f"operator {op.value} takes no values")
-        if op in (NodeSelectorOperator.GT, NodeSelectorOperator.LT):
-            if len(self.values) != 1:
-                raise ValueError(f"operator {op.value} needs exactly one value")
-            try:
-                int(self.values[0])
-            except ValueError:
-                raise ValueError(f"operator {op.value} needs an integer value, got {self.values[0]!r}") from None
+        if op in (NodeSelectorOperator.GT, NodeSelectorOperator.LT) and len(self.values) != 1:
+            # as the API server checks it; a value that is no integer passes, and the term then matches
+            # no node (constraints/selectors.py), as in kube-scheduler
+            raise ValueError(f"operator {op.value} needs exactly one value")
         return self
 
 

@@ -37,12 +37,13 @@ from ..constraints.pod_topology_spread import (
     SCHEDULE_ANYWAY,
     NodeEligibility,
     SpreadConstraint,
+    constraints_error,
     domain_counts,
     domain_totals,
     matching_pods_per_node,
     resolve_constraints,
 )
-from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
+from ..framework import MAX_NODE_SCORE, Code, CycleState, Fidelity, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
@@ -91,6 +92,9 @@ class PodTopologySpreadScore:
         if state.num_nodes == 0:
             return Status.skip()
         pod = cycle.pod_obj
+        if (err := constraints_error(pod, SCHEDULE_ANYWAY)) is not None:
+            why = f"calculating preScoreState: obtaining pod's soft topology spread constraints: {err}"
+            return Status(Code.ERROR, (why,))
         cons = resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
         if not cons:
             return Status.skip()

@@ -18,6 +18,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..framework import Code, CycleState
+from .tiers import SCORE_SCALE  # objective units per score point (the certificate shows points)
 
 if TYPE_CHECKING:
     from .classes import PodClass
@@ -43,7 +44,6 @@ __all__ = [
     "used_flag",
 ]
 
-SCORE_SCALE = 100  # objective units per score point
 PERMILLE = 1000
 TANGENT_STEP = 100  # per-mille between the tangents of the convex load penalty
 
@@ -97,12 +97,13 @@ def permille(amount: np.ndarray | int, alloc: int) -> np.ndarray | int:
 def static_scores(model: BatchModel, rule, c: PodClass) -> np.ndarray | None:  # type: ignore[no-untyped-def]
     """The greedy PreScore + Score + NormalizeScore of ``rule`` for ``c``'s representative pod against
     the fixed pods, over the nodes the class may use (``model.allowed``): a score per node (0 elsewhere),
-    or None when PreScore skips."""
+    or None when PreScore skips (or fails: greedy mode places such a pod only where it is the sole
+    feasible node, unscored)."""
     nodes = np.flatnonzero(model.allowed[c.index])
     if len(nodes) == 0:
         return None
     cycle = CycleState(c.rep, model.snapshot, model.cycle(c).profile)
-    if rule.pre_score(cycle, nodes).code == Code.SKIP:
+    if rule.pre_score(cycle, nodes).code != Code.SUCCESS:
         return None
     raw = np.asarray(rule.score(cycle, nodes), dtype=np.int64)
     out = np.zeros(model.state.num_nodes, dtype=np.int64)

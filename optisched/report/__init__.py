@@ -45,6 +45,11 @@ def _plots(c: Comparison) -> dict[str, tuple[str, Figure, str]]:
         plots["Topology spread"] = ("spread.png", c.plot_spread(),
                                     ("Matching pods per topology domain for the pods' spread constraints, worst "
                                     "skew first."))
+    if any(r.budget_rows(c.state) for r in c.runs):
+        plots["PodDisruptionBudgets used"] = ("budgets.png", c.plot_budgets(),
+                                              ("Per budget a run touches: moves (solid, through the Eviction API, "
+                                               "never past the tick) and preemption victims (hatched) against "
+                                               "disruptionsAllowed (black tick)."))
     return plots
 
 
