@@ -449,6 +449,10 @@ def reschedule(
     namespaces: Annotated[str, typer.Option("--namespaces", help="Only pods of these namespaces move.")] = "",
     exclude_namespaces: Annotated[str, typer.Option("--exclude-namespaces", help="Pods of these never move.")] = "",
     selector: Annotated[str, typer.Option("--selector", "-l", help="Only pods with these labels move.")] = "",
+    thresholds: Annotated[str, typer.Option("--thresholds", help="balance: LowNodeUtilization's under-utilized "
+                                            "percents, e.g. cpu=20,memory=20.")] = "",
+    target_thresholds: Annotated[str, typer.Option("--target-thresholds", help="balance: over-utilized above "
+                                                   "these percents, e.g. cpu=50,memory=50.")] = "",
     for_pods: Annotated[str, typer.Option("--for", help="fit-pending: only these pending pods (ns/name,...), "
                                           "all or none.")] = "",
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for the target.")] = 30.0,
@@ -465,9 +469,14 @@ def reschedule(
 
     from .policy.eviction import EvictionPolicy
     from .reschedule import Budgets, parse_goals, plan_reschedule
+    from .reschedule.goals import parse_thresholds
     from .reschedule.output import check_output, write_plan
 
     goals = parse_goals(goal)
+    if bool(thresholds) != bool(target_thresholds):
+        raise InputError("--thresholds and --target-thresholds go together")
+    levels = (parse_thresholds(thresholds, "--thresholds"), parse_thresholds(target_thresholds, "--target-thresholds")) \
+        if thresholds else None
     if apply and not kubeconfig:
         raise InputError("--apply needs --kubeconfig (the cluster the plan is read from and carried out on)")
     if max_unavailable is not None and not (max_unavailable.rstrip("%").isdigit()):
@@ -480,7 +489,7 @@ def reschedule(
     state, config, _ = _load(cluster, profile, kubeconfig, context)
     plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
                            time_limit=time_limit, seed=seed,
-                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None)
+                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels)
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
     if output is not None:

@@ -244,3 +244,25 @@ def test_pods_without_a_target_node_stay_unless_fit_pending_makes_room(homeless,
     target[0] = -1
     staging = stage(state, default_config(), target, {}, emptied=frozenset({"n1"}), homeless=homeless)
     assert bool(staging.dropped) == dropped and bool(staging.waves) != dropped
+
+
+def _utilized() -> list:
+    """n1 at 90 % cpu, n2 at 50 %, n3 at 10 %."""
+    objs = [node(f"n{i}") for i in (1, 2, 3)]
+    objs += [owned(f"a{j}", "a").req(cpu="1200m").on("n1") for j in range(3)]
+    objs += [owned(f"b{j}", "b").req(cpu="1").on("n2") for j in range(2)]
+    return objs + [owned("c0", "c").req(cpu="400m").on("n3")]
+
+
+@pytest.mark.parametrize("low,moves", [({"cpu": 20}, True), ({"cpu": 5}, False)],
+                         ids=["balance with thresholds takes pods from the over-utilized node only",
+                              "without an under-utilized node LowNodeUtilization moves nothing"])
+def test_balance_follows_low_node_utilization_thresholds(low, moves):
+    plan = plan_reschedule(state_of(*_utilized()), default_config(), "balance", time_limit=5,
+                           thresholds=(low, {"cpu": 60}))
+    sources = {m.source for w in plan.staging.waves for m in w.moves}
+    assert sources == ({"n1"} if moves else set())
+    assert plan.staging.notes[0].startswith(f"LowNodeUtilization: {1 if moves else 0} under-utilized node(s), "
+                                            "1 over the target thresholds: n1")
+    if moves:
+        assert plan.after.util_max["cpu"] < plan.before.util_max["cpu"]

@@ -44,7 +44,12 @@ def test_plan_yaml_holds_one_annotated_eviction_per_move(tmp_path, capsys):
     (["--goal", "shrink"], "--goal: 'shrink' is not a goal"),
     (["--max-unavailable-per-workload", "lots"], "is not a count or a percent"),
     (["--output", "plan.txt"], "must end in .json, .yaml or .yml"),
-], ids=["an unknown goal exits 2", "a bad workload budget exits 2", "an output of another kind exits 2"])
+    (["--thresholds", "cpu=20"], "--thresholds and --target-thresholds go together"),
+    (["--thresholds", "cpu=x", "--target-thresholds", "cpu=50"], "'cpu=x' is not RESOURCE=PERCENT"),
+    (["--goal", "balance", "--thresholds", "gpu=5", "--target-thresholds", "cpu=50"], "no node offers 'gpu'"),
+], ids=["an unknown goal exits 2", "a bad workload budget exits 2", "an output of another kind exits 2",
+        "thresholds without target thresholds exit 2", "a threshold that is no percent exits 2",
+        "a threshold on a resource no node offers exits 2"])
 def test_bad_options_exit_2_in_one_line(args, message, capsys):
     code, _, err = run_cli(["reschedule", EXAMPLE, *args], capsys)
     assert code == 2 and message in err and "Traceback" not in err

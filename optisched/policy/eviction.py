@@ -60,13 +60,14 @@ class Keep(StrEnum):
     BARE = "has no controller (--evict bare-pods)"
     NAMESPACE = "namespace outside --namespaces / --exclude-namespaces"
     UNSELECTED = "labels outside --selector"
+    NODE = "on a node that is not over-utilized (--target-thresholds)"
 
 
 KINDS = list(Keep)
 EVICT_KINDS = {"protected": "evict_protected", "local-storage": "evict_local_storage", "bare-pods": "evict_bare_pods",
                "system-critical": "evict_system_critical"}
-ALWAYS = {Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET, Keep.PVC, Keep.NAMESPACE}
-NARROWING = {Keep.NAMESPACE, Keep.UNSELECTED}  # computed per policy, not per pod (see EvictionPolicy.scope)
+ALWAYS = {Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET, Keep.PVC, Keep.NAMESPACE, Keep.NODE}
+NARROWING = (Keep.NAMESPACE, Keep.UNSELECTED, Keep.NODE)  # computed per policy, not per pod (EvictionPolicy.scope)
 
 
 def _features(pod: Pod, priority: int) -> list[bool]:
@@ -84,7 +85,7 @@ def _features(pod: Pod, priority: int) -> list[bool]:
         ann.get("cluster-autoscaler.kubernetes.io/safe-to-evict") == "false",
         any(v.empty_dir is not None or v.host_path is not None for v in spec.volumes),
         not meta.owner_references,
-        False, False,  # narrowing: EvictionPolicy.scope
+        False, False, False,  # narrowing: EvictionPolicy.scope
     ]
 
 
@@ -138,16 +139,21 @@ class EvictionPolicy:
     namespaces: tuple[str, ...] = ()  # only these namespaces (empty: every one)
     exclude_namespaces: tuple[str, ...] = ()
     selector: str = ""  # kubectl's -l syntax; pods whose labels do not match stay
+    only_nodes: frozenset[str] | None = None  # only pods on these nodes leave (LowNodeUtilization's sources)
 
     def scope(self, state: ClusterState) -> np.ndarray:
-        """bool [P, 2]: per pod, outside the namespaces asked for, and outside the label selector."""
+        """bool [P, 3]: per pod, outside the namespaces asked for, outside the label selector, and on a
+        node outside ``only_nodes``."""
         sel = parse_label_selector(self.selector)
         inc, exc = set(self.namespaces), set(self.exclude_namespaces)
+        names = state.node_names
         rows = []
-        for p in state.pods:
+        for i, p in enumerate(state.pods):
             ns = p.metadata.namespace or "default"
-            rows.append([(bool(inc) and ns not in inc) or ns in exc, not sel.matches(p.metadata.labels)])
-        return np.array(rows, dtype=bool).reshape(len(state.pods), 2)
+            n = int(state.pod_node[i])
+            off = self.only_nodes is not None and (n < 0 or names[n] not in self.only_nodes)
+            rows.append([(bool(inc) and ns not in inc) or ns in exc, not sel.matches(p.metadata.labels), off])
+        return np.array(rows, dtype=bool).reshape(len(state.pods), 3)
 
     def allowed(self) -> np.ndarray:
         """bool [len(Keep)]: the kinds this policy lets leave."""
@@ -158,8 +164,8 @@ class EvictionPolicy:
     def verdicts(self, state: ClusterState) -> Verdicts:
         """The verdict for every pod row (pending pods included: they have nowhere to leave from)."""
         kinds = pod_kinds(state).copy()
-        if self.namespaces or self.exclude_namespaces or self.selector:
-            kinds[:, [KINDS.index(k) for k in (Keep.NAMESPACE, Keep.UNSELECTED)]] = self.scope(state)
+        if self.namespaces or self.exclude_namespaces or self.selector or self.only_nodes is not None:
+            kinds[:, [KINDS.index(k) for k in NARROWING]] = self.scope(state)
         blocking = kinds & ~self.allowed()
         overridden = np.array([EVICT in p.metadata.annotations for p in state.pods], dtype=bool)
         gated = np.array([k not in ALWAYS for k in KINDS], dtype=bool)

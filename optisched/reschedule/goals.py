@@ -12,7 +12,9 @@ goal):
   weighted by priority, is minimized after them, so the fewest and least important pods move.
 * ``balance``: the ``spread`` objective: the most utilized node's cpu and memory, then the sum of squares
   (the intent of the descheduler's ``LowNodeUtilization``, kubernetes-sigs/descheduler v0.34.0
-  ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``, without its thresholds).
+  ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``). With its ``thresholds`` and
+  ``targetThresholds`` (:func:`utilization_classes`), only pods on over-utilized nodes may leave, and only
+  when some node is under-utilized.
 
 * ``repair``: the ``repair`` objective: running pods off the nodes whose required node affinity they no
   longer match or whose NoSchedule/NoExecute taints they do not tolerate, and DoNotSchedule topology
@@ -31,14 +33,15 @@ from ..errors import InputError
 from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
 from ..metrics.cost import node_costs
-from ..metrics.resources import pods_per_node, utilization_stats
+from ..metrics.resources import pods_per_node, utilization, utilization_stats
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.user_objectives import REPAIRED_RULES
 from ..policy.eviction import KINDS, Keep, pod_kinds
 from ..profile import SchedulerConfig
 
-__all__ = ["Goal", "empty_nodes", "goal_objective", "metrics", "parse_goals"]
+__all__ = ["Goal", "empty_nodes", "goal_objective", "metrics", "parse_goals", "parse_thresholds",
+           "utilization_classes", "violating"]
 
 
 class Goal(StrEnum):
@@ -150,3 +153,37 @@ def metrics(state: ClusterState, node_of: np.ndarray, pending: np.ndarray,
                    {r: round(float(stats.max[i]), 4) for r, i in zip(keep, idx)},
                    int(np.count_nonzero(node_of[pending] >= 0)),
                    violations(state, config, node_of) if config is not None else {})
+
+
+def parse_thresholds(text: str, option: str) -> dict[str, int]:
+    """``cpu=20,memory=20``: percent of allocatable per resource (LowNodeUtilization's arguments)."""
+    out: dict[str, int] = {}
+    for part in (x.strip() for x in text.split(",") if x.strip()):
+        name, _, value = part.partition("=")
+        if not value.strip().isdigit() or not 0 <= int(value) <= 100:
+            raise InputError(f"{option}: {part!r} is not RESOURCE=PERCENT (0-100)")
+        out[name.strip()] = int(value)
+    return out
+
+
+def utilization_classes(state: ClusterState, thresholds: dict[str, int],
+                        targets: dict[str, int]) -> tuple[list[str], list[str]]:
+    """(under-utilized, over-utilized) node names as the descheduler's LowNodeUtilization sorts them
+    (kubernetes-sigs/descheduler v0.34.0, ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``):
+    under when every threshold resource is below its percent (schedulable nodes only), over when any
+    target resource is above its percent; requests of the pods on the node against allocatable."""
+    pct = utilization(state, state.pod_node) * 100
+    names = np.array(state.node_names, dtype=object)
+
+    def column(r: str, option: str) -> np.ndarray:
+        if r not in state.resources:
+            raise InputError(f"{option}: no node offers {r!r}")
+        return np.nan_to_num(pct[:, state.resources.index(r)])
+
+    under = ~state.unschedulable
+    for r, v in thresholds.items():
+        under &= column(r, "--thresholds") < v
+    over = np.zeros(state.num_nodes, dtype=bool)
+    for r, v in targets.items():
+        over |= column(r, "--target-thresholds") > v
+    return names[under & ~over].tolist(), names[over].tolist()

@@ -18,7 +18,7 @@ from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
-from .goals import Goal, empty_nodes, goal_objective, metrics, parse_goals, violating
+from .goals import Goal, empty_nodes, goal_objective, metrics, parse_goals, utilization_classes, violating
 from .plan import ReschedulePlan, node_saving
 from .waves import Budgets, stage
 
@@ -70,19 +70,34 @@ def _gang_target(state: ClusterState, config: SchedulerConfig, options: OptimalO
     return target, result, notes
 
 
+def _low_node_utilization(state: ClusterState, policy: EvictionPolicy, thresholds: tuple[dict[str, int], dict[str, int]],
+                          notes: list[str]) -> EvictionPolicy:
+    """The policy narrowed to pods on over-utilized nodes (none when no node is under-utilized: upstream
+    then does nothing), with a note naming them."""
+    under, over = utilization_classes(state, *thresholds)
+    notes.append(f"LowNodeUtilization: {len(under)} under-utilized node(s), {len(over)} over the target "
+                 f"thresholds{': ' + ', '.join(over) if over else ''}")
+    return replace(policy, only_nodes=frozenset(over if under else ()))
+
+
 def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | list[str],
                     budgets: Budgets | None = None, policy: EvictionPolicy | None = None,
-                    time_limit: float = 30.0, seed: int = 0, gang: list[str] | None = None) -> ReschedulePlan:
+                    time_limit: float = 30.0, seed: int = 0, gang: list[str] | None = None,
+                    thresholds: tuple[dict[str, int], dict[str, int]] | None = None) -> ReschedulePlan:
     """The plan for ``goals`` (see the module docstring); ``gang``: the pending pods ``fit-pending`` is
-    for (``--for``; all or none), instead of every pending pod."""
+    for (``--for``; all or none), instead of every pending pod; ``thresholds``: ``balance``'s
+    (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments."""
     budgets = budgets or Budgets()
     policy = policy or EvictionPolicy()
     parsed = parse_goals(goals)
+    notes: list[str] = []
+    if thresholds is not None and Goal.BALANCE in parsed:
+        policy = _low_node_utilization(state, policy, thresholds, notes)
     options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(parsed),
                              goal_first=True, staged=True, eviction=policy)
-    notes: list[str] = []
     if gang:
-        target, result, notes = _gang_target(state, config, options, gang)
+        target, result, gang_notes = _gang_target(state, config, options, gang)
+        notes += gang_notes
     else:
         result = solve_optimal(state, config, options)
         target = result.node_of.copy()
@@ -92,7 +107,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node))
     staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed)
     staging.notes = notes + staging.notes
-    if gang and not notes and any(staging.final.get(k) is None for k in gang):
+    if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")
     final = np.array([state.node_index[n] if (n := staging.final.get(p.key)) is not None else -1
                       for p in state.pods], dtype=np.int64)
