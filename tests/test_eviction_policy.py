@@ -69,11 +69,16 @@ CASES = [
 
 @pytest.mark.parametrize("obj,policy,reason", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_who_may_leave(obj, policy, reason):
-    state = state_of(node("n"), obj)
-    verdicts = policy.verdicts(state)
+    verdicts = _judged(obj, policy, reason)
+    assert verdicts.kept([0]) == ({} if reason is None else {"default/p": reason})
+
+
+def _judged(obj, policy, reason):  # type: ignore[no-untyped-def]
+    """The verdicts on a one-pod cluster, checked for the pod's reason and mask."""
+    verdicts = policy.verdicts(state_of(node("n"), obj))
     assert verdicts.why(0) == reason
     assert bool(verdicts.may_leave[0]) == (reason is None)
-    assert verdicts.kept([0]) == ({} if reason is None else {"default/p": reason})
+    return verdicts
 
 
 def test_verdicts_are_vectorized_over_pods():
@@ -128,10 +133,7 @@ SCOPE = [
 
 @pytest.mark.parametrize("obj,policy,reason", [c[1:] for c in SCOPE], ids=[c[0] for c in SCOPE])
 def test_namespaces_and_selector_narrow_who_may_leave(obj, policy, reason):
-    state = state_of(node("n"), obj)
-    verdicts = policy.verdicts(state)
-    assert verdicts.why(0) == reason
-    assert bool(verdicts.may_leave[0]) == (reason is None)
+    _judged(obj, policy, reason)
 
 
 def test_node_bound_kinds_are_one_rule_for_replays_and_policies():
