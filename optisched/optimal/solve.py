@@ -296,6 +296,7 @@ class _Group:
     lp: LevelBound | None = None  # this part's own LP bound per level: a placement tier that reaches it stops
     lns: bool = False  # searched by LNS (large restricted model): no tie-breaking between placement levels
     search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
+    goal_first: bool = False  # the objective's tier before disruption (OptimalOptions.goal_first)
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
@@ -355,7 +356,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         search = NodeSearch(m, options.seed, clock) if lns and solver.full is not None and options.node_search else None
         groups.append(_Group(sub, m, solver, m.cp.clone(), reached=reached, cp_valid=not m.restricted,
                              lp=LevelBound(m, clock=clock, seconds=lp_share / (2 * len(models)))
-                             if lns and not lp.large else None, lns=lns, search=search))
+                             if lns and not lp.large else None, lns=lns, search=search, goal_first=options.goal_first))
     return groups, lp
 
 
@@ -366,7 +367,7 @@ def _above(model: BatchModel, level: int) -> list:
 
 
 def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None, placement: bool,
-                 clock: Clock, goal_first: bool = False) -> None:
+                 clock: Clock) -> None:
     """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``.
     Objectives after the placement and disruption tiers are built when their turn comes (they add
     variables), and only when time is left to build and solve them."""
@@ -380,7 +381,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
             g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
     caps = _level_caps(g.batch)
     if g.objectives is None:
-        g.objectives = _objectives(g.model, objective, goal_first)
+        g.objectives = _objectives(g.model, objective, g.goal_first)
         g.raw_values = variable_values(g.model, raw)
     objectives = g.objectives
     if not placement and _settle_reached(g):
@@ -603,7 +604,7 @@ def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions,
     phases = [(True, placing)] if options.stop_after == "placed" else [(True, placing), (False, deadline)]
     for placement, end_phase in phases:
         for g, until in _by_size(groups, sizes, end_phase, clock):
-            _solve_group(g, until, raw, options.objective, placement, clock, options.goal_first)
+            _solve_group(g, until, raw, options.objective, placement, clock)
         for g in groups:
             g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
 
