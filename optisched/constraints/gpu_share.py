@@ -32,6 +32,7 @@ __all__ = [
     "encode_gpu_share",
     "exclusive_devices",
     "feasible",
+    "gpu_fits",
     "model_access",
 ]
 
@@ -125,6 +126,18 @@ class GpuNodes:
         for listener in self.listeners:
             listener(node)
 
+    def unbind(self, pod: GpuPod, node: int, devices: Sequence[int]) -> None:
+        """Give back what :meth:`bind` took."""
+        self.cpu_free[node] += pod.cpu
+        self.mem_free[node] += pod.mem
+        self.pods_free[node] += 1
+        for d in devices:
+            self.dev_free[node, d] += pod.gpu_milli
+        if pod.num_gpu:
+            self.kinds[node, 0 if pod.sharing else pod.num_gpu] -= 1
+        for listener in self.listeners:
+            listener(node)
+
 
 def model_access(models: Sequence[str], spec: Sequence[str]) -> np.ndarray:
     """``IsNodeAccessibleToPodByType`` per model code: no spec allows every model, a spec allows only
@@ -139,11 +152,17 @@ def feasible(nodes: GpuNodes, pod: GpuPod, access: np.ndarray | None = None) -> 
     """Bool mask over nodes where the pod fits: CPU, memory and a pod slot free, and for a GPU pod a node
     of an allowed model with ``num_gpu`` devices each holding at least ``gpu_milli`` free."""
     ok = (nodes.cpu_free >= pod.cpu) & (nodes.mem_free >= pod.mem) & (nodes.pods_free > 0)
+    return ok & gpu_fits(nodes, pod, access)
+
+
+def gpu_fits(nodes: GpuNodes, pod: GpuPod, access: np.ndarray | None = None) -> np.ndarray:
+    """The Open-Gpu-Share part of :func:`feasible` alone (kube-scheduler's NodeResourcesFit checks CPU,
+    memory and pod slots when the rule runs inside a profile)."""
     if pod.num_gpu == 0 or pod.gpu_milli <= 0:
-        return ok
+        return np.ones(len(nodes.names), dtype=bool)
     if access is None:
         access = model_access(nodes.models, pod.spec)
-    ok &= access[nodes.model] & (nodes.gpu_count > 0)
+    ok = access[nodes.model] & (nodes.gpu_count > 0)
     return ok & ((nodes.dev_free >= pod.gpu_milli).sum(axis=1) >= pod.num_gpu)
 
 
