@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_openb import need_openb
+
 from optisched.datasets.openb import load_nodes, load_pods
 from optisched.experiments import sweep
 from optisched.experiments.fgd import arrival_order, curve, run_fgd
@@ -28,8 +29,8 @@ def small_trace(root: Path, pods: int = 60, seed: int = 0) -> Path:
              (8000, 32768, 1, "P100"), (64000, 262144, 4, "V100M16")])]
     (csv / "openb_node_list_gpu_node.csv").write_text("\n".join(nodes) + "\n")
     kinds = [(0, 0, ""), (1, 300, ""), (1, 500, "T4"), (1, 1000, ""), (2, 1000, ""), (4, 1000, "V100M16|G2")]
-    rows = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-            "scheduled_time"]
+    rows = [("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+             "scheduled_time")]
     for i in range(pods):
         num, milli, spec = kinds[rng.integers(len(kinds))]
         rows.append(f"p-{i},{rng.integers(1, 8) * 1000},{rng.integers(1, 16) * 1024},{num},{milli},{spec},LS,"

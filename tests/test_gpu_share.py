@@ -92,11 +92,11 @@ def _solve_batch(nodes: GpuNodes, pods: list[GpuPod]) -> tuple[int, dict[int, tu
     place = {}
     for p, pod in enumerate(pods):
         for n in np.flatnonzero(feasible(nodes, pod)):
-            place[p, int(n)] = m.NewBoolVar(f"x{p}_{n}")
+            place[p, int(n)] = m.new_bool_var(f"x{p}_{n}")
     for p in range(len(pods)):
-        m.AddAtMostOne(x for (q, _), x in place.items() if q == p)
+        m.add_at_most_one(x for (q, _), x in place.items() if q == p)
     use = encode_gpu_share(m, nodes, pods, place)
-    m.Maximize(sum((pods[p].total_milli * (len(pods) + 1) + 1) * x for (p, _), x in place.items()))
+    m.maximize(sum((pods[p].total_milli * (len(pods) + 1) + 1) * x for (p, _), x in place.items()))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = 10

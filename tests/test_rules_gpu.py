@@ -69,7 +69,7 @@ def test_fgd_in_a_profile_fills_the_shared_gpu_before_an_idle_one():
 def test_a_bound_pod_keeps_the_devices_of_its_gpu_index_annotation():
     bound = gpu_pod("old", 1, 600).on("a")
     bound["metadata"]["annotations"]["alibabacloud.com/gpu-index"] = "1"
-    result, gpu = run("BestFit", gpu_node("a", 2, "T4"), bound, gpu_pod("new", 1, 500))
+    _, gpu = run("BestFit", gpu_node("a", 2, "T4"), bound, gpu_pod("new", 1, 500))
     assert gpu.nodes.dev_free[0, :2].tolist() == [500, 400]
 
 

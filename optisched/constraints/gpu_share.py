@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 from ortools.sat.python import cp_model
 
 __all__ = [
@@ -94,7 +95,7 @@ class GpuNodes:
         self.kinds = np.zeros((n, MAX_DEVICES + 1), dtype=np.int64)
 
     @classmethod
-    def build(cls, names: Sequence[str], cpu: Sequence[int], mem: Sequence[int], gpus: Sequence[int],
+    def build(cls, names: Sequence[str], cpu: ArrayLike, mem: ArrayLike, gpus: ArrayLike,
               models: Sequence[str]) -> GpuNodes:
         codes = [""] + sorted({m for m in models if m})
         index = {m: i for i, m in enumerate(codes)}
@@ -202,17 +203,17 @@ def encode_gpu_share(model: cp_model.CpModel, nodes: GpuNodes, pods: Sequence[Gp
         if pod.num_gpu == 0:
             continue
         devs = [d for d in range(int(nodes.gpu_count[n])) if nodes.dev_free[n, d] >= pod.gpu_milli]
-        lits = [model.NewBoolVar(f"use_{p}_{n}_{d}") for d in devs]
+        lits = [model.new_bool_var(f"use_{p}_{n}_{d}") for d in devs]
         for d, lit in zip(devs, lits):
             use[p, n, d] = lit
-            model.AddImplication(lit, x)
-        model.Add(sum(lits) == pod.num_gpu * x)
+            model.add_implication(lit, x)
+        model.add(sum(lits) == pod.num_gpu * x)
     for n, ps in per_node.items():
-        model.Add(sum(pods[p].cpu * place[p, n] for p in ps) <= int(nodes.cpu_free[n]))
-        model.Add(sum(pods[p].mem * place[p, n] for p in ps) <= int(nodes.mem_free[n]))
-        model.Add(sum(place[p, n] for p in ps) <= int(nodes.pods_free[n]))
+        model.add(sum(pods[p].cpu * place[p, n] for p in ps) <= int(nodes.cpu_free[n]))
+        model.add(sum(pods[p].mem * place[p, n] for p in ps) <= int(nodes.mem_free[n]))
+        model.add(sum(place[p, n] for p in ps) <= int(nodes.pods_free[n]))
         for d in range(int(nodes.gpu_count[n])):
             terms = [pods[p].gpu_milli * use[p, n, d] for p in ps if (p, n, d) in use]
             if terms:
-                model.Add(sum(terms) <= int(nodes.dev_free[n, d]))
+                model.add(sum(terms) <= int(nodes.dev_free[n, d]))
     return use

@@ -18,7 +18,17 @@ from ..errors import InputError
 from ..framework import CycleState, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
-from .gpu_share import GPU_COUNT, GPU_INDEX, GPU_MILLI, GPU_MODEL, MAX_DEVICES, GpuNodes, GpuPod, best_fit_device, gpu_fits
+from .gpu_share import (
+    GPU_COUNT,
+    GPU_INDEX,
+    GPU_MILLI,
+    GPU_MODEL,
+    MAX_DEVICES,
+    GpuNodes,
+    GpuPod,
+    best_fit_device,
+    gpu_fits,
+)
 
 __all__ = ["GpuShare", "GpuShareState", "pod_gpu_demand"]
 

@@ -90,7 +90,7 @@ def plot_results(results_path: str | Path, outdir: str | Path | None = None) -> 
     results_path = Path(results_path)
     try:
         results = pd.read_parquet(results_path)
-    except Exception as e:  # pyarrow raises several kinds for a bad file
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
         raise InputError(f"cannot read Parquet results: {e}", source=str(results_path)) from None
     missing = [c for c in ("workload", "policy", "seed", "arrived_pct", *METRICS) if c not in results]
     if missing:

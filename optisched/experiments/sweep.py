@@ -80,7 +80,8 @@ class SweepSpec:
                                  source=source, path="data")
 
     def cells(self) -> list[Cell]:
-        return [Cell(w, p, s) for w in self.workloads for p in self.policies for s in self.seeds]
+        """Seed-major, so an interrupted sweep already has every workload and policy for its first seeds."""
+        return [Cell(w, p, s) for s in self.seeds for w in self.workloads for p in self.policies]
 
 
 @dataclass(frozen=True)

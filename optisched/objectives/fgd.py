@@ -16,7 +16,7 @@ Upstream: hkust-adsl/kubernetes-scheduler-simulator (commit 8f3d641) ``pkg/simul
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,7 +43,7 @@ class TypicalPods:
     freq: np.ndarray
 
 
-def typical_pods(cpu: Sequence[int], milli: Sequence[int], num: Sequence[int], spec: Sequence[str],
+def typical_pods(cpu: Iterable[int], milli: Iterable[int], num: Iterable[int], spec: Iterable[str],
                  threshold: int = 95, step: int = 1) -> TypicalPods:
     """``GetTypicalPods`` with isInvolvedCpuPods=true and gpuResWeight=0: count each distinct request,
     sort by count then by (cpu, milli, num, spec), both descending, and keep whole steps of ``step`` kinds (the

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework import MAX_NODE_SCORE
-from .gpu_policies import MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitDevices, PolicyContext, min_max_normalize
+from .gpu_policies import MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitDevices, min_max_normalize
 
 if TYPE_CHECKING:
     from ..constraints.gpu_share import GpuNodes, GpuPod
@@ -22,9 +22,6 @@ __all__ = ["BestFit"]
 
 class BestFit(BestFitDevices):
     name = "BestFit"
-
-    def __init__(self, ctx: PolicyContext) -> None:
-        pass
 
     def score(self, nodes: GpuNodes, pod: GpuPod, cand: np.ndarray) -> np.ndarray:
         left = (nodes.cpu_free[cand] - pod.cpu) / MAX_SPEC_CPU * 0.5

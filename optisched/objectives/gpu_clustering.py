@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework import MAX_NODE_SCORE
-from .gpu_policies import MAX_SPEC_GPU, BestFitDevices, PolicyContext
+from .gpu_policies import MAX_SPEC_GPU, BestFitDevices
 
 if TYPE_CHECKING:
     from ..constraints.gpu_share import GpuNodes, GpuPod
@@ -22,9 +22,6 @@ __all__ = ["GpuClustering"]
 
 class GpuClustering(BestFitDevices):
     name = "GpuClustering"
-
-    def __init__(self, ctx: PolicyContext) -> None:
-        pass
 
     def score(self, nodes: GpuNodes, pod: GpuPod, cand: np.ndarray) -> np.ndarray:
         if pod.num_gpu == 0:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework import MAX_NODE_SCORE
-from .gpu_policies import MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitDevices, PolicyContext
+from .gpu_policies import MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitDevices
 
 if TYPE_CHECKING:
     from ..constraints.gpu_share import GpuNodes, GpuPod
@@ -24,9 +24,6 @@ __all__ = ["DotProd"]
 
 class DotProd(BestFitDevices):
     name = "DotProd"
-
-    def __init__(self, ctx: PolicyContext) -> None:
-        pass
 
     def score(self, nodes: GpuNodes, pod: GpuPod, cand: np.ndarray) -> np.ndarray:
         dot = (nodes.cpu_free[cand] / MAX_SPEC_CPU) * (pod.cpu / MAX_SPEC_CPU)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..constraints.gpu_share import MILLI
 from ..framework import MAX_NODE_SCORE
-from .gpu_policies import BestFitDevices, PolicyContext
+from .gpu_policies import BestFitDevices
 
 if TYPE_CHECKING:
     from ..constraints.gpu_share import GpuNodes, GpuPod
@@ -25,9 +25,6 @@ __all__ = ["GpuPacking"]
 
 class GpuPacking(BestFitDevices):
     name = "GpuPacking"
-
-    def __init__(self, ctx: PolicyContext) -> None:
-        pass
 
     def score(self, nodes: GpuNodes, pod: GpuPod, cand: np.ndarray) -> np.ndarray:
         if pod.gpu_milli <= 0:

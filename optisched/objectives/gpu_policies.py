@@ -65,7 +65,11 @@ class GpuPolicy(Protocol):
 
 
 class BestFitDevices:
-    """Device choice of every policy run with ``gpuSelMethod: best`` (``allocateGpuIdBasedOnBestFit``)."""
+    """Device choice of every policy run with ``gpuSelMethod: best`` (``allocateGpuIdBasedOnBestFit``);
+    the policies built on it read nothing but the cluster, so the context is not kept."""
+
+    def __init__(self, ctx: PolicyContext) -> None:
+        del ctx
 
     def devices(self, nodes: GpuNodes, pod: GpuPod, node: int) -> tuple[int, ...]:
         return best_fit_device(nodes.dev_free[node], pod)

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import MAX_NODE_SCORE
 from ..constraints.gpu_share import exclusive_devices
+from ..framework import MAX_NODE_SCORE
 from .gpu_policies import PolicyContext
 
 if TYPE_CHECKING:
