@@ -348,7 +348,7 @@ def experiment(
     workloads: Annotated[str | None, typer.Option(help="fgd: comma-separated pod lists (default: the paper's 17).")] = None,
     policies: Annotated[str | None, typer.Option(help="fgd: comma-separated policies (default: the paper's 6).")] = None,
     seeds: Annotated[str, typer.Option(help="fgd: seeds, e.g. 42-51 or 42,45.")] = "42-51",
-    data: Annotated[Path | None, typer.Option(help="fgd: the openb trace folder (with csv/).")] = None,
+    data: Annotated[Path | None, typer.Option(help="fgd: the openb trace folder with csv/ (default: $OPENB_DIR).")] = None,
     ties: Annotated[str, typer.Option(help="fgd: equal scores go to a per-run node order | random | first.")] = "order",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Parquet results (plot: figure folder).")] = None,
     executor: Annotated[str, typer.Option(help="local (processes) or ray.")] = "local",
@@ -368,7 +368,11 @@ def experiment(
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
     if target == "fgd":
-        folder = data or Path("/work/shared/datasets/alibaba-gpu-v2023-openb")
+        import os
+
+        folder = data or Path(os.environ.get("OPENB_DIR", ""))
+        if not str(data or os.environ.get("OPENB_DIR", "")):
+            raise InputError("experiment fgd needs --data DIR or OPENB_DIR (the openb folder with csv/)")
         spec = SweepSpec(str(folder), tuple(workloads.split(",")) if workloads else FGD_WORKLOADS,
                          tuple(policies.split(",")) if policies else FGD_POLICIES, tuple(parse_seeds(seeds)),
                          ties=ties, name="fgd-cli")

@@ -149,3 +149,16 @@ def test_reproduces_published_allocation_on_the_default_trace(policy):
     table = compare_published(pd.concat(rows), load_published(PUBLISHED))
     assert abs(float(table["diff_100"].iloc[0])) <= 0.5
     assert float(table["max_curve_diff"].iloc[0]) <= 1.0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_allocation_bound_is_above_every_policy_and_below_the_demand(tmp_path, seed):
+    from optisched.experiments.fgd_bound import allocation_bound
+
+    d = small_trace(tmp_path, pods=80, seed=seed) / "csv"
+    nodes, pods = load_nodes(d / "openb_node_list_gpu_node.csv"), load_pods(d / "openb_pod_list_default.csv")
+    order = arrival_order(pods, 26 * 1000, seed)
+    bound = allocation_bound(nodes, pods, order)
+    assert bound <= min(pods.total_milli[order].sum(), 26 * 1000) + 1e-6
+    for policy in ("FGD", "BestFit", "Random"):
+        assert run_fgd(nodes, pods, policy, seed, order=order).allocated[-1] <= bound + 1e-6
