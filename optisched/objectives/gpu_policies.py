@@ -93,7 +93,7 @@ def select_host(scores: np.ndarray, ties: np.random.Generator | np.ndarray | Non
 
     The published FGD runs behave like a fixed node order drawn once per run: on the default trace
     (seed 42) uniform ties give FGD 89.6 % allocated at 100 % arrived and GpuPacking 89.1 %, a fixed random
-    order 95.1 % and 91.8 % (published means 95.2 % and 91.8 %); see ``docs/experiments.md``."""
+    order 95.3 % and 91.8 % (published means 95.2 % and 91.8 %); see ``docs/experiments.md``."""
     best = np.flatnonzero(scores == scores.max())
     if len(best) == 1 or ties is None:
         return int(best[0])
