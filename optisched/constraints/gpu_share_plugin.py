@@ -11,11 +11,12 @@ Filter: ``GpuSharePlugin.Filter`` (CPU, memory and pod slots stay NodeResourcesF
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError
-from ..framework import CycleState, FilterResult, Status
+from ..framework import CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from .gpu_share import (
@@ -29,6 +30,10 @@ from .gpu_share import (
     best_fit_device,
     gpu_fits,
 )
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
 
 __all__ = ["GpuShare", "GpuShareState", "pod_gpu_demand"]
 
@@ -79,7 +84,11 @@ class GpuShareState:
         devs = self._given(pod) if gp.num_gpu else ()
         if devs is None:
             choose = self.choose or (lambda nodes, p, n: best_fit_device(nodes.dev_free[n], p))
-            devs = choose(self.nodes, gp, node)
+            try:
+                devs = choose(self.nodes, gp, node)
+            except ValueError:  # an overcommitted placement (optimal mode's re-check): the freest devices,
+                # left below zero so the filter reports it
+                devs = tuple(int(d) for d in np.argsort(-self.nodes.dev_free[node], kind="stable")[: gp.num_gpu])
         self.nodes.bind(gp, node, devs)
         self.devices[pod] = devs
 
@@ -93,6 +102,9 @@ class GpuShare:
 
     name = "Open-Gpu-Share"
     REASON = "Insufficient GPU share"
+    # optimal mode keeps the nodes where the pod alone fits beside the fixed pods; how the batch's own
+    # pods share devices is not in its model yet (encode_gpu_share is, outside it): the re-check reports it
+    filter_fidelity = Fidelity.RELAXED
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.shared(GpuShareState)
@@ -103,3 +115,10 @@ class GpuShare:
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         ok = gpu_fits(self.state.nodes, self.state.pods[cycle.pod])[nodes]
         return FilterResult.from_mask(~ok, self.REASON)
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Phase 1: the greedy verdict against the fixed pods (model, device count, free devices)."""
+        model.restrict_by_filter(self, classes)
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Not encoded: the batch's pods sharing devices among themselves (RELAXED)."""

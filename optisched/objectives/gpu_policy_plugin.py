@@ -8,15 +8,21 @@ input. Scores are final (BestFit normalizes inside its score), so ``normalize`` 
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from ..constraints.gpu_share_plugin import GpuShareState
-from ..framework import CycleState, Status
+from ..framework import CycleState, Fidelity, Status
 from ..model.snapshot import Snapshot
+from ..optimal.score_terms import encode_static
 from .fgd import FragCache, typical_pods
 from .gpu_policies import POLICIES, PolicyContext, policy_class
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
+    from ..optimal.tiers import Linear
 
 __all__ = ["PolicyScore", "score_plugin"]
 
@@ -26,6 +32,9 @@ class PolicyScore:
 
     name: ClassVar[str]
     policy: ClassVar[str]
+    # optimal mode: each arrival earns the score its node has against the fixed pods (the policies' scores
+    # change as the batch's own pods land)
+    score_fidelity: ClassVar[Fidelity] = Fidelity.SURROGATE
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.shared(GpuShareState)
@@ -44,6 +53,10 @@ class PolicyScore:
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
         return scores
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """``weight × score(pod, node)`` against the fixed pods, per arrival."""
+        encode_static(self, model, classes, weight, objective)
 
 
 def score_plugin(policy: str) -> type[PolicyScore]:
