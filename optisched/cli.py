@@ -477,6 +477,56 @@ def generate(
     err.print(f"wrote {len(objs)} objects to {output}")
 
 
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def experiment(
+    target: Annotated[str, typer.Argument(help="SPEC.yaml, 'fgd' (part of the FGD grid) or 'plot'.")],
+    results: Annotated[Path | None, typer.Argument(help="plot: the RESULTS.parquet to draw.")] = None,
+    workloads: Annotated[str | None, typer.Option(help="fgd: comma-separated pod lists (default: the paper's 17).")] = None,
+    policies: Annotated[str | None, typer.Option(help="fgd: comma-separated policies (default: the paper's 6).")] = None,
+    seeds: Annotated[str, typer.Option(help="fgd: seeds, e.g. 42-51 or 42,45.")] = "42-51",
+    data: Annotated[Path | None, typer.Option(help="fgd: the openb trace folder with csv/ (default: $OPENB_DIR).")] = None,
+    ties: Annotated[str, typer.Option(help="fgd: equal scores go to a per-run node order | random | first.")] = "order",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Parquet results (plot: figure folder).")] = None,
+    executor: Annotated[str, typer.Option(help="local (processes) or ray.")] = "local",
+    address: Annotated[str | None, typer.Option(help="ray: address of a running cluster.")] = None,
+    jobs: Annotated[int | None, typer.Option(help="local: worker processes (default: one per core).")] = None,
+) -> None:
+    """Seeded sweeps of the FGD paper's protocol on the openb trace (see docs/experiments.md)."""
+    from .experiments.fgd_report import plot_results
+    from .experiments.sweep import FGD_POLICIES, FGD_WORKLOADS, SweepSpec, load_spec, parse_seeds, run_sweep
+
+    if target == "plot":
+        if results is None:
+            raise InputError("experiment plot needs RESULTS.parquet")
+        for path in plot_results(results, output):
+            err.print(f"wrote {path}")
+        return
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor must be local or ray, not {executor!r}")
+    if target == "fgd":
+        import os
+
+        folder = data or Path(os.environ.get("OPENB_DIR", ""))
+        if not str(data or os.environ.get("OPENB_DIR", "")):
+            raise InputError("experiment fgd needs --data DIR or OPENB_DIR (the openb folder with csv/)")
+        spec = SweepSpec(str(folder), tuple(workloads.split(",")) if workloads else FGD_WORKLOADS,
+                         tuple(policies.split(",")) if policies else FGD_POLICIES, tuple(parse_seeds(seeds)),
+                         ties=ties, name="fgd-cli")
+        spec.check("--data/--workloads/--policies")
+        out_path = output or Path("fgd_results.parquet")
+    else:
+        spec = load_spec(target)
+        out_path = output or Path(target).with_suffix(".parquet")
+    inputs = {Path(spec.data).resolve(), Path(target).resolve()}
+    if out_path.resolve() in inputs or Path(spec.data).resolve() in out_path.resolve().parents:
+        raise InputError(f"{out_path}: the output must not be an input or lie inside the data folder")
+    from .progress import progress_bar
+
+    with progress_bar(err, "cells", len(spec.cells())) as advance:
+        df = run_sweep(spec, out_path, executor, jobs, address, progress=advance)
+    err.print(f"wrote {len(df)} rows ({len(spec.cells())} cells) to {out_path}")
+
+
 def _version(value: bool) -> None:
     if value:
         out.print(f"optisched {__version__} (kube-scheduler {KUBE_VERSION})", highlight=False)

@@ -40,6 +40,7 @@ from .profile_defaults import (
     UtilizationShapePoint,
     decode_plugins,
 )
+from .registry import REGISTRY
 from .version import KUBE_VERSION
 
 __all__ = [
@@ -338,7 +339,9 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
     plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins")
     args, raw_args = _plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig")
     enabled = {n for names in plugins.values() for n in names}
-    not_modelled = tuple(sorted(n for n in enabled if n in NOT_MODELLED or n not in PLUGIN_POINTS))
+    # REGISTRY also holds the out-of-tree rules optisched models (GPU sharing, the FGD policies)
+    not_modelled = tuple(sorted(n for n in enabled
+                                if n in NOT_MODELLED or (n not in PLUGIN_POINTS and n not in REGISTRY)))
     profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled, **args)
     return _Parsed(profile, queue_sort, raw_args)
 

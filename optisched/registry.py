@@ -32,6 +32,14 @@ REGISTRY: dict[str, dict[str, str]] = {
                          "score": "objectives.inter_pod_affinity:InterPodAffinityScore"},
     "NodeResourcesBalancedAllocation": {"score": "objectives.balanced_allocation:BalancedAllocation"},
     "ImageLocality": {"score": "objectives.image_locality:ImageLocality"},
+    # GPU sharing and the FGD paper's policies (hkust-adsl/kubernetes-scheduler-simulator)
+    "Open-Gpu-Share": {"filter": "constraints.gpu_share_plugin:GpuShare"},
+    "FGD": {"score": "objectives.gpu_policy_plugin:FGD"},
+    "BestFit": {"score": "objectives.gpu_policy_plugin:BestFit"},
+    "DotProd": {"score": "objectives.gpu_policy_plugin:DotProd"},
+    "GpuPacking": {"score": "objectives.gpu_policy_plugin:GpuPacking"},
+    "GpuClustering": {"score": "objectives.gpu_policy_plugin:GpuClustering"},
+    "Random": {"score": "objectives.gpu_policy_plugin:Random"},
 }
 
 
