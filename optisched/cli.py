@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-
 from .errors import InputError
+from .textsafe import safe, safe_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
-out = Console()
-err = Console(stderr=True)
+out = safe_console()
+err = safe_console(stderr=True)
 
 ClusterArg = Annotated[list[str] | None, typer.Argument(
     help="Files, folders or - (stdin): YAML/JSON objects or List dumps. Omit with --kubeconfig/--context.")]
@@ -43,12 +41,12 @@ def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None 
     return compile_cluster(cluster), config
 
 
-def _write_placements(path: Path, mode: str, placements: dict[str, str | None], extra: dict) -> None:
-    if path.suffix == ".csv":
-        lines = ["pod,node"] + [f"{k},{v or ''}" for k, v in placements.items()]
-        path.write_text("\n".join(lines) + "\n")
-    else:
-        path.write_text(json.dumps({"mode": mode, "placements": placements, **extra}, indent=1) + "\n")
+def _check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[str, ...] | Path | None,
+                   folders: tuple[str, ...] = ()) -> None:
+    """Refuse unwritable output paths, and outputs that are (or lie inside) inputs, before any work."""
+    from .outputs import check_outputs, input_paths
+
+    check_outputs(outputs, input_paths(*inputs), folders=folders)
 
 
 MODES = ("greedy", "optimal")
@@ -95,6 +93,7 @@ def schedule(
 
     check_objective(objective)
     parsed = parse_weights(weights)
+    _check_outputs({"--output": output, "--trace": trace}, cluster, profile)
     state, config = _load(cluster, profile, kubeconfig, context)
     if mode == "optimal":
         _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed)
@@ -106,6 +105,7 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
                      output: Path | None) -> None:
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
     from .greedy.trace import trace_of
+    from .outputs import is_stdout, write_placements, write_text
     from .render import progress_bar, render_schedule_summary
 
     sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
@@ -113,18 +113,19 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
     with progress_bar(err, "scheduling", len(state.pending)) as advance:
         result = sched.run(progress=advance)
     if trace is not None:
-        trace.write_text(json.dumps(trace_of(result, config, tb), indent=1) + "\n")
+        write_text(trace, json.dumps(trace_of(result, config, tb), indent=1) + "\n")
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
-        _write_placements(output, "greedy", result.placements(), {"unschedulable": unsched})
+        write_placements(output, "greedy", result.placements(), {"unschedulable": unsched})
     if trace is None:
-        render_schedule_summary(out, result)
+        render_schedule_summary(err if is_stdout(output) else out, result)
 
 
 def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
                       workers: int, movable: bool, objective: str | None = None,
                       weights: tuple[tuple[str, int], ...] = ()) -> None:
     from .optimal.solve import OptimalOptions, solve_optimal
+    from .outputs import is_stdout, write_placements
     from .render import render_optimal_summary, solver_status
 
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
@@ -133,10 +134,10 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
         result = solve_optimal(state, config, options, progress=update)
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
-        _write_placements(output, "optimal", result.placements(),
-                          {"unschedulable": unsched, "certificate": result.certificate.to_dict(),
-                           "explanations": [e.to_dict() for e in result.explanations]})
-    render_optimal_summary(out, result)
+        write_placements(output, "optimal", result.placements(),
+                         {"unschedulable": unsched, "certificate": result.certificate.to_dict(),
+                          "explanations": [e.to_dict() for e in result.explanations]})
+    render_optimal_summary(err if is_stdout(output) else out, result)
     if result.violations:
         raise typer.Exit(1)
 
@@ -171,6 +172,11 @@ def compare(
 
     check_objective(objective)
     parsed = parse_weights(weights)
+    _check_outputs({"--report": report}, cluster, profile, names, folders=("--report",))
+    if report is not None:
+        from .report import check_report_dir
+
+        check_report_dir(report)
     state, config = _load(cluster, profile, kubeconfig, context)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
                              objective=objective, weights=parsed)
@@ -181,7 +187,7 @@ def compare(
         from .report import write_report
 
         written = write_report(comparison, report)
-        err.print(f"wrote {len(written)} files to {report}/ (open {report}/report.html)")
+        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
     if optimal.violations:
         raise typer.Exit(1)
 
@@ -261,6 +267,7 @@ def preempt(
         raise InputError("give --pod or --all-pending, not both")
     if cross_node and (mode != "optimal" or not pod):
         raise InputError("--cross-node applies to optimal mode for one pod (--mode optimal --pod NS/NAME)")
+    _check_outputs({"--output": output}, cluster, profile)
     state, config = _load(cluster, profile, kubeconfig, context)
     key = None
     if pod:
@@ -270,8 +277,9 @@ def preempt(
         if state.pod_node[state.pod_index[key]] >= 0:
             raise InputError(f"pod {key!r} is already bound to {state.pods[state.pod_index[key]].spec.node_name}",
                              obj=f"Pod/{key}")
+    shown = err if str(output) == "-" else out  # --output -: the evictions on stdout, the table on stderr
     if mode == "optimal":
-        docs = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed)
+        docs = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, shown)
     else:
         from .greedy.scheduler import GreedyOptions, GreedyScheduler
         from .preemption.plan import eviction_objects, preemptions
@@ -280,15 +288,16 @@ def preempt(
         sched = GreedyScheduler(state, config, GreedyOptions())
         result = sched.run()
         plan = preemptions(result, sched.pdbs, key)
-        render_preemptions(out, plan)
+        render_preemptions(shown, plan)
         docs = eviction_objects(plan)
     if output is not None:
-        with open(output, "w", encoding="utf-8") as f:
-            yaml.safe_dump_all(docs, f, sort_keys=False, explicit_start=True)
+        from .outputs import write_text
+
+        write_text(output, yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
 
 
 def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
-                     workers: int, seed: int) -> list[dict]:
+                     workers: int, seed: int, console=out) -> list[dict]:
     from .render import solver_status
 
     if key is not None:
@@ -299,7 +308,7 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
         with solver_status(err) as update:
             answer = minimal_victims(state, config, key, cross_node=cross_node, time_limit=time_limit,
                                      workers=workers, seed=seed, progress=update)
-        render_minimal_preemption(out, [answer])
+        render_minimal_preemption(console, [answer])
         if answer.violations:
             raise typer.Exit(1)
         return minimal_eviction_objects([answer])
@@ -311,7 +320,7 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
         result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed),
                                progress=update)
     plan = batch_preemptions(result)
-    render_batch_preemptions(out, plan, result)
+    render_batch_preemptions(console, plan, result)
     if result.violations:
         raise typer.Exit(1)
     return batch_eviction_objects(plan)
@@ -332,13 +341,14 @@ def generate(
     from .datasets.generate import GenerateSpec, dump
     from .datasets.generate import generate as gen
 
+    _check_outputs({"OUTPUT": output})
     spec = GenerateSpec(nodes=nodes, pods=pods, pending_fraction=pending_fraction, load=load, zones=zones,
                         gpu_fraction=gpu_fraction, seed=seed)
     objs = gen(spec)
     fmt = "json" if output.suffix == ".json" else "yaml"
     with open(output, "w", encoding="utf-8") as f:
         dump(objs, f, fmt)
-    err.print(f"wrote {len(objs)} objects to {output}")
+    err.print(f"wrote {len(objs)} objects to {safe(output)}")
 
 
 def main() -> None:
@@ -346,7 +356,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except InputError as e:
-        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {safe(e)}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except (typer.Exit, SystemExit) as e:
         code = getattr(e, "exit_code", getattr(e, "code", 0))

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,6 +18,7 @@ from rich.progress import (
 from rich.table import Table
 
 from .model.quantity import format_quantity
+from .textsafe import safe
 
 __all__ = ["progress_bar", "render_explain", "render_inspect", "render_optimal_summary", "render_schedule_summary",
            "solver_status"]
@@ -50,7 +50,7 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
     t.add_column("zone")
     t.add_column("nodes", justify="right")
     for z, c in n["byZone"].items():
-        t.add_row(z, str(c))
+        t.add_row(safe(z), str(c))
     console.print(t)
     t = Table(title="Node shapes (allocatable)")
     for c in ("cpu", "memory", "nodes"):
@@ -70,7 +70,7 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
         t.add_column(c, justify="right")
     for r in s["resources"]:
         pct = f"{100 * r['requestedBound'] / r['allocatable']:.1f}" if r["allocatable"] else "-"
-        t.add_row(r["resource"], _amount(r["resource"], r["allocatable"]), _amount(r["resource"], r["requestedBound"]),
+        t.add_row(safe(r["resource"]), _amount(r["resource"], r["allocatable"]), _amount(r["resource"], r["requestedBound"]),
                   _amount(r["resource"], r["requestedPending"]), pct)
     console.print(t)
     if s["pdbs"]:
@@ -78,7 +78,7 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
         for c in ("pdb", "pods", "healthy", "desired", "disruptions allowed"):
             t.add_column(c)
         for b in s["pdbs"]:
-            t.add_row(b["pdb"], str(b["pods"]), str(b["currentHealthy"]), str(b["desiredHealthy"]),
+            t.add_row(safe(b["pdb"]), str(b["pods"]), str(b["currentHealthy"]), str(b["desiredHealthy"]),
                       str(b["disruptionsAllowed"]))
         console.print(t)
     if s["pendingPods"]:
@@ -86,20 +86,20 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
         for c in ("pod", "priority", "requests"):
             t.add_column(c)
         for pp in s["pendingPods"][:200]:
-            req = ", ".join(f"{k}={_amount(k, v)}" for k, v in pp["requests"].items())
-            t.add_row(pp["pod"], str(pp["priority"]), req)
+            req = ", ".join(safe(f"{k}={_amount(k, v)}") for k, v in pp["requests"].items())
+            t.add_row(safe(pp["pod"]), str(pp["priority"]), req)
         if len(s["pendingPods"]) > 200:
             t.caption = f"first 200 of {len(s['pendingPods'])}; --json lists all"
         console.print(t)
     prof = s["profile"]
-    console.print(f"Profile [bold]{prof['schedulerName']}[/] from {prof['source']}; percentageOfNodesToScore "
-                  f"{prof['percentageOfNodesToScore']}; weights {prof['scoreWeights']}")
+    console.print(f"Profile [bold]{safe(prof['schedulerName'])}[/] from {safe(prof['source'])}; percentageOfNodesToScore "
+                  f"{prof['percentageOfNodesToScore']}; weights {safe(prof['scoreWeights'])}")
     if prof["notModelled"]:
-        console.print(f"Not modelled (accepted, no effect): {', '.join(prof['notModelled'])}")
+        console.print(f"Not modelled (accepted, no effect): {safe(', '.join(prof['notModelled']))}")
     if s["skippedKinds"]:
-        console.print("Skipped kinds: " + ", ".join(f"{k} ×{v}" for k, v in s["skippedKinds"].items()))
+        console.print("Skipped kinds: " + ", ".join(safe(f"{k} ×{v}") for k, v in s["skippedKinds"].items()))
     for w in s["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/] {safe(w)}", highlight=False)
 
 
 def render_schedule_summary(console: Console, result: Any) -> None:
@@ -118,7 +118,7 @@ def render_optimal_summary(console: Console, result: Any) -> None:
         t.add_column(c, justify="left" if c in ("tier", "status") else "right")
     for tier in cert.tiers:
         name = tier.name if tier.fidelity == "EXACT" else f"{tier.name} ({tier.fidelity.lower()})"
-        t.add_row(escape(name), str(tier.objective), str(tier.bound), f"{100 * tier.gap:.2f}%",
+        t.add_row(safe(name), str(tier.objective), str(tier.bound), f"{100 * tier.gap:.2f}%",
                   "" if tier.greedy is None else str(tier.greedy), tier.status, f"{tier.seconds:.1f}")
     console.print(t)
     if cert.greedy_optimal:
@@ -129,14 +129,14 @@ def render_optimal_summary(console: Console, result: Any) -> None:
             t.add_column(c)
         for e in result.explanations[:50]:
             pods = ", ".join(e.pods[:3]) + (f" (+{len(e.pods) - 3})" if len(e.pods) > 3 else "")
-            t.add_row(escape(pods), str(e.priority), e.kind, escape(e.detail))
+            t.add_row(safe(pods), str(e.priority), e.kind, safe(e.detail))
         console.print(t)
     for note in cert.notes:
-        console.print(f"note: {escape(note)}")
+        console.print(f"note: {safe(note)}")
     if result.violations:
         console.print(f"[bold red]{len(result.violations)} placement(s) fail the greedy filters:[/]")
         for v in result.violations[:20]:
-            console.print(f"  {escape(str(v))}")
+            console.print(f"  {safe(str(v))}")
 
 
 def _render_placement(console: Console, state: Any, node_of: np.ndarray, un: dict, skipped: dict, title: str) -> None:
@@ -153,7 +153,7 @@ def _render_placement(console: Console, state: Any, node_of: np.ndarray, un: dic
         t.add_column("priority", justify="right")
         t.add_column("reason")
         for p, msg in list(un.items())[:50]:
-            t.add_row(state.pods[p].key, str(int(state.pod_priority[p])), escape(msg))
+            t.add_row(safe(state.pods[p].key), str(int(state.pod_priority[p])), safe(msg))
         console.print(t)
     requested = np.zeros_like(state.allocatable)
     on = node_of >= 0
@@ -168,7 +168,7 @@ def _render_placement(console: Console, state: Any, node_of: np.ndarray, un: dic
         req = requested[:, j]
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(alloc > 0, req / np.maximum(alloc, 1), 0)
-        t.add_row(r, _amount(r, int(req.sum())), _amount(r, int(alloc.sum())), f"{100 * req.sum() / alloc.sum():.1f}",
+        t.add_row(safe(r), _amount(r, int(req.sum())), _amount(r, int(alloc.sum())), f"{100 * req.sum() / alloc.sum():.1f}",
                   f"{100 * per.max():.1f}")
     console.print(t)
 
@@ -187,7 +187,7 @@ def solver_status(console: Console) -> Iterator[Callable[[str, float | None, flo
             if incumbent is not None and bound is not None:
                 gap = relative_gap(incumbent, bound)
                 text = f"{name}: incumbent {incumbent:.0f}, bound {bound:.0f}, gap {100 * gap:.2f}%"
-            prog.update(task, description=text)
+            prog.update(task, description=safe(text))
 
         yield update
 
@@ -196,17 +196,17 @@ def render_explain(console: Console, result: Any, rec: Any) -> None:
     state = result.state
     names = state.node_names
     pod = state.pods[rec.pod]
-    console.print(f"[bold]{pod.key}[/] priority {int(state.pod_priority[rec.pod])}, attempt {rec.attempt}")
+    console.print(f"[bold]{safe(pod.key)}[/] priority {int(state.pod_priority[rec.pod])}, attempt {rec.attempt}")
     if rec.pre_filter is not None:
         st, plugin = rec.pre_filter
-        console.print(f"PreFilter {plugin} rejected the pod on every node: {', '.join(st.reasons)}")
+        console.print(f"PreFilter {safe(plugin)} rejected the pod on every node: {safe(', '.join(st.reasons))}")
     fp, sp = rec.filters, rec.scores
     t = Table(title="Nodes (evaluation order)")
     t.add_column("node")
     t.add_column("result")
     plugins = list(sp.weighted) if sp is not None else []
     for p in plugins:
-        t.add_column(p, justify="right")
+        t.add_column(safe(p), justify="right")
     t.add_column("total", justify="right")
     scored = {int(n): i for i, n in enumerate(sp.nodes)} if sp is not None else {}
     seen = set()
@@ -219,18 +219,19 @@ def render_explain(console: Console, result: Any, rec: Any) -> None:
                 cells = [str(int(sp.weighted[p][i])) for p in plugins] if i is not None else [""] * len(plugins)
                 total = str(int(sp.total[i])) if i is not None else ""
                 mark = "[green]chosen[/]" if n == rec.chosen else "feasible"
-                t.add_row(names[n], mark, *cells, total)
+                t.add_row(safe(names[n]), mark, *cells, total)
             else:
                 plugin = fp.plugin_names[int(fp.fail_plugin[pos])]
-                t.add_row(names[n], f"[red]{plugin}[/]: " + "; ".join(fp.reasons_at(pos)), *[""] * len(plugins), "")
+                why = f"[red]{safe(plugin)}[/]: " + safe("; ".join(fp.reasons_at(pos)))
+                t.add_row(safe(names[n]), why, *[""] * len(plugins), "")
     for n in result.node_order:
         if int(n) not in seen and rec.pre_filter is None:
-            t.add_row(names[int(n)], "[dim]not evaluated[/]", *[""] * len(plugins), "")
+            t.add_row(safe(names[int(n)]), "[dim]not evaluated[/]", *[""] * len(plugins), "")
     console.print(t)
     if sp is not None and sp.skipped:
-        console.print(f"Score plugins skipped: {', '.join(sp.skipped)}")
+        console.print(f"Score plugins skipped: {safe(', '.join(sp.skipped))}")
     if rec.message:
-        console.print(rec.message, highlight=False, markup=False)
+        console.print(safe(rec.message), highlight=False)
 
 
 def render_preemptions(console: Console, plan: list) -> None:
@@ -241,8 +242,8 @@ def render_preemptions(console: Console, plan: list) -> None:
     for c in ("preemptor", "priority", "node", "victims (priority, PDBs)", "placed"):
         t.add_column(c)
     for p in plan:
-        victims = "\n".join(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})" for v, prio, pdbs in p.victims)
-        t.add_row(p.preemptor, str(p.priority), p.node, victims, "yes" if p.placed else "no")
+        victims = "\n".join(safe(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs in p.victims)
+        t.add_row(safe(p.preemptor), str(p.priority), safe(p.node), victims, "yes" if p.placed else "no")
     console.print(t)
 
 
@@ -255,20 +256,20 @@ def _key_text(key: tuple | None, n_victims: int) -> str:
 def render_minimal_preemption(console: Console, answers: list) -> None:
     """Optimal single-pod preemption: the minimal victims beside kube-scheduler's for the same pod."""
     for a in answers:
-        t = Table(title=f"Preemption for {escape(a.preemptor)} (priority {a.priority}"
+        t = Table(title=f"Preemption for {safe(a.preemptor)} (priority {a.priority}"
                         f"{', cross-node' if a.cross_node else ''})")
         for c in ("mode", "node", "victims (priority, node, PDBs)", "key", "status"):
             t.add_column(c)
 
         def victims(vs: tuple) -> str:
-            return "\n".join(escape(f"{v.pod} ({v.priority}, {v.node}{', ' + ', '.join(v.pdbs) if v.pdbs else ''})")
+            return "\n".join(safe(f"{v.pod} ({v.priority}, {v.node}{', ' + ', '.join(v.pdbs) if v.pdbs else ''})")
                              for v in vs) or "-"
 
         note = a.message if a.status != "OPTIMAL" or not a.victims else ""
-        t.add_row("optimal", a.node or "-", victims(a.victims), _key_text(a.key, len(a.victims)),
-                  escape(a.status + (f": {note}" if note else "")))
-        t.add_row("kube-scheduler", a.greedy_node or "-", victims(a.greedy_victims),
-                  _key_text(a.greedy_key, len(a.greedy_victims)), escape(a.greedy_message or ""))
+        t.add_row("optimal", safe(a.node or "-"), victims(a.victims), _key_text(a.key, len(a.victims)),
+                  safe(a.status + (f": {note}" if note else "")))
+        t.add_row("kube-scheduler", safe(a.greedy_node or "-"), victims(a.greedy_victims),
+                  _key_text(a.greedy_key, len(a.greedy_victims)), safe(a.greedy_message or ""))
         console.print(t)
         if a.tiers:
             def shown(tier: Any, v: int) -> int | str:  # no victim: no highest priority
@@ -278,7 +279,7 @@ def render_minimal_preemption(console: Console, answers: list) -> None:
                 f"{tier.name} {shown(tier, tier.objective)} / {shown(tier, tier.bound)} {tier.status}"
                 for tier in a.tiers), highlight=False)
         if a.violations:
-            console.print(f"[bold red]the answer fails the greedy filters:[/] {escape(a.message)}")
+            console.print(f"[bold red]the answer fails the greedy filters:[/] {safe(a.message)}")
 
 
 def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
@@ -290,10 +291,10 @@ def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
         for c in ("node", "preemptors placed (priority)", "victims (priority, PDBs)", "outcome"):
             t.add_column(c)
         for b in plan:
-            pre = "\n".join(escape(f"{p} ({prio})") for p, prio in b.preemptors) or "-"
-            vs = "\n".join(escape(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs, _ in b.victims)
-            outcome = "\n".join("evicted" if m is None else f"moved to {escape(m)}" for *_, m in b.victims)
-            t.add_row(escape(b.node), pre, vs, outcome)
+            pre = "\n".join(safe(f"{p} ({prio})") for p, prio in b.preemptors) or "-"
+            vs = "\n".join(safe(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs, _ in b.victims)
+            outcome = "\n".join("evicted" if m is None else f"moved to {safe(m)}" for *_, m in b.victims)
+            t.add_row(safe(b.node), pre, vs, outcome)
         console.print(t)
         ev, mv = sum(b.evictions for b in plan), sum(b.moves for b in plan)
         console.print(f"{ev} eviction(s), {mv} move(s) on {len(plan)} node(s)")
