@@ -20,9 +20,11 @@ ClusterArg = Annotated[list[str] | None, typer.Argument(
 ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
 KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only).")]
 ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context of the live cluster.")]
+MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest input file read, e.g. 1Gi.")]
 
 
-def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None, context: str | None = None):
+def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
+          context: str | None = None, max_input_size: str = "256Mi"):
     from .model.loader import load_cluster
     from .model.state import compile_cluster
     from .profile import default_config, load_config
@@ -36,7 +38,9 @@ def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None 
     elif not paths:
         raise InputError("no input: give CLUSTER files or folders, - for stdin, or --kubeconfig/--context")
     else:
-        cluster = load_cluster(paths)
+        from .model.bounded import parse_size
+
+        cluster = load_cluster(paths, parse_size(max_input_size))
     config = load_config(profile) if profile else (cluster.config or default_config())
     return compile_cluster(cluster), config
 
@@ -72,6 +76,7 @@ def schedule(
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Place the pending pods as kube-scheduler would (greedy mode), or all at once (optimal mode)."""
     from .greedy.select import TieBreak
@@ -94,7 +99,7 @@ def schedule(
     check_objective(objective)
     parsed = parse_weights(weights)
     _check_outputs({"--output": output, "--trace": trace}, cluster, profile)
-    state, config = _load(cluster, profile, kubeconfig, context)
+    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
     if mode == "optimal":
         _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed)
         return
@@ -158,6 +163,7 @@ def compare(
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
     from .experiments.pipeline import CompareOptions, policy_config, run_comparison
@@ -177,7 +183,7 @@ def compare(
         from .report import check_report_dir
 
         check_report_dir(report)
-    state, config = _load(cluster, profile, kubeconfig, context)
+    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
                              objective=objective, weights=parsed)
     with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
@@ -199,12 +205,13 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
     from .inspect import summarize
     from .render import render_inspect
 
-    state, config = _load(cluster, profile, kubeconfig, context)
+    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
     summary = summarize(state, config)
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=1) + "\n")
@@ -220,6 +227,7 @@ def explain(
     no_requeue: Annotated[bool, typer.Option("--no-requeue")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Show one pod's scheduling cycle: every node, the plugin that rejected it and why, or its scores."""
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
@@ -227,7 +235,7 @@ def explain(
 
     if not pod:
         raise InputError("--pod namespace/name is required")
-    state, config = _load(cluster, profile, kubeconfig, context)
+    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
     key = pod if "/" in pod else f"default/{pod}"
     if key not in state.pod_index:
         raise InputError(f"no pod {key!r} in the input", obj=f"Pod/{key}")
@@ -257,6 +265,7 @@ def preempt(
     output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML).")] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Show which pods preemption evicts for which preemptors, with priorities and PDBs."""
     import yaml
@@ -268,7 +277,7 @@ def preempt(
     if cross_node and (mode != "optimal" or not pod):
         raise InputError("--cross-node applies to optimal mode for one pod (--mode optimal --pod NS/NAME)")
     _check_outputs({"--output": output}, cluster, profile)
-    state, config = _load(cluster, profile, kubeconfig, context)
+    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
     key = None
     if pod:
         key = pod if "/" in pod else f"default/{pod}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
-import sys
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
+from .bounded import DEFAULT_MAX_INPUT, budget_for, check_tree, parse_json, parse_yaml, read_bounded
 from .cluster import Cluster, resolve_priority
 from .objects import (
     Namespace,
@@ -48,52 +49,61 @@ _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
 }
 _NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController"}
 _SUFFIXES = (".yaml", ".yml", ".json")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_source(path: str) -> tuple[str, str]:
-    """(name, text) of a file or ``-``; unreadable input becomes an :class:`InputError` naming it."""
-    if path == "-":
-        return "<stdin>", sys.stdin.read()
-    p = Path(path)
-    try:
-        return path, p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file or folder", source=path) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", source=path) from None
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=path) from None
+def read_source(path: str, limit: int = DEFAULT_MAX_INPUT) -> tuple[str, str]:
+    """(name, text) of a regular file or ``-``; unreadable input becomes an :class:`InputError` naming it."""
+    return read_bounded(path, limit)
+
+
+def _walk_error(e: OSError) -> None:
+    raise InputError(f"cannot read: {e.strerror}", source=str(e.filename)) from None
+
+
+def _folder_files(folder: str) -> list[str]:
+    """The manifests under ``folder``, recursively; a sub-folder that cannot be listed is an error, not a
+    silently empty part of the input."""
+    files = []
+    for root, dirs, names in os.walk(folder, onerror=_walk_error):
+        dirs.sort()
+        files += [os.path.join(root, n) for n in names if n.endswith(_SUFFIXES)]
+    return sorted(files)
 
 
 def _expand(paths: Iterable[str]) -> Iterator[str]:
     for path in paths:
-        p = Path(path)
-        if path != "-" and p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in _SUFFIXES)
+        if path != "-" and Path(path).is_dir():
+            files = _folder_files(path)
             if not files:
                 raise InputError("folder holds no .yaml, .yml or .json file", source=path)
-            yield from (str(f) for f in files)
+            yield from files
         else:
             yield path
 
 
 def load_documents(source: str, text: str) -> list[Any]:
-    """Parse one file's text: JSON when it looks like JSON, else (multi-document) YAML."""
+    """Parse one file's text: JSON when it looks like JSON, else (multi-document) YAML; bounded in size,
+    depth and number length (:mod:`optisched.model.bounded`)."""
     stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
-        try:
-            doc = json.loads(text)
-            return doc if isinstance(doc, list) else [doc]
-        except json.JSONDecodeError:
-            pass  # YAML flow style also starts with '{'
+    docs: list[Any] | None = None
     try:
-        return list(yaml.load_all(text, Loader=_Loader))
+        if stripped[:1] in ("{", "["):
+            try:
+                doc = parse_json(text, source)
+                docs = doc if isinstance(doc, list) else [doc]
+            except json.JSONDecodeError:
+                pass  # YAML flow style also starts with '{'
+        if docs is None:
+            docs = list(parse_yaml(text))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"invalid YAML{where}: {problem}", source=source) from None
+    except ValueError as e:  # Python's own limit on the digits of an integer
+        raise InputError(f"a number too long to read ({str(e).split(':')[0]})", source=source) from None
+    check_tree(docs, budget_for(text), source)
+    return docs
 
 
 def validation_message(err: ValidationError) -> tuple[str, str]:
@@ -224,12 +234,13 @@ def cluster_from_objects(objects: Iterable[dict], source: str = "<objects>") -> 
         return _finish(cluster)
 
 
-def load_cluster(paths: Iterable[str]) -> Cluster:
-    """Load one or more files, folders (``*.yaml``, ``*.yml``, ``*.json``, recursively) or ``-`` (stdin)."""
+def load_cluster(paths: Iterable[str], max_bytes: int = DEFAULT_MAX_INPUT) -> Cluster:
+    """Load one or more files, folders (``*.yaml``, ``*.yml``, ``*.json``, recursively) or ``-`` (stdin),
+    each at most ``max_bytes`` long."""
     cluster, seen = Cluster(), set()
     with _no_gc():
         for path in _expand(paths):
-            source, text = read_source(path)
+            source, text = read_source(path, max_bytes)
             cluster.sources.append(source)
             for i, raw in enumerate(load_documents(source, text)):
                 _add_object(cluster, source, raw, i, seen)

@@ -1,0 +1,168 @@
+"""Reading and parsing input with bounded memory and time.
+
+A cluster dump is written by many hands, so a load must cost what the file's size suggests, whatever it
+holds:
+
+- only regular files and standard input are read, up to ``max_bytes`` (default :data:`DEFAULT_MAX_INPUT`,
+  raised with ``--max-input-size``); a FIFO or a device (``/dev/zero``) is refused at once, without
+  reading;
+- YAML aliases ("billion laughs") and merge keys may expand a document to at most :data:`EXPANSION`
+  times its size plus :data:`EXPANSION_SLACK` nodes, and may not refer to themselves;
+- documents may nest at most :data:`MAX_DEPTH` levels (Kubernetes objects need about 20);
+- integers may have at most :data:`MAX_INT_DIGITS` digits (int64 has 19; Python's own limit, 4300,
+  would otherwise surface as a garbled message).
+
+Each refusal is an :class:`~optisched.errors.InputError` naming the file.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+
+from ..errors import InputError
+from .quantity import QuantityError, parse_quantity, value
+
+__all__ = ["DEFAULT_MAX_INPUT", "EXPANSION", "MAX_DEPTH", "MAX_INT_DIGITS", "check_tree", "parse_json",
+           "parse_size", "parse_yaml", "read_bounded"]
+
+DEFAULT_MAX_INPUT = 256 * 2**20
+EXPANSION = 10
+EXPANSION_SLACK = 100_000
+MAX_DEPTH = 100
+MAX_INT_DIGITS = 100
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_size(text: str) -> int:
+    """``--max-input-size``: bytes as a quantity (``512Mi``, ``1G``, ``1000000``), at least 1."""
+    try:
+        size = value(parse_quantity(text.strip()))
+    except QuantityError:
+        raise InputError(f"{text!r} is not a size (e.g. 512Mi, 1Gi)", source="--max-input-size") from None
+    if size < 1:
+        raise InputError(f"{text!r} must be at least 1 byte", source="--max-input-size")
+    return size
+
+
+def _too_big(source: str, limit: int) -> InputError:
+    return InputError(f"larger than the input limit of {limit} bytes (raise it with --max-input-size)",
+                      source=source)
+
+
+def read_bounded(path: str, limit: int = DEFAULT_MAX_INPUT) -> tuple[str, str]:
+    """(name, text) of a regular file or ``-`` (stdin), read up to ``limit`` bytes as UTF-8."""
+    if path == "-":
+        stream = getattr(sys.stdin, "buffer", None)  # (a text stream without bytes, when embedded)
+        name = "<stdin>"
+        data = stream.read(limit + 1) if stream is not None else sys.stdin.read(limit + 1).encode("utf-8")
+    else:
+        name = path
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                raise InputError("not a regular file (a FIFO, device or socket); give a file, a folder or -",
+                                 source=path)
+            if st.st_size > limit:
+                raise _too_big(path, limit)
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
+        except FileNotFoundError:
+            raise InputError("no such file or folder", source=path) from None
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror}", source=path) from None
+    if len(data) > limit:
+        raise _too_big(name, limit)
+    try:
+        return name, data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", source=name) from None
+
+
+def _children(obj: Any) -> list[Any]:
+    if isinstance(obj, dict):
+        return [*obj.keys(), *obj.values()]
+    return list(obj) if isinstance(obj, list) else []
+
+
+def _weight(obj: Any) -> int:
+    if isinstance(obj, str):
+        return 1 + len(obj)
+    if isinstance(obj, int) and not isinstance(obj, bool) and obj.bit_length() > MAX_INT_DIGITS * 3.33:
+        raise ValueError("an integer of more than 100 digits")
+    return 1
+
+
+def check_tree(doc: Any, budget: int, source: str) -> None:
+    """Refuse a parsed document whose expanded size (aliases counted each time) exceeds ``budget``, that
+    refers to itself, nests deeper than :data:`MAX_DEPTH` or holds an over-long integer. Iterative, and
+    linear in the number of distinct nodes (shared nodes are sized once)."""
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(doc, 1, False)]
+    while stack:
+        obj, depth, done = stack.pop()
+        if not isinstance(obj, (dict, list)):
+            try:
+                size[id(obj)] = _weight(obj)
+            except ValueError as e:
+                raise InputError(f"{e}; Kubernetes numbers fit in 64 bits", source=source) from None
+            continue
+        key = id(obj)
+        if done:
+            open_.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in _children(obj))
+            if size[key] > budget:
+                raise InputError(f"YAML aliases expand the document beyond {EXPANSION} times its size",
+                                 source=source)
+            continue
+        if key in size:
+            continue
+        if key in open_:
+            raise InputError("a YAML alias refers to the node that contains it", source=source)
+        if depth > MAX_DEPTH:
+            raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source)
+        open_.add(key)
+        stack.append((obj, depth, True))
+        stack.extend((c, depth + 1, False) for c in _children(obj))
+
+
+def budget_for(text: str) -> int:
+    """The expanded size a document of this text may reach."""
+    return EXPANSION * len(text) + EXPANSION_SLACK
+
+
+class _BoundedLoader(_Base):  # type: ignore[misc, valid-type]
+    """SafeLoader whose merge keys (``<<: *a``) may not multiply a mapping beyond the budget."""
+
+    budget = EXPANSION_SLACK
+
+    def flatten_mapping(self, node: Any) -> None:
+        super().flatten_mapping(node)
+        if len(node.value) > self.budget:
+            raise yaml.constructor.ConstructorError(None, None, "merge keys expand a mapping beyond the limit",
+                                                    node.start_mark)
+
+
+def parse_yaml(text: str) -> Iterator[Any]:
+    """The documents of a YAML stream, with merge keys bounded (see :func:`check_tree` for aliases)."""
+    loader = _BoundedLoader(text)
+    loader.budget = budget_for(text)
+    try:
+        while loader.check_data():
+            yield loader.get_data()
+    finally:
+        loader.dispose()
+
+
+def parse_json(text: str, source: str) -> Any:
+    """``json.loads`` with deep nesting and over-long numbers answered as input errors."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
