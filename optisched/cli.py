@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from .errors import InputError
+from .options import check_int32, check_seconds
 from .textsafe import safe, safe_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -64,11 +66,12 @@ def schedule(
     profile: ProfileOpt = None,
     mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler) | optimal (CP-SAT batch)")] = "greedy",
     tie_break: Annotated[str, typer.Option("--tie-break", help="first | heap | random")] = "first",
-    seed: Annotated[int, typer.Option(help="Seed for --tie-break random and the solver.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed for --tie-break random and the solver.",
+                                      callback=check_int32)] = 0,
     no_requeue: Annotated[bool, typer.Option("--no-requeue", help="One attempt per pod (conformance traces).")] = False,
     trace: Annotated[Path | None, typer.Option(help="Write the per-cycle trace (JSON; greedy mode).")] = None,
     output: Annotated[Path | None, typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Optimal mode: seconds in all.")] = 60.0,
+    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Optimal mode: seconds in all.")] = 60.0,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Optimal mode: CP-SAT workers.")] = 2,
     movable: Annotated[bool, typer.Option("--movable", help="Optimal mode: running pods may move.")] = False,
     objective: ObjectiveOpt = None,
@@ -151,8 +154,8 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
 def compare(
     cluster: ClusterArg = None,
     profile: ProfileOpt = None,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for optimal mode.")] = 60.0,
-    seed: Annotated[int, typer.Option(help="Solver seed.")] = 0,
+    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Solver seed.", callback=check_int32)] = 0,
     workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
     policies: Annotated[str, typer.Option("--policies", help="More greedy runs, comma-separated: MostAllocated, "
                                                              "LeastAllocated or KubeSchedulerConfiguration files.")] = "",
@@ -258,9 +261,9 @@ def preempt(
                                       "(CP-SAT: minimal victims for --pod, the whole batch otherwise).")] = "greedy",
     cross_node: Annotated[bool, typer.Option("--cross-node", help="Optimal mode, one pod: victims may be on other "
                                              "nodes of the domain its anti-affinity or spread counts.")] = False,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for optimal mode.")] = 60.0,
+    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
     workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
-    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.", callback=check_int32)] = 0,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML).")] = None,
     kubeconfig: KubeconfigOpt = None,

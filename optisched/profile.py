@@ -23,7 +23,6 @@ from .profile_defaults import (
     DEFAULT_SPECS,
     KIND,
     NOT_MODELLED,
-    PLUGIN_POINTS,
     REMOVED_PLUGINS,
     SYSTEM_DEFAULT_CONSTRAINTS,
     BalancedAllocationArgs,
@@ -323,7 +322,7 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
     plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins")
     args, raw_args = _plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig")
     enabled = {n for names in plugins.values() for n in names}
-    not_modelled = tuple(sorted(n for n in enabled if n in NOT_MODELLED or n not in PLUGIN_POINTS))
+    not_modelled = tuple(sorted(n for n in enabled if n in NOT_MODELLED))
     profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled, **args)
     return _Parsed(profile, queue_sort, raw_args)
 

@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from .errors import InputError
+from .version import KUBE_VERSION
 
 __all__ = [
     "API_VERSION", "DEFAULT_MULTIPOINT", "DEFAULT_PARALLELISM", "DEFAULT_PLUGINS", "DEFAULT_RESOURCES",
@@ -92,7 +93,8 @@ PLUGIN_POINTS: dict[str, frozenset[str]] = {
     "DefaultBinder": frozenset({"bind"}),
 }
 
-# In-tree plugins optisched accepts but does not model (any unknown, out-of-tree name is added per profile).
+# In-tree plugins optisched accepts but does not model. A name that is not in-tree is refused, as the stock
+# kube-scheduler binary refuses it (pkg/scheduler/framework/runtime/framework.go, NewFramework).
 # SchedulingGates is modelled by the greedy engine itself: gated pods stay pending and are reported.
 NOT_MODELLED: frozenset[str] = frozenset({"VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits",
                                           "DynamicResources"})
@@ -386,7 +388,10 @@ def _plugin_set(r: FieldReader, raw: Any, path: str, point: str) -> PluginSet:
         name, weight = _plugin(r, entry, p, True)
         if name in (n for n, _ in enabled):  # updatePluginList / expandMultiPointPlugins
             raise r.fail(f"{p}.name", f"plugin {name!r} is already enabled at {point}")
-        if point != MULTI_POINT and name in PLUGIN_POINTS and not implements(name, point):
+        if name not in PLUGIN_POINTS:  # NewFramework / expandMultiPointPlugins: `%s %q does not exist`
+            raise r.fail(f"{p}.name", f"plugin {name!r} does not exist in kube-scheduler {KUBE_VERSION}, "
+                                      "which refuses to start with it")
+        if point != MULTI_POINT and not implements(name, point):
             raise r.fail(f"{p}.name", f"plugin {name!r} does not extend {point}")
         enabled.append((name, weight))
     disabled = tuple(_plugin(r, e, f"{path}.disabled[{i}]", False)[0]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import InputError
 from .bounded import DEFAULT_MAX_INPUT, budget_for, check_tree, parse_json, parse_yaml, read_bounded
 from .cluster import Cluster, resolve_priority
+from .names import check_object_name
 from .objects import (
     Namespace,
     Node,
@@ -177,7 +178,9 @@ def _add_object(cluster: Cluster, source: str, raw: Any, index: int, seen: set) 
     except ValidationError as err:
         path, msg = validation_message(err)
         raise InputError(msg, source=source, obj=ref, path=path) from None
-    key = (kind, obj.metadata.namespace if kind in _NAMESPACED else None, obj.metadata.name)  # type: ignore
+    namespace = obj.metadata.namespace if kind in _NAMESPACED else None  # type: ignore[attr-defined]
+    check_object_name(kind, obj.metadata.name, namespace, source=source, ref=ref)  # type: ignore[attr-defined]
+    key = (kind, namespace, obj.metadata.name)  # type: ignore[attr-defined]
     if key in seen:
         raise InputError("duplicate object: the same kind, namespace and name appear twice",
                          source=source, obj=obj.ref)  # type: ignore[attr-defined]

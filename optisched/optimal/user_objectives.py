@@ -3,7 +3,7 @@ disruption tiers and before the profile's score: what the user asks for outranks
 
 * ``pack``: fewest nodes the batch uses among those no fixed pod holds; when nodes carry an hourly
   cost (label or annotation :data:`COST_KEY`, a decimal number such as ``"0.192"``), the lowest total
-  cost of those nodes instead (cost in thousandths; a node without one costs the highest cost found,
+  cost of those nodes instead (from 0 to :data:`MAX_COST`, in thousandths; a node without one costs the highest cost found,
   so an unpriced node is never the cheap choice).
 * ``spread``: per resource (cpu, memory), the highest per-mille utilization of the nodes the batch may
   use, weighted by their number, plus the sum over those nodes of utilization²/1000 so the nodes below
@@ -31,6 +31,7 @@ __all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "user_obje
 
 OBJECTIVES = ("pack", "spread", "balance")
 COST_KEY = "optisched.io/hourly-cost"
+MAX_COST = Decimal(1_000_000)  # per node and hour: thousandths summed over 10^5 nodes stay far within int64
 RESOURCES = ("cpu", "memory")
 
 
@@ -53,8 +54,10 @@ def node_costs(state: ClusterState) -> np.ndarray | None:
             value = Decimal(text)
         except InvalidOperation:
             value = Decimal("NaN")
-        if not value.is_finite() or value < 0:
-            raise InputError(f"{COST_KEY}: {text!r} is not a non-negative number", obj=f"Node/{node.metadata.name}")
+        if not value.is_finite() or not 0 <= value <= MAX_COST:
+            where = "labels" if COST_KEY in node.metadata.labels else "annotations"
+            raise InputError(f"{text!r} is not a number from 0 to {MAX_COST}", obj=f"Node/{node.metadata.name}",
+                             path=f".metadata.{where}[{COST_KEY!r}]")
         raw.append(value)
     known = [v for v in raw if v is not None]
     if not known:
