@@ -91,16 +91,12 @@ def _children(obj: Any) -> list[Any]:
 
 
 def _weight(obj: Any) -> int:
-    if isinstance(obj, str):
-        return 1 + len(obj)
-    if isinstance(obj, int) and not isinstance(obj, bool) and obj.bit_length() > MAX_INT_DIGITS * 3.33:
-        raise ValueError("an integer of more than 100 digits")
-    return 1
+    return 1 + len(obj) if isinstance(obj, str) else 1
 
 
 def check_tree(doc: Any, budget: int, source: str) -> None:
     """Refuse a parsed document whose expanded size (aliases counted each time) exceeds ``budget``, that
-    refers to itself, nests deeper than :data:`MAX_DEPTH` or holds an over-long integer. Iterative, and
+    refers to itself or nests deeper than :data:`MAX_DEPTH`. Iterative, and
     linear in the number of distinct nodes (shared nodes are sized once)."""
     size: dict[int, int] = {}
     open_: set[int] = set()
@@ -108,10 +104,7 @@ def check_tree(doc: Any, budget: int, source: str) -> None:
     while stack:
         obj, depth, done = stack.pop()
         if not isinstance(obj, (dict, list)):
-            try:
-                size[id(obj)] = _weight(obj)
-            except ValueError as e:
-                raise InputError(f"{e}; Kubernetes numbers fit in 64 bits", source=source) from None
+            size[id(obj)] = _weight(obj)
             continue
         key = id(obj)
         if done:
@@ -138,15 +131,27 @@ def budget_for(text: str) -> int:
 
 
 class _BoundedLoader(_Base):  # type: ignore[misc, valid-type]
-    """SafeLoader whose merge keys (``<<: *a``) may not multiply a mapping beyond the budget."""
+    """SafeLoader whose merge keys (``<<: *a``) may not multiply a mapping beyond the budget, and whose
+    integers may not be longer than :data:`MAX_INT_DIGITS` (refused with their line, before Python parses
+    them)."""
 
     budget = EXPANSION_SLACK
+
+    def construct_yaml_int(self, node: Any) -> int:
+        if sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(None, None, f"an integer of more than {MAX_INT_DIGITS} digits",
+                                                    node.start_mark)
+        return super().construct_yaml_int(node)  # type: ignore[no-any-return]
+
 
     def flatten_mapping(self, node: Any) -> None:
         super().flatten_mapping(node)
         if len(node.value) > self.budget:
             raise yaml.constructor.ConstructorError(None, None, "merge keys expand a mapping beyond the limit",
                                                     node.start_mark)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
 
 
 def parse_yaml(text: str) -> Iterator[Any]:
@@ -162,7 +167,12 @@ def parse_yaml(text: str) -> Iterator[Any]:
 
 def parse_json(text: str, source: str) -> Any:
     """``json.loads`` with deep nesting and over-long numbers answered as input errors."""
+    def bounded_int(digits: str) -> int:
+        if len(digits) > MAX_INT_DIGITS:
+            raise InputError(f"an integer of more than {MAX_INT_DIGITS} digits", source=source)
+        return int(digits)
+
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=bounded_int)
     except RecursionError:
         raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None

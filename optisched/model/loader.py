@@ -101,8 +101,6 @@ def load_documents(source: str, text: str) -> list[Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"invalid YAML{where}: {problem}", source=source) from None
-    except ValueError as e:  # Python's own limit on the digits of an integer
-        raise InputError(f"a number too long to read ({str(e).split(':')[0]})", source=source) from None
     check_tree(docs, budget_for(text), source)
     return docs
 
