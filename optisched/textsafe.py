@@ -31,7 +31,7 @@ __all__ = ["CSV_FORMULA_START", "csv_cell", "html_text", "plain", "safe", "safe_
 
 # C0 and C1 controls and DEL; bidirectional embeddings, overrides and isolates; line/paragraph separators.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 

@@ -66,8 +66,11 @@ def _csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _png(fig: Figure) -> bytes:
+    from matplotlib import rc_context
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    with rc_context({"text.parse_math": False}):  # tick labels are made while drawing: names as typed
+        fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
 
 
