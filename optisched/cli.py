@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .errors import InputError
-from .options import check_int32, check_seconds
+from .options import check_int32, check_seconds, check_workers
 from .textsafe import safe, safe_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -72,7 +72,7 @@ def schedule(
     trace: Annotated[Path | None, typer.Option(help="Write the per-cycle trace (JSON; greedy mode).")] = None,
     output: Annotated[Path | None, typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
     time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Optimal mode: seconds in all.")] = 60.0,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Optimal mode: CP-SAT workers.")] = 2,
+    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="Optimal mode: CP-SAT workers.")] = 2,
     movable: Annotated[bool, typer.Option("--movable", help="Optimal mode: running pods may move.")] = False,
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
@@ -156,7 +156,7 @@ def compare(
     profile: ProfileOpt = None,
     time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Solver seed.", callback=check_int32)] = 0,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
+    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="CP-SAT workers.")] = 2,
     policies: Annotated[str, typer.Option("--policies", help="More greedy runs, comma-separated: MostAllocated, "
                                                              "LeastAllocated or KubeSchedulerConfiguration files.")] = "",
     report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
@@ -262,7 +262,7 @@ def preempt(
     cross_node: Annotated[bool, typer.Option("--cross-node", help="Optimal mode, one pod: victims may be on other "
                                              "nodes of the domain its anti-affinity or spread counts.")] = False,
     time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
+    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="CP-SAT workers.")] = 2,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.", callback=check_int32)] = 0,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML).")] = None,
@@ -358,6 +358,9 @@ def generate(
                         gpu_fraction=gpu_fraction, seed=seed)
     objs = gen(spec)
     fmt = "json" if output.suffix == ".json" else "yaml"
+    if str(output) == "-":
+        dump(objs, sys.stdout, fmt)
+        return
     with open(output, "w", encoding="utf-8") as f:
         dump(objs, f, fmt)
     err.print(f"wrote {len(objs)} objects to {safe(output)}")

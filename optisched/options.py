@@ -5,6 +5,7 @@ pydantic or pybind traceback minutes later:
 
 - ``--time-limit``: a finite number of seconds, at least 0.1 (``0``, ``nan``, ``inf`` and negatives are
   refused);
+- ``--workers``: an integer from 1 to :data:`MAX_WORKERS`;
 - ``--seed``: an integer within int32, the type of CP-SAT's ``random_seed`` (sat_parameters.proto);
 - ``--weights``: each weight within int32: a weight multiplies the objective's coefficients, and the
   products must stay within CP-SAT's 64-bit arithmetic (:func:`optisched.optimal.solve.parse_weights`
@@ -18,9 +19,10 @@ import typer
 
 from .errors import InputError
 
-__all__ = ["INT32", "MIN_SECONDS", "check_int32", "check_seconds", "check_weight"]
+__all__ = ["INT32", "MAX_WORKERS", "MIN_SECONDS", "check_int32", "check_seconds", "check_weight", "check_workers"]
 
 MIN_SECONDS = 0.1
+MAX_WORKERS = 1024
 INT32 = (-(2**31), 2**31 - 1)
 
 
@@ -51,3 +53,11 @@ def check_int32(param: typer.CallbackParam, value: int | None) -> int | None:
 def check_weight(value: int, option: str) -> int:
     """A ``--weights`` weight: within int32."""
     return _check_range(value, INT32, "int32", option)
+
+
+def check_workers(param: typer.CallbackParam, value: int | None) -> int | None:
+    """``--workers``: CP-SAT's ``num_workers``, from 1 to :data:`MAX_WORKERS`."""
+    if value is not None and not 1 <= value <= MAX_WORKERS:
+        raise InputError(f"{value} is not a number of workers from 1 to {MAX_WORKERS}",
+                         source=_name(param, "--workers"))
+    return value

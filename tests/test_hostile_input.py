@@ -230,6 +230,7 @@ CLI_VALUES = [
     ("a time limit of nan", ["--mode", "optimal", "--time-limit", "nan"], "--time-limit: nan is not a number"),
     ("an infinite time limit", ["--mode", "optimal", "--time-limit", "inf"], "--time-limit: inf is not"),
     ("a negative time limit", ["--mode", "optimal", "--time-limit", "-5"], "--time-limit: -5.0 is not"),
+    ("zero workers", ["--mode", "optimal", "--workers", "0"], "--workers: 0 is not a number of workers"),
     ("a seed beyond int64", ["--seed", "99999999999999999999"], "--seed: 99999999999999999999 is beyond the int32"),
     ("a seed beyond int32", ["--mode", "optimal", "--seed", "2147483648"], "--seed: 2147483648 is beyond"),
     ("a weight beyond int64", ["--mode", "optimal", "--weights", "placed=99999999999999999999"],
