@@ -8,7 +8,8 @@ holds:
   reading;
 - YAML aliases ("billion laughs") and merge keys may expand a document to at most :data:`EXPANSION`
   times its size plus :data:`EXPANSION_SLACK` nodes, and may not refer to themselves;
-- documents may nest at most :data:`MAX_DEPTH` levels (Kubernetes objects need about 20);
+- documents that use aliases may nest at most :data:`MAX_DEPTH` levels (Kubernetes objects need about 20);
+  others are bounded by the parsers (libyaml and Python's json stop near 1,000 levels);
 - integers may have at most :data:`MAX_INT_DIGITS` digits (int64 has 19; Python's own limit, 4300,
   would otherwise surface as a garbled message).
 
@@ -28,8 +29,8 @@ import yaml
 from ..errors import InputError
 from .quantity import QuantityError, parse_quantity, value
 
-__all__ = ["DEFAULT_MAX_INPUT", "EXPANSION", "MAX_DEPTH", "MAX_INT_DIGITS", "check_tree", "parse_json",
-           "parse_size", "parse_yaml", "read_bounded"]
+__all__ = ["DEFAULT_MAX_INPUT", "EXPANSION", "MAX_DEPTH", "MAX_INT_DIGITS", "check_parsed", "check_tree",
+           "parse_json", "parse_size", "parse_yaml", "read_bounded"]
 
 DEFAULT_MAX_INPUT = 256 * 2**20
 EXPANSION = 10
@@ -130,6 +131,13 @@ def budget_for(text: str) -> int:
     return EXPANSION * len(text) + EXPANSION_SLACK
 
 
+def check_parsed(docs: list[Any], text: str, source: str) -> None:
+    """:func:`check_tree` on what ``text`` parsed to, when it can hold YAML aliases (``*a``) or merge keys:
+    only then can the parsed form be larger than the text (the check costs a pass over every node)."""
+    if "*" in text or "<<" in text:
+        check_tree(docs, budget_for(text), source)
+
+
 class _BoundedLoader(_Base):  # type: ignore[misc, valid-type]
     """SafeLoader whose merge keys (``<<: *a``) may not multiply a mapping beyond the budget, and whose
     integers may not be longer than :data:`MAX_INT_DIGITS` (refused with their line, before Python parses
@@ -175,4 +183,4 @@ def parse_json(text: str, source: str) -> Any:
     try:
         return json.loads(text, parse_int=bounded_int)
     except RecursionError:
-        raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
+        raise InputError("nested too deeply", source=source) from None

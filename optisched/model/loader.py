@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
-from .bounded import DEFAULT_MAX_INPUT, budget_for, check_tree, parse_json, parse_yaml, read_bounded
+from .bounded import DEFAULT_MAX_INPUT, check_parsed, parse_json, parse_yaml, read_bounded
 from .cluster import Cluster, resolve_priority
 from .names import check_object_name
 from .objects import (
@@ -101,7 +101,7 @@ def load_documents(source: str, text: str) -> list[Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"invalid YAML{where}: {problem}", source=source) from None
-    check_tree(docs, budget_for(text), source)
+    check_parsed(docs, text, source)
     return docs
 
 
