@@ -9,13 +9,14 @@ Python API (for notebooks and experiments; the CLI calls the same functions)::
     best = optisched.solve(cluster, mode="optimal", time_limit=30, seed=1)
     best.placements(), best.certificate.to_dict()        # placements and the optimality certificate
     cmp = optisched.compare(cluster, time_limit=30)      # greedy vs optimal: .summary, .pods, .nodes, .plot_*()
+    now = optisched.compare(cluster, replay=True)        # the running pods placed again, beside "current"
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from .version import KUBE_VERSION
+from .version import KUBE_VERSION, __version__
 
 if TYPE_CHECKING:
     from .experiments.compare import Comparison
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .optimal.solve import OptimalResult
     from .profile import SchedulerConfig
 
-__all__ = ["KUBE_VERSION", "compare", "load", "schedule", "solve"]
+__all__ = ["KUBE_VERSION", "__version__", "compare", "load", "schedule", "solve"]
 
 
 def load(paths: Iterable[str]) -> Cluster:
@@ -76,16 +77,26 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
 
 def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_limit: float = 60.0,
             workers: int = 2, seed: int = 0, policies: Iterable[str] = (), movable: bool = False,
-            objective: str | None = None) -> Comparison:
+            objective: str | None = None, replay: bool = False, selector: str = "",
+            namespaces: Iterable[str] = (),
+            placements: Mapping[str, Mapping[str, str | None]] | None = None) -> Comparison:
     """Greedy mode vs optimal mode (and greedy ``policies``: ``MostAllocated``, ``LeastAllocated`` or config
     files) on one snapshot: a :class:`~optisched.experiments.Comparison` with DataFrames ``.summary``,
     ``.pods`` (the per-pod diff), ``.nodes`` and ``.plot_*()`` helpers; ``optisched.report.write_report``
-    writes it as a report."""
+    writes it as a report. ``replay=True`` takes the running pods (those ``selector``, kubectl's ``-l``
+    syntax, and ``namespaces`` pick; DaemonSet, mirror and static pods stay) off their nodes and places
+    them again with the pending ones; the input's placement is the third run, ``"current"``.
+    ``placements`` adds your own runs, ``{"mine": {"ns/pod": "node" or None}}`` (pods not named keep
+    their input node), measured with the same metrics."""
     from .experiments.pipeline import CompareOptions, run_comparison
+    from .experiments.runs import placement_run
     from .model.state import compile_cluster
     from .profile import default_config
 
     config = profile or cluster.config or default_config()
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
-                             movable=movable, objective=objective)
-    return run_comparison(compile_cluster(cluster), config, options)[0]
+                             movable=movable, objective=objective, replay=replay, selector=selector,
+                             namespaces=tuple(namespaces))
+    state = compile_cluster(cluster)
+    given = [placement_run(state, name, p) for name, p in (placements or {}).items()]
+    return run_comparison(state, config, options, extra=given)[0]

@@ -7,12 +7,20 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from .errors import InputError
 from .options import check_int32, check_seconds, check_workers
-from .textsafe import safe, safe_console
+from .textsafe import plain, safe, safe_console
+from .version import KUBE_VERSION, __version__
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
+             "filters, or --fail-on-pending and pods stayed pending); 2 bad input or usage; 130 interrupted "
+             "(Ctrl-C; in optimal mode CP-SAT takes Ctrl-C as the end of the current solve and the run prints "
+             "its best answer).")
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
 out = safe_console()
 err = safe_console(stderr=True)
@@ -25,8 +33,14 @@ ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig co
 MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest input file read, e.g. 1Gi.")]
 
 
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON (the table's numbers, in "
+                                                     "scheduler units: millicores, bytes).")]
+
+
 def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
           context: str | None = None, max_input_size: str = "256Mi"):
+    """Load, compile and print the input's warnings on stderr (the same lines in every command)."""
+    from .input_warnings import input_warnings
     from .model.loader import load_cluster
     from .model.state import compile_cluster
     from .profile import default_config, load_config
@@ -44,7 +58,25 @@ def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None 
 
         cluster = load_cluster(paths, parse_size(max_input_size))
     config = load_config(profile) if profile else (cluster.config or default_config())
-    return compile_cluster(cluster), config
+    state = compile_cluster(cluster)
+    warnings = input_warnings(state, config)
+    for w in warnings:
+        err.print(Text.assemble(("warning: ", "yellow"), plain(w)), highlight=False, soft_wrap=True)
+    return state, config, warnings
+
+
+def _print_json(doc: dict) -> None:
+    sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+
+
+def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict,  # type: ignore[no-untyped-def]
+                      extra: dict) -> None:
+    """``--output``: FILE.csv (pod,node,status) or JSON; the shapes are in docs/cli.md; ``-``: stdout."""
+    from .outputs import write_text
+    from .summaries import placements_text
+
+    write_text(path, placements_text("csv" if path.suffix == ".csv" else "json", mode, state, node_of, not_handled,
+                                     extra))
 
 
 def _check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[str, ...] | Path | None,
@@ -77,6 +109,9 @@ def schedule(
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    as_json: JsonOpt = False,
+    fail_on_pending: Annotated[bool, typer.Option("--fail-on-pending", help="Exit 1 when pods stay pending "
+                                                  "(unschedulable; pods not handled do not count).")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "256Mi",
@@ -102,52 +137,68 @@ def schedule(
     check_objective(objective)
     parsed = parse_weights(weights)
     _check_outputs({"--output": output, "--trace": trace}, cluster, profile)
-    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     if mode == "optimal":
-        _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed)
-        return
-    _schedule_greedy(state, config, tb, seed, no_requeue, trace, output)
+        summary = _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed,
+                                    as_json)
+    else:
+        summary = _schedule_greedy(state, config, tb, seed, no_requeue, trace, output, as_json)
+    if as_json:
+        _print_json({**summary, "warnings": warnings})
+    if summary.get("violations"):
+        raise typer.Exit(EXIT_CHECK_FAILED)
+    if fail_on_pending and summary["counts"]["unschedulable"]:
+        err.print(f"{summary['counts']['unschedulable']} pod(s) stayed pending (--fail-on-pending)", highlight=False)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path | None,  # type: ignore[no-untyped-def]
-                     output: Path | None) -> None:
+                     output: Path | None, as_json: bool) -> dict:
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
     from .greedy.trace import trace_of
-    from .outputs import is_stdout, write_placements, write_text
-    from .render import progress_bar, render_schedule_summary
+    from .progress import progress_bar
+    from .render import render_schedule_summary
+    from .summaries import greedy_summary
 
     sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
                                                          record=trace is not None))
     with progress_bar(err, "scheduling", len(state.pending)) as advance:
         result = sched.run(progress=advance)
+    summary = greedy_summary(result)
     if trace is not None:
+        from .outputs import write_text
+
         write_text(trace, json.dumps(trace_of(result, config, tb), indent=1) + "\n")
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
-        write_placements(output, "greedy", result.placements(), {"unschedulable": unsched})
-    if trace is None:
-        render_schedule_summary(err if is_stdout(output) else out, result)
+        _write_placements(output, "greedy", state, result.snapshot.node_of, result.skipped,
+                          {"unschedulable": unsched, "evicted": summary["evicted"]})
+    if not as_json:
+        render_schedule_summary(err if str(output) == "-" else out, summary)
+    return summary
 
 
 def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
-                      workers: int, movable: bool, objective: str | None = None,
-                      weights: tuple[tuple[str, int], ...] = ()) -> None:
+                      workers: int, movable: bool, objective: str | None, weights: tuple[tuple[str, int], ...],
+                      as_json: bool) -> dict:
     from .optimal.solve import OptimalOptions, solve_optimal
-    from .outputs import is_stdout, write_placements
-    from .render import render_optimal_summary, solver_status
+    from .progress import solver_status
+    from .render import render_optimal_summary
+    from .summaries import optimal_summary
 
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
                              weights=weights)
     with solver_status(err) as update:
         result = solve_optimal(state, config, options, progress=update)
+    summary = optimal_summary(result)
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
-        write_placements(output, "optimal", result.placements(),
-                         {"unschedulable": unsched, "certificate": result.certificate.to_dict(),
-                          "explanations": [e.to_dict() for e in result.explanations]})
-    render_optimal_summary(err if is_stdout(output) else out, result)
-    if result.violations:
-        raise typer.Exit(1)
+        _write_placements(output, "optimal", state, result.node_of, result.batch.skipped,
+                          {"unschedulable": unsched, "evicted": summary["evicted"], "moved": summary["moved"],
+                           "certificate": summary["certificate"], "explanations": summary["explanations"]})
+    if not as_json:
+        render_optimal_summary(err if str(output) == "-" else out, result, summary)
+    return summary
 
 
 @app.command()
@@ -164,6 +215,14 @@ def compare(
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    replay: Annotated[bool, typer.Option("--replay", help="Take the running pods off their nodes (DaemonSet, "
+                                         "mirror and static pods stay) and place them again; the input's "
+                                         "placement is shown as the run 'current'.")] = False,
+    selector: Annotated[str, typer.Option("--selector", "-l", help="With --replay: only the running pods this "
+                                          "label selector picks (kubectl -l syntax).")] = "",
+    namespaces: Annotated[str, typer.Option("--namespaces", help="With --replay: only the running pods of these "
+                                            "namespaces, comma-separated.")] = "",
+    as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "256Mi",
@@ -171,7 +230,7 @@ def compare(
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
     from .experiments.pipeline import CompareOptions, policy_config, run_comparison
     from .experiments.render import render_comparison
-    from .render import progress_bar, solver_status
+    from .progress import progress_bar, solver_status
 
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     for name in names:
@@ -186,26 +245,30 @@ def compare(
         from .report import check_report_dir
 
         check_report_dir(report)
-    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
-                             objective=objective, weights=parsed)
+                             objective=objective, weights=parsed, replay=replay, selector=selector,
+                             namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()))
     with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
         comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
-    render_comparison(out, comparison)
+    if as_json:
+        _print_json({**comparison.to_json(), "warnings": warnings})
+    else:
+        render_comparison(out, comparison)
     if report is not None:
         from .report import write_report
 
         written = write_report(comparison, report)
         err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
     if optimal.violations:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 @app.command()
 def inspect(
     cluster: ClusterArg = None,
     profile: ProfileOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "256Mi",
@@ -214,10 +277,10 @@ def inspect(
     from .inspect import summarize
     from .render import render_inspect
 
-    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, _ = _load(cluster, profile, kubeconfig, context, max_input_size)
     summary = summarize(state, config)
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=1) + "\n")
+        _print_json(summary)
     else:
         render_inspect(out, summary)
 
@@ -228,28 +291,42 @@ def explain(
     pod: Annotated[str, typer.Option("--pod", help="namespace/name of a pending pod.")] = "",
     profile: ProfileOpt = None,
     no_requeue: Annotated[bool, typer.Option("--no-requeue")] = False,
+    as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
-    """Show one pod's scheduling cycle: every node, the plugin that rejected it and why, or its scores."""
+    """Show one pod's scheduling cycles: every node, the plugin that rejected it and why, or its scores; a
+    preemptor's attempt that evicted victims, then the attempt that placed it."""
+    from .greedy.explain import explain_pod
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .progress import progress_bar
     from .render import render_explain
 
     if not pod:
         raise InputError("--pod namespace/name is required")
-    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
+    row = _pending_row(state, pod)
+    with progress_bar(err, "greedy mode", len(state.pending)) as advance:
+        result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run(progress=advance)
+    if not any(c.pod == row for c in result.cycles):
+        raise InputError(f"pod {state.pods[row].key!r} was not scheduled by any profile ({result.skipped.get(row, '')})")
+    ex = explain_pod(result, row)
+    if as_json:
+        _print_json({**ex, "warnings": warnings})
+    else:
+        render_explain(out, ex)
+
+
+def _pending_row(state, pod: str) -> int:  # type: ignore[no-untyped-def]
+    """The row of pending pod ``pod`` (``ns/name``, or ``name`` in ``default``)."""
     key = pod if "/" in pod else f"default/{pod}"
     if key not in state.pod_index:
         raise InputError(f"no pod {key!r} in the input", obj=f"Pod/{key}")
     row = state.pod_index[key]
-    if row not in state.pending:
+    if state.pod_node[row] >= 0:
         raise InputError(f"pod {key!r} is already bound to {state.pods[row].spec.node_name}", obj=f"Pod/{key}")
-    result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run()
-    cycles = [c for c in result.cycles if c.pod == row]
-    if not cycles:
-        raise InputError(f"pod {key!r} was not scheduled by any profile ({result.skipped.get(row, '')})")
-    render_explain(out, result, cycles[-1])
+    return row
 
 
 @app.command()
@@ -258,7 +335,8 @@ def preempt(
     pod: Annotated[str | None, typer.Option("--pod", help="Only this pending pod (namespace/name).")] = None,
     all_pending: Annotated[bool, typer.Option("--all-pending", help="Every pending pod (the default).")] = False,
     mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler's DefaultPreemption) | optimal "
-                                      "(CP-SAT: minimal victims for --pod, the whole batch otherwise).")] = "greedy",
+                                      "(CP-SAT: minimal victims for --pod, treated as the head of the queue; the "
+                                      "whole batch otherwise).")] = "greedy",
     cross_node: Annotated[bool, typer.Option("--cross-node", help="Optimal mode, one pod: victims may be on other "
                                              "nodes of the domain its anti-affinity or spread counts.")] = False,
     time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
@@ -266,6 +344,7 @@ def preempt(
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.", callback=check_int32)] = 0,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML).")] = None,
+    as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "256Mi",
@@ -280,37 +359,44 @@ def preempt(
     if cross_node and (mode != "optimal" or not pod):
         raise InputError("--cross-node applies to optimal mode for one pod (--mode optimal --pod NS/NAME)")
     _check_outputs({"--output": output}, cluster, profile)
-    state, config = _load(cluster, profile, kubeconfig, context, max_input_size)
-    key = None
-    if pod:
-        key = pod if "/" in pod else f"default/{pod}"
-        if key not in state.pod_index:
-            raise InputError(f"no pod {key!r} in the input", obj=f"Pod/{key}")
-        if state.pod_node[state.pod_index[key]] >= 0:
-            raise InputError(f"pod {key!r} is already bound to {state.pods[state.pod_index[key]].spec.node_name}",
-                             obj=f"Pod/{key}")
+    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
+    key = state.pods[_pending_row(state, pod)].key if pod else None
     shown = err if str(output) == "-" else out  # --output -: the evictions on stdout, the table on stderr
     if mode == "optimal":
-        docs = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, shown)
+        doc, docs, failed = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, as_json,
+                                             shown)
     else:
-        from .greedy.scheduler import GreedyOptions, GreedyScheduler
-        from .preemption.plan import eviction_objects, preemptions
-        from .render import render_preemptions
-
-        sched = GreedyScheduler(state, config, GreedyOptions())
-        result = sched.run()
-        plan = preemptions(result, sched.pdbs, key)
-        render_preemptions(shown, plan)
-        docs = eviction_objects(plan)
+        doc, docs, failed = _preempt_greedy(state, config, key, as_json, shown)
+    if as_json:
+        _print_json({**doc, "warnings": warnings})
+    if failed:
+        raise typer.Exit(EXIT_CHECK_FAILED)
     if output is not None:
         from .outputs import write_text
 
         write_text(output, yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
 
 
+def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):  # type: ignore[no-untyped-def]
+    from dataclasses import asdict
+
+    from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .preemption.plan import eviction_objects, preemptions
+    from .progress import progress_bar
+    from .render import render_preemptions
+
+    sched = GreedyScheduler(state, config, GreedyOptions())
+    with progress_bar(err, "greedy mode", len(state.pending)) as advance:
+        result = sched.run(progress=advance)
+    plan = preemptions(result, sched.pdbs, key)
+    if not as_json:
+        render_preemptions(console, plan)
+    return {"mode": "greedy", "preemptions": [asdict(p) for p in plan]}, eviction_objects(plan), False
+
+
 def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
-                     workers: int, seed: int, console=out) -> list[dict]:
-    from .render import solver_status
+                     workers: int, seed: int, as_json: bool, console=out):
+    from .progress import solver_status
 
     if key is not None:
         from .preemption.minimal import minimal_victims
@@ -320,22 +406,43 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
         with solver_status(err) as update:
             answer = minimal_victims(state, config, key, cross_node=cross_node, time_limit=time_limit,
                                      workers=workers, seed=seed, progress=update)
-        render_minimal_preemption(console, [answer])
-        if answer.violations:
-            raise typer.Exit(1)
-        return minimal_eviction_objects([answer])
+        if not as_json:
+            render_minimal_preemption(console, [answer])
+        doc = {"mode": "optimal", "headOfQueue": True, "answer": answer.to_dict()}
+        return doc, minimal_eviction_objects([answer]), bool(answer.violations)
+    from dataclasses import asdict
+
     from .optimal.solve import OptimalOptions, solve_optimal
     from .preemption.plan import batch_eviction_objects, batch_preemptions
     from .render import render_batch_preemptions
+    from .summaries import optimal_summary
 
     with solver_status(err) as update:
         result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed),
                                progress=update)
     plan = batch_preemptions(result)
-    render_batch_preemptions(console, plan, result)
-    if result.violations:
-        raise typer.Exit(1)
-    return batch_eviction_objects(plan)
+    if not as_json:
+        render_batch_preemptions(console, plan, result)
+    doc = {"mode": "optimal", "preemptions": [asdict(b) for b in plan], "summary": optimal_summary(result)}
+    return doc, batch_eviction_objects(plan), bool(result.violations)
+
+
+@app.command()
+def snapshot(
+    output: Annotated[str, typer.Option("--output", "-o", help="File to write (.yaml, or .json); - for stdout.")],
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output if it exists.")] = False,
+) -> None:
+    """Save what a live read sees (the kinds optisched reads, status included, never Secrets) as one List
+    file, so a run can be repeated offline: optisched compare FILE."""
+    from .model.live import check_snapshot_path, list_live, write_snapshot
+
+    check_snapshot_path(output, kubeconfig, force)
+    objects = list_live(kubeconfig, context)
+    write_snapshot(objects, output)
+    if output != "-":
+        err.print(f"wrote {len(objects)} objects to {output}")
 
 
 @app.command()
@@ -366,25 +473,47 @@ def generate(
     err.print(f"wrote {len(objs)} objects to {safe(output)}")
 
 
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"optisched {__version__} (kube-scheduler {KUBE_VERSION})", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it."""
+
+
 def main() -> None:
-    """Entry point: user errors print one line and exit 2, never a traceback."""
+    """Entry point: usage and input errors print one line and exit 2, never a traceback; exit statuses are
+    those of :data:`EXIT_HELP`."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # a command's typer.Exit(n), Ctrl-C as 130, come back as the value
     except InputError as e:
-        err.print(f"[bold red]error:[/] {safe(e)}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        _fail(str(e))
     except (typer.Exit, SystemExit) as e:
         code = getattr(e, "exit_code", getattr(e, "code", 0))
         sys.exit(code or 0)
-    except typer.Abort:
-        sys.exit(130)
-    except Exception as e:  # click usage errors
-        import click
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("interrupted", highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
+    except typer.TyperException as e:  # the parser's usage errors (typer >= 0.26 vendors click)
+        if type(e).__name__ == "NoArgsIsHelpError":  # no command: the help (printed as it was built), as kubectl
+            sys.stdout.write(e.format_message())
+            sys.exit(EXIT_OK)
+        _fail(e.format_message(), getattr(e, "exit_code", EXIT_USAGE))
+    code = code if isinstance(code, int) else EXIT_OK
+    if code == EXIT_INTERRUPTED:
+        err.print("interrupted", highlight=False)
+    sys.exit(code)
 
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        raise
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    text = Text("error: ", style="bold red")
+    text.append(" ".join(plain(message).split()))
+    err.print(text, highlight=False, soft_wrap=True)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

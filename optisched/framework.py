@@ -2,7 +2,8 @@
 
 Engines know these protocols, not the rules. A rule module (``constraints/``,
 ``objectives/``) implements them over numpy vectors: a filter answers for all
-evaluated nodes at once, a score returns an int64 vector.
+evaluated nodes at once, a score returns an int64 vector. The CP-SAT side of a
+rule is declared with the batch model it writes to, in :mod:`optisched.optimal.encoding`.
 Mirrors ``pkg/scheduler/framework/interface.go``.
 """
 from __future__ import annotations
@@ -16,17 +17,12 @@ import numpy as np
 if TYPE_CHECKING:
     from .model.objects import Pod
     from .model.snapshot import Snapshot
-    from .optimal.classes import PodClass
-    from .optimal.model import BatchModel
-    from .optimal.tiers import Linear
     from .profile import Profile
 
 __all__ = [
     "MAX_NODE_SCORE",
     "Code",
     "CycleState",
-    "EncodableFilter",
-    "EncodableScore",
     "Fidelity",
     "FilterResult",
     "FilterRule",
@@ -147,33 +143,6 @@ class Fidelity(StrEnum):
     EXACT = "EXACT"
     RELAXED = "RELAXED"
     SURROGATE = "SURROGATE"
-
-
-@runtime_checkable
-class EncodableFilter(Protocol):
-    """The CP-SAT side of a filter, next to its greedy side in the same module.
-
-    ``restrict`` narrows each pod class's nodes before the model's variables exist (what the rule decides
-    from the pod, the node and the pods that cannot move); ``encode_filter`` adds the constraints that
-    depend on where the batch's pods go."""
-
-    name: ClassVar[str]
-    filter_fidelity: ClassVar[Fidelity]
-
-    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None: ...
-
-    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None: ...
-
-
-@runtime_checkable
-class EncodableScore(Protocol):
-    """The CP-SAT side of a score: ``encode_score`` adds the plugin's terms, times its profile weight, to
-    the score tier's objective (maximized) for ``classes``."""
-
-    name: ClassVar[str]
-    score_fidelity: ClassVar[Fidelity]
-
-    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None: ...
 
 
 def default_normalize(scores: np.ndarray, reverse: bool) -> np.ndarray:

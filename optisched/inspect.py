@@ -6,25 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from .input_warnings import input_warnings
 from .model.pdb import budget_views
-from .model.quantity import format_quantity
 from .model.state import ZONE_LABEL, ClusterState
 from .profile import SchedulerConfig
 
 __all__ = ["summarize"]
-
-
-def _warnings(state: ClusterState) -> list[str]:
-    out = list(state.cluster.warnings)
-    for p in state.pending:
-        pod = state.pods[p]
-        claims = [v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim]
-        if claims:
-            out.append(f"Pod/{pod.key} uses PersistentVolumeClaims {claims}: volume plugins are not modelled, "
-                       "its volumes are assumed to bind anywhere")
-        if pod.spec.resource_claims:
-            out.append(f"Pod/{pod.key} has resourceClaims: DynamicResources is not modelled, claims are ignored")
-    return out
 
 
 def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
@@ -37,8 +24,7 @@ def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
     for i in range(state.num_nodes):
         z = zones.values[zones.codes[i]] if zones.codes[i] >= 0 else "<none>"
         by_zone[z] += 1
-        shapes[(format_quantity("cpu", int(state.allocatable[i, cpu])),
-                format_quantity("memory", int(state.allocatable[i, mem])))] += 1
+        shapes[(int(state.allocatable[i, cpu]), int(state.allocatable[i, mem]))] += 1
     prio: dict[int, Counter] = defaultdict(Counter)
     for i in range(len(state.pods)):
         prio[int(state.pod_priority[i])]["bound" if state.pod_node[i] >= 0 else "pending"] += 1
@@ -63,6 +49,7 @@ def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
                   "byZone": dict(sorted(by_zone.items())),
                   "byShape": [{"cpu": c, "memory": m, "count": n} for (c, m), n in sorted(shapes.items())]},
         "pods": {"total": len(state.pods), "bound": int(bound.sum()), "pending": int((~bound).sum()),
+                 "finished": sum(p.status.phase in ("Succeeded", "Failed") for p in cluster.pods),
                  "byPriority": [{"priority": k, **prio[k]} for k in sorted(prio, reverse=True)]},
         "resources": resources,
         "pdbs": [{"pdb": f"{v.pdb.metadata.namespace}/{v.pdb.metadata.name}", "pods": len(v.pods),
@@ -71,8 +58,10 @@ def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
         "profile": {"schedulerName": profile.scheduler_name, "source": config.source,
                     "percentageOfNodesToScore": profile.effective_percentage(config.percentage_of_nodes_to_score),
                     "scoreWeights": dict(profile.score_weights), "notModelled": list(profile.not_modelled),
+                    "scoringStrategy": {"type": str(profile.fit.strategy),
+                                        "resources": {r.name: r.weight for r in profile.fit.resources}},
                     "profiles": [p.scheduler_name for p in config.profiles]},
         "pendingPods": pending,
         "skippedKinds": dict(cluster.skipped),
-        "warnings": _warnings(state),
+        "warnings": input_warnings(state, config),
     }

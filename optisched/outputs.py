@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import stat
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 from .errors import InputError
 from .textsafe import csv_cell
 
-__all__ = ["STDOUT", "check_outputs", "input_paths", "is_stdout", "write_placements", "write_text"]
+__all__ = ["STDOUT", "check_outputs", "csv_text", "input_paths", "is_stdout", "write_text"]
 
 STDOUT = "-"
 
@@ -133,11 +132,3 @@ def csv_text(header: list[str], rows: Iterable[Iterable[object]]) -> str:
     w.writerow(header)
     w.writerows([csv_cell(c) for c in row] for row in rows)
     return buf.getvalue()
-
-
-def write_placements(path: str | Path, mode: str, placements: dict[str, str | None], extra: dict) -> None:
-    """Placements as ``FILE.csv`` (pod,node) or JSON (``FILE.json``, or ``-``: standard output)."""
-    if Path(path).suffix == ".csv":
-        write_text(path, csv_text(["pod", "node"], ((k, v or "") for k, v in placements.items())))
-    else:
-        write_text(path, json.dumps({"mode": mode, "placements": placements, **extra}, indent=1) + "\n")

@@ -206,7 +206,7 @@ def _node_affinity_args(r: FieldReader, a: Any, path: str) -> NodeAffinityArgs:
     """``ValidateNodeAffinityArgs``, shallowly: the addedAffinity must be a valid NodeAffinity."""
     from pydantic import ValidationError
 
-    from .model.loader import validation_message
+    from .model.documents import validation_message
     from .model.objects import NodeAffinity
 
     a = r.obj(a, path, ("addedAffinity", *_TYPE_META))
@@ -384,7 +384,7 @@ def default_config() -> SchedulerConfig:
 
 def load_config(path: str | Path) -> SchedulerConfig:
     """Read a YAML (or JSON) file holding one KubeSchedulerConfiguration."""
-    from .model.loader import load_documents, read_source
+    from .model.documents import load_documents, read_source
 
     src, text = read_source(str(path))
     docs = [d for d in load_documents(src, text) if d is not None]

@@ -1,65 +1,42 @@
 """Rich rendering of summaries, schedules and explanations for the terminal."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
+from rich.text import Text
 
-from .model.quantity import format_quantity
-from .textsafe import safe
+from .model.quantity import human_quantity
+from .summaries import optimal_summary
+from .textsafe import plain, safe, safe_text
+from .version import KUBE_VERSION
 
-__all__ = ["progress_bar", "render_explain", "render_inspect", "render_optimal_summary", "render_schedule_summary",
-           "solver_status"]
-
-
-@contextmanager
-def progress_bar(console: Console, label: str, total: int) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr (hidden when not a terminal); yields ``advance(done, total)``."""
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                  transient=True, disable=not console.is_terminal) as prog:
-        task = prog.add_task(label, total=total)
-        last = [0]
-
-        def advance(done: int, of: int) -> None:
-            if done - last[0] >= 50 or done == of:
-                prog.update(task, completed=done, total=max(of, done))
-                last[0] = done
-
-        yield advance
+__all__ = ["render_explain", "render_inspect", "render_optimal_summary", "render_schedule_summary"]
 
 
 def _amount(resource: str, v: int) -> str:
-    return format_quantity(resource, v)
+    return human_quantity(resource, v)
 
 
 def render_inspect(console: Console, s: dict[str, Any]) -> None:
     n = s["nodes"]
     t = Table(title=f"Nodes: {n['total']} ({n['unschedulable']} unschedulable)")
-    t.add_column("zone")
+    _name_column(t, "zone")
     t.add_column("nodes", justify="right")
     for z, c in n["byZone"].items():
-        t.add_row(safe(z), str(c))
+        t.add_row(safe_text(z), str(c))
     console.print(t)
     t = Table(title="Node shapes (allocatable)")
     for c in ("cpu", "memory", "nodes"):
         t.add_column(c, justify="right")
     for sh in n["byShape"]:
-        t.add_row(sh["cpu"], sh["memory"], str(sh["count"]))
+        t.add_row(_amount("cpu", sh["cpu"]), _amount("memory", sh["memory"]), str(sh["count"]))
     console.print(t)
     p = s["pods"]
     t = Table(title=f"Pods: {p['total']} ({p['bound']} bound, {p['pending']} pending)")
+    if p["finished"]:
+        t.caption = f"and {p['finished']} finished (Succeeded/Failed), holding nothing"
     for c in ("priority", "bound", "pending"):
         t.add_column(c, justify="right")
     for row in p["byPriority"]:
@@ -70,48 +47,65 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
         t.add_column(c, justify="right")
     for r in s["resources"]:
         pct = f"{100 * r['requestedBound'] / r['allocatable']:.1f}" if r["allocatable"] else "-"
-        t.add_row(safe(r["resource"]), _amount(r["resource"], r["allocatable"]), _amount(r["resource"], r["requestedBound"]),
+        t.add_row(safe_text(r["resource"]), _amount(r["resource"], r["allocatable"]), _amount(r["resource"], r["requestedBound"]),
                   _amount(r["resource"], r["requestedPending"]), pct)
     console.print(t)
     if s["pdbs"]:
         t = Table(title="PodDisruptionBudgets")
-        for c in ("pdb", "pods", "healthy", "desired", "disruptions allowed"):
-            t.add_column(c)
+        _name_column(t, "pdb")
+        for c in ("pods", "healthy", "desired", "disruptions allowed"):
+            t.add_column(c, justify="right")
         for b in s["pdbs"]:
-            t.add_row(safe(b["pdb"]), str(b["pods"]), str(b["currentHealthy"]), str(b["desiredHealthy"]),
+            t.add_row(safe_text(b["pdb"]), str(b["pods"]), str(b["currentHealthy"]), str(b["desiredHealthy"]),
                       str(b["disruptionsAllowed"]))
         console.print(t)
     if s["pendingPods"]:
         t = Table(title="Pending pods (effective requests)")
-        for c in ("pod", "priority", "requests"):
-            t.add_column(c)
+        _name_column(t, "pod")
+        t.add_column("priority", justify="right")
+        t.add_column("requests")
         for pp in s["pendingPods"][:200]:
-            req = ", ".join(safe(f"{k}={_amount(k, v)}") for k, v in pp["requests"].items())
-            t.add_row(safe(pp["pod"]), str(pp["priority"]), req)
+            req = ", ".join(f"{k} {_amount(k, v)}" for k, v in pp["requests"].items())
+            t.add_row(safe_text(pp["pod"]), str(pp["priority"]), safe_text(req))
         if len(s["pendingPods"]) > 200:
             t.caption = f"first 200 of {len(s['pendingPods'])}; --json lists all"
         console.print(t)
-    prof = s["profile"]
-    console.print(f"Profile [bold]{safe(prof['schedulerName'])}[/] from {safe(prof['source'])}; percentageOfNodesToScore "
-                  f"{prof['percentageOfNodesToScore']}; weights {safe(prof['scoreWeights'])}")
-    if prof["notModelled"]:
-        console.print(f"Not modelled (accepted, no effect): {safe(', '.join(prof['notModelled']))}")
+    _render_profile(console, s["profile"])
     if s["skippedKinds"]:
-        console.print("Skipped kinds: " + ", ".join(safe(f"{k} ×{v}") for k, v in s["skippedKinds"].items()))
-    for w in s["warnings"]:
-        console.print(f"[yellow]warning:[/] {safe(w)}", highlight=False)
+        console.print("Skipped kinds: " + ", ".join(safe(f"{k} ×{v}") for k, v in s["skippedKinds"].items()),
+                      highlight=False)
 
 
-def render_schedule_summary(console: Console, result: Any) -> None:
-    """Greedy mode's summary: counts, unschedulable pods with their FitError, utilization."""
-    _render_placement(console, result.state, result.snapshot.node_of, result.unschedulable, result.skipped,
-                      "Greedy placement (kube-scheduler v1.35.4)")
+def percentage_text(pct: int) -> str:
+    """``percentageOfNodesToScore`` as a person reads it: 0 means kube's adaptive default."""
+    return "adaptive (kube's default)" if pct == 0 else f"{pct}%"
 
 
-def render_optimal_summary(console: Console, result: Any) -> None:
+def _render_profile(console: Console, prof: dict[str, Any]) -> None:
+    """The profile as plugin/weight rows, its NodeResourcesFit scoring strategy named."""
+    t = Table(title=safe_text(f"Profile {prof['schedulerName']} ({prof['source']})"))
+    t.add_column("score plugin")
+    t.add_column("weight", justify="right")
+    for plugin, weight in prof["scoreWeights"].items():
+        t.add_row(safe_text(plugin), str(weight))
+    ss = prof["scoringStrategy"]
+    t.caption = safe_text(f"NodeResourcesFit scoring strategy {ss['type']} ("
+                     + ", ".join(f"{r} weight {w}" for r, w in ss["resources"].items())
+                     + f"); percentageOfNodesToScore {percentage_text(prof['percentageOfNodesToScore'])}")
+    console.print(t)
+    if prof["notModelled"]:
+        console.print(safe_text(f"Not modelled (accepted, no effect): {', '.join(prof['notModelled'])}"))
+
+
+def render_schedule_summary(console: Console, summary: dict[str, Any]) -> None:
+    """Greedy mode's summary (:func:`optisched.summaries.placement_summary`): counts, preemptions made,
+    unschedulable pods with their FitError, utilization."""
+    _render_placement(console, summary, f"Greedy placement (kube-scheduler {KUBE_VERSION})")
+
+
+def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any]) -> None:
     """Optimal mode's summary: the same tables as greedy mode, then the certificate."""
-    _render_placement(console, result.state, result.node_of, result.unschedulable, result.batch.skipped,
-                      "Optimal batch placement (CP-SAT)")
+    _render_placement(console, summary, "Optimal batch placement (CP-SAT)")
     cert = result.certificate
     t = Table(title=f"Certificate: {cert.status} ({cert.seconds:.1f} s, answer from the {cert.source})")
     for c in ("tier", "objective", "bound", "gap", "greedy", "status", "s"):
@@ -139,99 +133,99 @@ def render_optimal_summary(console: Console, result: Any) -> None:
             console.print(f"  {safe(str(v))}")
 
 
-def _render_placement(console: Console, state: Any, node_of: np.ndarray, un: dict, skipped: dict, title: str) -> None:
-    pending = state.pending
-    placed = int(np.count_nonzero(node_of[pending] >= 0)) if len(pending) else 0
+def _name_column(t: Table, header: str) -> None:
+    """A column of pod or node names: a name too long for the terminal folds onto the next line, never cut
+    (a cut name cannot be searched for). No minimum width: one would make rich crop the table's edge."""
+    t.add_column(header, overflow="fold")
+
+
+def _render_placement(console: Console, s: dict[str, Any], title: str) -> None:
+    c = s["counts"]
     t = Table(title=title)
-    for c in ("pending", "scheduled", "unschedulable", "not handled"):
-        t.add_column(c, justify="right")
-    t.add_row(str(len(pending)), str(placed), str(len(un)), str(len(skipped)))
+    heads = ["pending", "scheduled", "unschedulable", "not handled"] + [k for k in ("evicted", "moved") if c[k]]
+    for h in heads:
+        t.add_column(h, justify="right")
+    t.add_row(*(str(c[h.replace("not handled", "notHandled")]) for h in heads))
     console.print(t)
-    if un:
+    _render_evicted(console, s["evicted"])
+    if s["unschedulable"]:
         t = Table(title="Unschedulable pods")
-        t.add_column("pod")
+        _name_column(t, "pod")
         t.add_column("priority", justify="right")
-        t.add_column("reason")
-        for p, msg in list(un.items())[:50]:
-            t.add_row(safe(state.pods[p].key), str(int(state.pod_priority[p])), safe(msg))
+        t.add_column("reason", overflow="fold")
+        for key, u in list(s["unschedulable"].items())[:50]:
+            t.add_row(safe_text(key), str(u["priority"]), safe_text(u["reason"]))
+        if len(s["unschedulable"]) > 50:
+            t.caption = f"first 50 of {len(s['unschedulable'])}; --json lists all"
         console.print(t)
-    requested = np.zeros_like(state.allocatable)
-    on = node_of >= 0
-    np.add.at(requested, node_of[on], state.pod_requests[on])
     t = Table(title="Utilization (requested / allocatable)")
-    for c in ("resource", "requested", "allocatable", "%", "max node %"):
-        t.add_column(c, justify="right")
-    for j, r in enumerate(state.resources):
-        alloc = state.allocatable[:, j]
-        if not alloc.any():
-            continue
-        req = requested[:, j]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.where(alloc > 0, req / np.maximum(alloc, 1), 0)
-        t.add_row(safe(r), _amount(r, int(req.sum())), _amount(r, int(alloc.sum())), f"{100 * req.sum() / alloc.sum():.1f}",
-                  f"{100 * per.max():.1f}")
+    for col in ("resource", "requested", "allocatable", "%", "max node %"):
+        t.add_column(col, justify="right")
+    for u in s["utilization"]:
+        r = u["resource"]
+        t.add_row(safe_text(r), _amount(r, u["requested"]), _amount(r, u["allocatable"]), f"{u['percent']:.1f}",
+                  f"{u['maxNodePercent']:.1f}")
     console.print(t)
 
 
-@contextmanager
-def solver_status(console: Console) -> Iterator[Callable[[str, float | None, float | None, float], None]]:
-    """A live line on stderr while optimal mode runs: phase or tier, incumbent, bound, gap, elapsed."""
-    from .optimal.tiers import relative_gap  # (CP-SAT is loaded only when optimal mode runs)
-
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                  transient=True, disable=not console.is_terminal) as prog:
-        task = prog.add_task("starting", total=None)
-
-        def update(name: str, incumbent: float | None, bound: float | None, elapsed: float) -> None:
-            text = name
-            if incumbent is not None and bound is not None:
-                gap = relative_gap(incumbent, bound)
-                text = f"{name}: incumbent {incumbent:.0f}, bound {bound:.0f}, gap {100 * gap:.2f}%"
-            prog.update(task, description=safe(text))
-
-        yield update
+def _render_evicted(console: Console, evicted: dict[str, Any]) -> None:
+    """The preemptions a run made: each victim, its node, and for whom it was evicted."""
+    if not evicted:
+        return
+    t = Table(title="Preemptions made (evicted pods)")
+    _name_column(t, "victim")
+    t.add_column("priority", justify="right")
+    _name_column(t, "node")
+    _name_column(t, "for")
+    for key, e in evicted.items():
+        t.add_row(safe_text(key), str(e["priority"]), safe_text(e["node"]), safe_text(e["preemptor"] or "the optimal batch"))
+    console.print(t)
 
 
-def render_explain(console: Console, result: Any, rec: Any) -> None:
-    state = result.state
-    names = state.node_names
-    pod = state.pods[rec.pod]
-    console.print(f"[bold]{safe(pod.key)}[/] priority {int(state.pod_priority[rec.pod])}, attempt {rec.attempt}")
-    if rec.pre_filter is not None:
-        st, plugin = rec.pre_filter
-        console.print(f"PreFilter {safe(plugin)} rejected the pod on every node: {safe(', '.join(st.reasons))}")
-    fp, sp = rec.filters, rec.scores
-    t = Table(title="Nodes (evaluation order)")
-    t.add_column("node")
-    t.add_column("result")
-    plugins = list(sp.weighted) if sp is not None else []
+def render_explain(console: Console, ex: dict[str, Any]) -> None:
+    """One pod's cycles (:func:`optisched.greedy.explain.explain_pod`): a table of nodes per attempt."""
+    where = f"bound to {ex['node']}" if ex["node"] else "left pending"
+    console.print(Text.assemble((plain(ex["pod"]), "bold"), f" priority {ex['priority']}, {len(ex['attempts'])} "
+                                f"attempt(s), {where}"))
+    for at in ex["attempts"]:
+        _render_attempt(console, at)
+
+
+def _render_attempt(console: Console, at: dict[str, Any]) -> None:
+    nominated = f", nominated node {at['nominatedNode']}" if at["nominatedNode"] else ""
+    console.print(safe_text(f"Attempt {at['attempt']}{nominated}", style="bold"))
+    if at["preFilter"] is not None:
+        pf = at["preFilter"]
+        console.print(safe_text(f"PreFilter {pf['plugin']} rejected the pod on every node: {', '.join(pf['reasons'])}"))
+    plugins = next((list(n["scores"]) for n in at["nodes"] if n.get("scores")), [])
+    t = Table(title=f"Nodes (evaluation order), attempt {at['attempt']}")
+    _name_column(t, "node")
+    t.add_column("result", overflow="fold")
     for p in plugins:
-        t.add_column(safe(p), justify="right")
+        t.add_column(p, justify="right", overflow="fold")
     t.add_column("total", justify="right")
-    scored = {int(n): i for i, n in enumerate(sp.nodes)} if sp is not None else {}
-    seen = set()
-    if fp is not None:
-        for pos, n in enumerate(fp.evaluated):
-            n = int(n)
-            seen.add(n)
-            if fp.passed[pos]:
-                i = scored.get(n)
-                cells = [str(int(sp.weighted[p][i])) for p in plugins] if i is not None else [""] * len(plugins)
-                total = str(int(sp.total[i])) if i is not None else ""
-                mark = "[green]chosen[/]" if n == rec.chosen else "feasible"
-                t.add_row(safe(names[n]), mark, *cells, total)
-            else:
-                plugin = fp.plugin_names[int(fp.fail_plugin[pos])]
-                why = f"[red]{safe(plugin)}[/]: " + safe("; ".join(fp.reasons_at(pos)))
-                t.add_row(safe(names[n]), why, *[""] * len(plugins), "")
-    for n in result.node_order:
-        if int(n) not in seen and rec.pre_filter is None:
-            t.add_row(safe(names[int(n)]), "[dim]not evaluated[/]", *[""] * len(plugins), "")
+    for n in at["nodes"]:
+        cells: list[Text | str]
+        if n["result"] == "rejected":
+            cells = [Text.assemble((plain(n["plugin"]), "red"), plain(": " + "; ".join(n["reasons"])))]
+            cells += [""] * len(plugins) + [""]
+        else:
+            style = {"chosen": "green", "not evaluated": "dim"}.get(n["result"], "")
+            scores = n.get("scores") or {}
+            cells = [safe_text(n["result"], style=style), *(str(scores.get(p, "")) for p in plugins),
+                     "" if n.get("total") is None else str(n["total"])]
+        t.add_row(safe_text(n["node"]), *cells)
     console.print(t)
-    if sp is not None and sp.skipped:
-        console.print(f"Score plugins skipped: {safe(', '.join(sp.skipped))}")
-    if rec.message:
-        console.print(safe(rec.message), highlight=False)
+    if at["scorePluginsSkipped"]:
+        console.print(safe_text(f"Score plugins skipped: {', '.join(at['scorePluginsSkipped'])}"))
+    if at["message"]:
+        console.print(safe_text(at["message"]))
+    pre = at["preemption"]
+    if pre is not None and pre["node"] is not None:
+        victims = ", ".join(f"{v['pod']} (priority {v['priority']})" for v in pre["victims"]) or "none"
+        console.print(safe_text(f"Preemption: nominated {pre['node']}, evicting {victims}"))
+    elif pre is not None and pre["message"]:
+        console.print(safe_text(pre["message"]))
 
 
 def render_preemptions(console: Console, plan: list) -> None:
@@ -239,11 +233,14 @@ def render_preemptions(console: Console, plan: list) -> None:
         console.print("No preemption: every pod that could be placed fitted without evicting anything.")
         return
     t = Table(title="Preemptions (kube-scheduler DefaultPreemption)")
-    for c in ("preemptor", "priority", "node", "victims (priority, PDBs)", "placed"):
-        t.add_column(c)
+    _name_column(t, "preemptor")
+    t.add_column("priority", justify="right")
+    _name_column(t, "node")
+    _name_column(t, "victims (priority, PDBs)")
+    t.add_column("placed")
     for p in plan:
-        victims = "\n".join(safe(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs in p.victims)
-        t.add_row(safe(p.preemptor), str(p.priority), safe(p.node), victims, "yes" if p.placed else "no")
+        victims = "\n".join(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})" for v, prio, pdbs in p.victims)
+        t.add_row(safe_text(p.preemptor), str(p.priority), safe_text(p.node), safe_text(victims), "yes" if p.placed else "no")
     console.print(t)
 
 
@@ -256,19 +253,21 @@ def _key_text(key: tuple | None, n_victims: int) -> str:
 def render_minimal_preemption(console: Console, answers: list) -> None:
     """Optimal single-pod preemption: the minimal victims beside kube-scheduler's for the same pod."""
     for a in answers:
+        console.print(safe_text(f"{a.preemptor} is treated as the head of the queue: the other pending pods are not "
+                           "placed first (kube-scheduler would preempt for it only when its turn comes)."))
         t = Table(title=f"Preemption for {safe(a.preemptor)} (priority {a.priority}"
                         f"{', cross-node' if a.cross_node else ''})")
         for c in ("mode", "node", "victims (priority, node, PDBs)", "key", "status"):
-            t.add_column(c)
+            t.add_column(c, overflow="fold")
 
         def victims(vs: tuple) -> str:
             return "\n".join(safe(f"{v.pod} ({v.priority}, {v.node}{', ' + ', '.join(v.pdbs) if v.pdbs else ''})")
                              for v in vs) or "-"
 
         note = a.message if a.status != "OPTIMAL" or not a.victims else ""
-        t.add_row("optimal", safe(a.node or "-"), victims(a.victims), _key_text(a.key, len(a.victims)),
+        t.add_row("optimal", safe_text(a.node or "-"), victims(a.victims), _key_text(a.key, len(a.victims)),
                   safe(a.status + (f": {note}" if note else "")))
-        t.add_row("kube-scheduler", safe(a.greedy_node or "-"), victims(a.greedy_victims),
+        t.add_row("kube-scheduler", safe_text(a.greedy_node or "-"), victims(a.greedy_victims),
                   _key_text(a.greedy_key, len(a.greedy_victims)), safe(a.greedy_message or ""))
         console.print(t)
         if a.tiers:
@@ -289,7 +288,7 @@ def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
     else:
         t = Table(title="Preemptions (optimal batch, CP-SAT)")
         for c in ("node", "preemptors placed (priority)", "victims (priority, PDBs)", "outcome"):
-            t.add_column(c)
+            t.add_column(c, overflow="fold")
         for b in plan:
             pre = "\n".join(safe(f"{p} ({prio})") for p, prio in b.preemptors) or "-"
             vs = "\n".join(safe(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs, _ in b.victims)
@@ -298,4 +297,4 @@ def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
         console.print(t)
         ev, mv = sum(b.evictions for b in plan), sum(b.moves for b in plan)
         console.print(f"{ev} eviction(s), {mv} move(s) on {len(plan)} node(s)")
-    render_optimal_summary(console, result)
+    render_optimal_summary(console, result, optimal_summary(result))

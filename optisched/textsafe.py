@@ -7,7 +7,7 @@ rendering boundary:
 - :func:`plain` shows control characters escaped (``\\x1b``, ``\\n``, ``\\u202e``), so a name cannot move the
   cursor, retitle the window, ring the bell, break a one-line error in two, or reverse the text around it
   (bidirectional overrides, as in "Trojan Source").
-- :func:`safe` is :func:`plain` with rich markup escaped too, so ``[red]`` in a pod name is shown as typed,
+- :func:`safe_text` is a rich ``Text`` of :func:`plain`; :func:`safe` is :func:`plain` with rich markup escaped, so ``[red]`` in a pod name is shown as typed,
   never interpreted (and a malformed tag cannot raise ``MarkupError``).
 - :func:`safe_console` is a rich ``Console`` that, as a second line of defence, replaces any control
   character still present in text it renders (other than the newlines and tabs the renderer writes) with
@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape as _markup_escape
+from rich.segment import Segment
 from rich.text import Text
 
-__all__ = ["CSV_FORMULA_START", "csv_cell", "html_text", "plain", "safe", "safe_console", "unsafe_chars"]
+__all__ = ["CSV_FORMULA_START", "csv_cell", "html_text", "plain", "safe", "safe_console", "safe_text", "unsafe_chars"]
 
 # C0 and C1 controls and DEL; bidirectional embeddings, overrides and isolates; line/paragraph separators.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -58,6 +60,11 @@ def safe(value: Any) -> str:
     return _markup_escape(plain(value))
 
 
+def safe_text(value: Any, style: str = "") -> Text:
+    """A rich ``Text`` (never markup) of ``value`` with control characters shown escaped."""
+    return Text(plain(value), style=style)
+
+
 def html_text(value: Any) -> str:
     """``value`` escaped for HTML text and attributes, control characters shown as :func:`plain` does."""
     return html.escape(plain(value), quote=True)
@@ -79,16 +86,18 @@ for _kept in ("\n", "\t"):
 
 
 class _SafeConsole(Console):
-    """A Console whose rendered strings keep no control character but the renderer's newlines and tabs.
+    """A Console whose rendered text keeps no control character but the renderer's newlines and tabs.
 
-    The replacement is one character for one, so rich's style spans stay aligned.
+    Applied to every segment the renderer produces (its own control sequences, such as colours and cursor
+    moves, are separate segments and kept); the replacement is one character for one.
     """
 
-    def render_str(self, text: str, **kwargs: Any) -> Text:  # type: ignore[override]
-        rendered = super().render_str(text, **kwargs)
-        if _UNSAFE.search(rendered.plain):
-            rendered.plain = rendered.plain.translate(_PICTURES)
-        return rendered
+    def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control is None and _UNSAFE.search(seg.text):
+                yield Segment(seg.text.translate(_PICTURES), seg.style)
+            else:
+                yield seg
 
 
 def safe_console(**kwargs: Any) -> Console:

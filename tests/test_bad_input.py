@@ -54,8 +54,6 @@ CASES: list[tuple[str, str, list[str]]] = [
     ("a document without kind", NODE + "---\napiVersion: v1\nmetadata: {name: x}\n", ["document 2 has no kind"]),
     ("a duplicate node", NODE + "---\n" + NODE, ["Node/worker-3", "duplicate object"]),
     ("a duplicate pod", NODE + pod_doc() + pod_doc(), ["Pod/shop/web", "duplicate object"]),
-    ("a pod bound to a node that does not exist", NODE + pod_doc("nodeName: worker-9\n"),
-     ["Pod/shop/web", ".spec.nodeName", "'worker-9'", "not in the input"]),
     ("invalid YAML", NODE + "---\nkind: Pod\nmetadata: {name: [unclosed\n", ["invalid YAML at line"]),
     ("a config with the wrong apiVersion",
      NODE + "---\napiVersion: kubescheduler.config.k8s.io/v1beta2\nkind: KubeSchedulerConfiguration\n",

@@ -68,10 +68,20 @@ def test_from_greedy_without_records_has_no_scores(state):
     assert run.pod_scores == {} and set(run.unschedulable) == {4, 5}
 
 
-def test_pods_no_profile_handles_are_reported_unschedulable():
-    st = state_of(node("n1"), pod("p").set("spec.schedulerName", "other"))
-    run = run_greedy(st, default_config())
-    assert run.node_of.tolist() == [-1] and "matches no profile" in run.unschedulable[0]
+@pytest.mark.parametrize("why, spec", [
+    ("another schedulerName", ("spec.schedulerName", "other")),
+    ("schedulingGates", ("spec.schedulingGates", [{"name": "wait"}])),
+], ids=["a pod of another scheduler is not handled, not unschedulable",
+        "a gated pod is not handled, not unschedulable"])
+def test_pods_no_profile_handles_are_reported_not_handled(why, spec):
+    st = state_of(node("n1"), pod("p").set(*spec), pod("q").req(cpu="64"))
+    greedy = run_greedy(st, default_config())
+    assert greedy.node_of.tolist() == [-1, -1] and set(greedy.not_handled) == {0} and set(greedy.unschedulable) == {1}
+    cmp = build_comparison(st, default_config(), [greedy])
+    assert cmp.summary.loc["unschedulable"].tolist() == [1]
+    assert cmp.summary.loc["not handled (gated, other scheduler)"].tolist() == [1]
+    doc = cmp.to_json()
+    assert list(doc["runs"][0]["notHandled"]) == ["default/p"] and list(doc["runs"][0]["unschedulable"]) == ["default/q"]
 
 
 # --------------------------------------------------------------------------- summary
@@ -192,9 +202,9 @@ def test_nodes_table_has_a_row_per_run_and_node(comparison):
 # --------------------------------------------------------------------------- json and checks
 @pytest.mark.parametrize("kind, value, text", [
     ("pct", 0.25, "25.0%"), ("int", 3, "3"), ("float", 1234.5, "1,234.50"), ("seconds", 0.5, "0.500s"),
-    ("qty", 2 * 2**30, "2Gi"), ("bool", False, "no"), ("pct", float("nan"), "–"), ("int", None, "–"),
+    ("qty", 2 * 2**30, "2.0 Gi"), ("bool", False, "no"), ("pct", float("nan"), "–"), ("int", None, "–"),
 ], ids=["a ratio as a percentage", "an integer as is", "a float with two decimals", "seconds with three decimals",
-        "memory as a quantity", "a boolean as yes or no", "NaN as a dash", "None as a dash"])
+        "memory in human units", "a boolean as yes or no", "NaN as a dash", "None as a dash"])
 def test_format_value(kind, value, text):
     assert format_value(kind, value, "memory") == text
 

@@ -1,7 +1,7 @@
 """Greedy mode against the real kube-scheduler: every recorded scenario, cycle for cycle.
 
-Runs greedy mode on each scenario of ``shared/conformance/cases`` and scores the
-trace with the suite's own ``compare.py``; a disagreement is a bug in greedy mode.
+Runs greedy mode on each scenario of ``tests/data/conformance/cases`` and scores the
+trace with the suite's own ``compare.py`` (kept beside the cases); a disagreement is a bug in greedy mode.
 """
 from __future__ import annotations
 

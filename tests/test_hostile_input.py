@@ -325,5 +325,5 @@ def test_csv_placements_quote_every_field(tmp_path, cluster):
     out = tmp_path / "p.csv"
     assert run(["schedule", str(cluster), "--output", str(out)]).returncode == 0
     lines = out.read_text().splitlines()
-    assert lines[0] == '"pod","node"' and len(lines) > 1
-    assert all(line.count('"') == 4 for line in lines)
+    assert lines[0] == '"pod","node","status"' and len(lines) > 1
+    assert all(line.count('"') == 6 for line in lines)

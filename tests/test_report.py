@@ -1,7 +1,7 @@
 """write_report: the files, their content, and report.html as a real browser renders it.
 
-The browser test opens the page in headless Chromium (installed by .ci/run; the test fails, never
-skips, without it), lets a probe script record whether every image decoded and what tables the page
+The browser test opens the page in headless Chromium (the ``chromium`` fixture of conftest.py: skipped
+with the reason when it is not installed, a failure under .ci/run, which installs it), lets a probe script record whether every image decoded and what tables the page
 holds, and reads the probe's answer back from the dumped DOM.
 """
 from __future__ import annotations
@@ -10,7 +10,6 @@ import csv
 import html
 import json
 import re
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -92,18 +91,10 @@ def test_report_html_is_self_contained(report):
     assert "<script" not in page and "<link" not in page
 
 
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.fail("Chromium is not installed (apt-get install chromium); .ci/run installs it")
-
-
-def test_report_renders_in_headless_chromium(report, tmp_path):
+def test_report_renders_in_headless_chromium(report, chromium, tmp_path):
     probe = tmp_path / "probe.html"
     probe.write_text(report["report.html"].read_text().replace("</body>", PROBE + "</body>"))
-    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()]
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True).stdout
@@ -119,9 +110,9 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert got["headings"][:2] == ["Pending pods placed, by priority", "Summary"]
 
 
-def test_report_screenshot_is_drawn(report, tmp_path):
+def test_report_screenshot_is_drawn(report, chromium, tmp_path):
     shot = tmp_path / "shot.png"
-    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1600", f"--screenshot={shot}",
            report["report.html"].as_uri()]

@@ -7,11 +7,13 @@ selectors over one pod's labels, as ``metav1.LabelSelectorAsSelector`` does
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..model.objects import (
     LabelSelector,
     NodeSelector,
@@ -22,8 +24,8 @@ from ..model.objects import (
 )
 from ..model.state import ClusterState
 
-__all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask", "requirement_mask",
-           "selector_of", "term_mask"]
+__all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask",
+           "parse_label_selector", "requirement_mask", "selector_of", "term_mask"]
 
 _Op = NodeSelectorOperator
 
@@ -138,3 +140,51 @@ def selector_of(sel: LabelSelector | None) -> Selector:
         return NOTHING
     exprs = tuple((r.key, SelectorOperator(r.operator).value, frozenset(r.values)) for r in sel.match_expressions)
     return Selector(frozenset(sel.match_labels.items()), exprs)
+
+
+_KEY = r"[A-Za-z0-9][-A-Za-z0-9_./]*"
+_TERMS = (
+    (re.compile(rf"!\s*({_KEY})"), "DoesNotExist"),
+    (re.compile(rf"({_KEY})\s+(in|notin)\s*\(([^()]*)\)"), "set"),
+    (re.compile(rf"({_KEY})\s*(==|!=|=)\s*([-A-Za-z0-9_.]*)"), "equality"),
+    (re.compile(rf"({_KEY})"), "Exists"),
+)
+
+
+def _split_terms(text: str) -> list[str]:
+    """Split at the commas outside parentheses (``a in (x,y),b`` is two terms)."""
+    terms, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            terms.append(text[start:i])
+            start = i + 1
+    terms.append(text[start:])
+    return [t.strip() for t in terms]
+
+
+def parse_label_selector(text: str, option: str = "--selector") -> Selector:
+    """``labels.Parse`` (k8s.io/apimachinery v0.35, ``pkg/labels/selector.go``): the string form of
+    ``kubectl get -l``. Terms joined by commas must all hold: ``k=v`` (or ``k==v``), ``k!=v`` (true
+    when ``k`` is absent too), ``k in (a,b)``, ``k notin (a,b)``, ``k`` (exists), ``!k`` (absent).
+    An empty string selects everything. The numeric ``>``/``<`` of labels.Parse are not taken."""
+    if not text.strip():
+        return Selector(frozenset())
+    labels: set[tuple[str, str]] = set()
+    exprs: list[tuple[str, str, frozenset[str]]] = []
+    for term in _split_terms(text):
+        kind, m = next(((k, m) for rx, k in _TERMS if (m := rx.fullmatch(term))), ("", None))
+        if m is None:
+            raise InputError(f"{option}: cannot parse {term!r} in {text!r} (expected k=v, k!=v, k in (a,b), "
+                             "k notin (a,b), k or !k, joined by commas)")
+        if kind == "equality":
+            if m[2] == "!=":
+                exprs.append((m[1], "NotIn", frozenset({m[3]})))
+            else:
+                labels.add((m[1], m[3]))
+        elif kind == "set":
+            values = frozenset(v.strip() for v in m[3].split(","))
+            exprs.append((m[1], "In" if m[2] == "in" else "NotIn", values))
+        else:
+            exprs.append((m[1], kind, frozenset()))
+    return Selector(frozenset(labels), tuple(exprs))

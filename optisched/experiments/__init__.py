@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from .compare import Comparison, build_comparison
-from .runs import PlacementRun, run_greedy
+from .replay import Replay, prepare_replay
+from .runs import PlacementRun, placement_run, run_greedy
 
-__all__ = ["Comparison", "PlacementRun", "build_comparison", "run_greedy"]
+__all__ = ["Comparison", "PlacementRun", "Replay", "build_comparison", "placement_run", "prepare_replay",
+           "run_greedy"]

@@ -70,9 +70,10 @@ class Comparison:
         runs = []
         for r in self.runs:
             runs.append({
-                "name": r.name, "mode": r.mode, "seconds": r.seconds, "certificate": r.certificate,
+                "name": r.name, "mode": r.mode, "seconds": _plain(r.seconds), "certificate": r.certificate,
                 "scoreObjective": r.score_objective,
                 "unschedulable": {state.pods[p].key: why for p, why in sorted(r.unschedulable.items())},
+                "notHandled": {state.pods[p].key: why for p, why in sorted(r.not_handled.items())},
                 "pdbViolations": [vars(v) for v in m.pdb_violations(state, r.node_of)],
             })
         summary = {metric: {run: _plain(v) for run, v in row.items()} for metric, row in self.summary.iterrows()}

@@ -3,15 +3,17 @@
 Greedy mode runs first (recording each cycle, for the per-plugin scores of the per-pod diff) and its
 result is reused as optimal mode's hint, so optimal mode's time limit is spent on the solver. Other
 policies are greedy mode under another profile: a named NodeResourcesFit strategy (``MostAllocated``,
-``LeastAllocated``) or a ``KubeSchedulerConfiguration`` file.
+``LeastAllocated``) or a ``KubeSchedulerConfiguration`` file. With ``replay`` the running pods are placed
+again first (:mod:`optisched.experiments.replay`) and the input's placement is the third run, ``current``.
 """
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyScheduler
 from ..model.state import ClusterState
 from ..optimal.score_terms import SCORE_SCALE
@@ -19,6 +21,7 @@ from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..optimal.tiers import Progress
 from ..profile import SchedulerConfig, load_config, parse_config
 from .compare import Comparison, build_comparison
+from .replay import prepare_replay
 from .runs import PlacementRun
 
 __all__ = ["CompareOptions", "policy_config", "run_comparison"]
@@ -35,6 +38,15 @@ class CompareOptions:
     movable: bool = False
     objective: str | None = None  # a user objective for optimal mode (pack, spread, balance)
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective for optimal mode (solve.parse_weights)
+    replay: bool = False  # place the running pods again; the input's placement becomes the run "current"
+    selector: str = ""  # replay: only the running pods this label selector (kubectl -l syntax) picks
+    namespaces: tuple[str, ...] = ()  # replay: only the running pods of these namespaces
+
+    def __post_init__(self) -> None:
+        if not self.replay and (self.selector or self.namespaces):
+            raise InputError("--selector and --namespaces choose the pods of a replay; add --replay")
+        if self.replay and self.movable:
+            raise InputError("--movable and --replay: a replay already places the running pods again")
 
 
 def policy_config(policy: str) -> SchedulerConfig:
@@ -56,13 +68,21 @@ def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
     cert = result.certificate.to_dict()
     score = next((t.objective for t in result.certificate.tiers if t.name in ("score", "weighted:score")), None)
     return PlacementRun("optimal", "optimal", result.node_of.copy(), seconds, dict(result.unschedulable),
-                        certificate=cert, score_objective=None if score is None else score / SCORE_SCALE)
+                        not_handled=dict(result.batch.skipped), certificate=cert, score_objective=None if score is None else score / SCORE_SCALE)
 
 
 def run_comparison(state: ClusterState, config: SchedulerConfig, options: CompareOptions = CompareOptions(), *,
                    on_greedy: Callable[[int, int], None] | None = None,
-                   on_solver: Progress | None = None) -> tuple[Comparison, OptimalResult]:
-    """Greedy, optimal, then each policy; ``on_greedy(done, total)`` and ``on_solver`` report progress."""
+                   on_solver: Progress | None = None,
+                   extra: Sequence[PlacementRun] = ()) -> tuple[Comparison, OptimalResult]:
+    """Greedy, optimal, each policy, then the ``extra`` runs given (e.g. :func:`~.runs.placement_run`);
+    ``on_greedy(done, total)`` and ``on_solver`` report progress. With ``options.replay`` the comparison
+    is of the replay's batch (same pod rows as ``state``), and its ``current`` run is third."""
+    known: list[PlacementRun] = []
+    if options.replay:
+        replay = prepare_replay(state.cluster, [p.scheduler_name for p in config.profiles], options.selector,
+                                options.namespaces)
+        state, known = replay.state, [replay.current]
     start = time.perf_counter()
     greedy = GreedyScheduler(state, config, GreedyOptions(record=True, record_candidates=False)).run(
         progress=on_greedy)
@@ -73,9 +93,11 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
                                                       objective=options.objective, weights=options.weights),
                         progress=on_solver, greedy=greedy)
     runs.append(optimal_run(opt, time.perf_counter() - start))
+    runs += known
     for policy in options.policies:
         start = time.perf_counter()
         other = GreedyScheduler(state, policy_config(policy),
                                 GreedyOptions(record=True, record_candidates=False)).run()
         runs.append(PlacementRun.from_greedy(f"greedy:{Path(policy).stem}", other, time.perf_counter() - start))
+    runs.extend(extra)
     return build_comparison(state, config, runs), opt

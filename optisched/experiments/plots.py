@@ -1,13 +1,15 @@
 """Plots of a comparison as matplotlib Figures, drawn on the Agg canvas (no display needed).
 
 Figures are built with ``matplotlib.figure.Figure`` rather than pyplot, so no global figure state is
-kept and nothing needs closing. Each run keeps one colour across every plot.
+kept and nothing needs closing. Each run keeps one colour across every plot. The plots read a
+:class:`~optisched.experiments.compare.Comparison` through the :class:`Compared` protocol, so this
+module sits below the one whose ``plot_*`` methods call it.
 """
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec
+from typing import TYPE_CHECKING, ParamSpec, Protocol
 
 import numpy as np
 from matplotlib import rc_context
@@ -19,11 +21,13 @@ from .. import metrics as m
 from .tables import format_value, shown_resources
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
 
-    from .compare import Comparison
+    from ..model.state import ClusterState
+    from .runs import PlacementRun
 
-__all__ = ["plot_fragmentation", "plot_placed_by_priority", "plot_spread", "plot_utilization"]
+__all__ = ["Compared", "plot_fragmentation", "plot_placed_by_priority", "plot_spread", "plot_utilization"]
 
 P = ParamSpec("P")
 MAX_BARS = 40  # per-node bar plots show at most this many nodes
@@ -39,6 +43,16 @@ def literal_text(plot: Callable[P, Figure]) -> Callable[P, Figure]:
             return plot(*args, **kwargs)
 
     return drawn
+
+
+class Compared(Protocol):
+    """What the plots read of a comparison (``Comparison`` has these fields)."""
+
+    state: ClusterState
+    runs: list[PlacementRun]
+    workload: m.Workload
+    spread: list[m.SpreadDomains]
+    spread_skews: pd.DataFrame
 
 
 def _figure(rows: int, cols: int, width: float, height: float) -> tuple[Figure, np.ndarray]:
@@ -68,7 +82,7 @@ def _empty(ax: Axes, text: str) -> None:
 
 
 @literal_text
-def plot_utilization(c: Comparison) -> Figure:
+def plot_utilization(c: Compared) -> Figure:
     """Per resource, each run's per-node utilization sorted from the fullest node down: packing shows
     as a few full nodes and a tail of empty ones, spreading as a flat line."""
     state = c.state
@@ -100,7 +114,7 @@ def plot_utilization(c: Comparison) -> Figure:
 
 
 @literal_text
-def plot_placed_by_priority(c: Comparison) -> Figure:
+def plot_placed_by_priority(c: Compared) -> Figure:
     """Pending pods placed by each run per priority level, against how many were pending."""
     state = c.state
     pending = np.asarray(state.pending, dtype=np.int64)
@@ -129,7 +143,7 @@ def plot_placed_by_priority(c: Comparison) -> Figure:
     return fig
 
 
-def _frag_nodes(c: Comparison, j: int) -> np.ndarray:
+def _frag_nodes(c: Compared, j: int) -> np.ndarray:
     """Schedulable nodes offering the resource; beyond MAX_BARS, those with the most free in any run."""
     state = c.state
     nodes = np.flatnonzero(~state.unschedulable & (state.allocatable[:, j] > 0))
@@ -140,7 +154,7 @@ def _frag_nodes(c: Comparison, j: int) -> np.ndarray:
 
 
 @literal_text
-def plot_fragmentation(c: Comparison) -> Figure:
+def plot_fragmentation(c: Compared) -> Figure:
     """Per resource and node, each run's free capacity split into what some workload shape can use
     (solid) and what none can (hatched): fragmentation as defined in :mod:`optisched.metrics`."""
     state = c.state
@@ -185,7 +199,7 @@ def _unit(res: str) -> tuple[float, str]:
 
 
 @literal_text
-def plot_spread(c: Comparison) -> Figure:
+def plot_spread(c: Compared) -> Figure:
     """Matching pods per topology domain for the spread constraints, worst first (as ``spread_skews``)."""
     state = c.state
     if not c.spread:

@@ -8,6 +8,7 @@ moves are not stored: a pod bound in the input that ends at -1 was evicted, at a
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from ..model.state import ClusterState
     from ..profile import SchedulerConfig
 
-__all__ = ["PlacementRun", "run_greedy"]
+__all__ = ["PlacementRun", "placement_run", "run_greedy"]
 
 
 @dataclass
@@ -28,6 +29,7 @@ class PlacementRun:
     node_of: np.ndarray  # int64 [P]: node row of every pod row after the run, -1 = not placed
     seconds: float  # wall time of the run
     unschedulable: dict[int, str] = field(default_factory=dict)  # pending pod row -> why it is not placed
+    not_handled: dict[int, str] = field(default_factory=dict)  # gated pods, other schedulers' pods -> why
     # optimal mode: {"status": "OPTIMAL"|"FEASIBLE"|..., "tiers": [{"name","objective","bound","gap"}],
     #                "greedyOptimal": bool}
     certificate: dict | None = None
@@ -48,8 +50,8 @@ class PlacementRun:
                 i = int(hit[0])
                 scores[rec.pod] = {plugin: int(w[i]) for plugin, w in rec.scores.weighted.items()}
         scores = {p: s for p, s in scores.items() if node_of[p] >= 0}
-        why = {**result.skipped, **result.unschedulable}  # pods no profile handles stay pending too
-        return cls(name, "greedy", node_of, float(seconds), why, pod_scores=scores)
+        return cls(name, "greedy", node_of, float(seconds), dict(result.unschedulable),
+                   not_handled=dict(result.skipped), pod_scores=scores)
 
 
 def run_greedy(state: ClusterState, config: SchedulerConfig, name: str = "greedy",
@@ -61,3 +63,25 @@ def run_greedy(state: ClusterState, config: SchedulerConfig, name: str = "greedy
     start = time.perf_counter()
     result = GreedyScheduler(state, config, opts).run()
     return PlacementRun.from_greedy(name, result, time.perf_counter() - start)
+
+
+def placement_run(state: ClusterState, name: str, placements: Mapping[str, str | None],
+                  seconds: float = 0.0) -> PlacementRun:
+    """A run from a placement given as ``{"ns/name": "node" or None}``, e.g. another scheduler's answer.
+
+    Pods not named keep their node in the input (bound pods stay, pending pods stay pending); ``None``
+    leaves a pod off every node (a bound pod named so counts as evicted). An unknown pod or node is an
+    :class:`~optisched.errors.InputError` naming the run and the name.
+    """
+    from ..errors import InputError
+
+    node_of = np.asarray(state.pod_node, dtype=np.int64).copy()
+    for pod, node in placements.items():
+        row = state.pod_index.get(pod)
+        if row is None:
+            raise InputError(f"pod {pod!r} is not in the cluster (pods are named 'namespace/name')",
+                             source=f"placements[{name!r}]")
+        if node is not None and node not in state.node_index:
+            raise InputError(f"pod {pod!r}: node {node!r} is not in the cluster", source=f"placements[{name!r}]")
+        node_of[row] = -1 if node is None else state.node_index[node]
+    return PlacementRun(name, "given", node_of, float(seconds))

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics as m
-from ..model.quantity import format_quantity
+from ..model.quantity import format_quantity, human_quantity
 from ..model.state import ZONE_LABEL, ClusterState
 from .runs import PlacementRun
 
@@ -40,7 +40,7 @@ def format_value(kind: str, v: Any, resource: str = "") -> str:
     if kind == "float":
         return f"{v:,.2f}"
     if kind == "qty":
-        return format_quantity(resource, int(v))
+        return human_quantity(resource, int(v))
     if isinstance(v, bool) or kind == "bool":
         return "yes" if v else "no"
     return str(v)
@@ -56,8 +56,13 @@ def _placement_rows(state: ClusterState, runs: list[PlacementRun]) -> Rows:
                      [int(np.count_nonzero(r.node_of[of] >= 0)) for r in runs]))
     rows.append((f"placed (of {len(pending)} pending)", "int",
                  [int(np.count_nonzero(r.node_of[pending] >= 0)) for r in runs]))
-    rows.append(("unschedulable", "int", [int(np.count_nonzero(r.node_of[pending] < 0)) for r in runs]))
+    rows.append(("unschedulable", "int", [int(np.count_nonzero(r.node_of[pending] < 0)) - len(r.not_handled)
+                                           for r in runs]))
+    if any(r.not_handled for r in runs):
+        rows.append(("not handled (gated, other scheduler)", "int", [len(r.not_handled) for r in runs]))
     rows.append(("nodes used", "int", [m.nodes_used(state, r.node_of) for r in runs]))
+    if m.node_costs(state) is not None:
+        rows.append(("cost per hour of the nodes used", "float", [m.hourly_cost(state, r.node_of) for r in runs]))
     return rows
 
 
@@ -183,7 +188,7 @@ def pods_table(state: ClusterState, runs: list[PlacementRun]) -> pd.DataFrame:
         rec["placed only by"] = placed_by[0] if len(placed_by) == 1 else None
         rec["change"] = "; ".join(f"{r.name} {c}" for r in runs[1:] if (c := _change(state, p, first, r)))
         for r in runs:
-            why = r.unschedulable.get(p)
+            why = r.unschedulable.get(p) or r.not_handled.get(p)
             if why is None and r.node_of[p] < 0 and bound >= 0:
                 why = "evicted"
             rec[f"reason:{r.name}"] = why

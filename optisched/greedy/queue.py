@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from ..model.state import ClusterState
 
-__all__ = ["EVENT_INTEREST", "INITIAL_BACKOFF", "MAX_BACKOFF", "ClusterEvent", "SchedulingQueue"]
+__all__ = ["EVENT_INTEREST", "INITIAL_BACKOFF", "MAX_BACKOFF", "ClusterEvent", "SchedulingQueue", "split_handled"]
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -35,6 +35,24 @@ EVENT_INTEREST: dict[ClusterEvent, frozenset[str]] = {
     ClusterEvent.ASSIGNED_POD_DELETE: frozenset({"NodeResourcesFit", "NodePorts", "PodTopologySpread",
                                                  "InterPodAffinity"}),
 }
+
+
+def split_handled(state: ClusterState, rows: list[int], scheduler_names: set[str]) -> tuple[list[int], dict[int, str]]:
+    """The pending pods a run schedules, and the others with why it does not handle them: a pod whose
+    ``schedulerName`` names no profile is never seen by this scheduler (``responsibleForPod``,
+    pkg/scheduler/eventhandlers.go, v1.35.4), and a pod with ``schedulingGates`` never leaves the queue's
+    PreEnqueue check (plugins/schedulinggates). Every mode and every command reports these as
+    "not handled", never as unschedulable."""
+    handled, skipped = [], {}
+    for p in rows:
+        pod = state.pods[p]
+        if pod.spec.scheduler_name not in scheduler_names:
+            skipped[p] = f"schedulerName {pod.spec.scheduler_name!r} matches no profile"
+        elif pod.spec.scheduling_gates:
+            skipped[p] = "SchedulingGated"
+        else:
+            handled.append(p)
+    return handled, skipped
 
 
 def sort_key(state: ClusterState, pod: int) -> tuple:

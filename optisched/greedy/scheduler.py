@@ -28,7 +28,7 @@ from .cached_framework import CachedFramework
 from .fiterror import fit_error_message
 from .framework_runner import FilterPass, Framework, ScorePass
 from .nodetree import node_tree_order, num_feasible_nodes_to_find
-from .queue import ClusterEvent, SchedulingQueue
+from .queue import ClusterEvent, SchedulingQueue, split_handled
 from .select import TieBreak, heap_top, select_host
 
 __all__ = ["CycleRecord", "GreedyOptions", "GreedyResult", "GreedyScheduler"]
@@ -383,15 +383,7 @@ class GreedyScheduler:
     def run(self, progress: Callable[[int, int], None] | None = None) -> GreedyResult:
         state = self.state
         profiles = {p.scheduler_name: p for p in self.config.profiles}
-        pending, skipped = [], {}
-        for p in state.pending:
-            pod = state.pods[p]
-            if pod.spec.scheduler_name not in profiles:
-                skipped[p] = f"schedulerName {pod.spec.scheduler_name!r} matches no profile"
-            elif pod.spec.scheduling_gates:
-                skipped[p] = "SchedulingGated"
-            else:
-                pending.append(p)
+        pending, skipped = split_handled(state, list(state.pending), set(profiles))
         queue = SchedulingQueue(state, pending, requeue=self.options.requeue)
         result = GreedyResult(state, self.snapshot, self.order, queue.initial_order(), [], {}, skipped=skipped)
         done = 0

@@ -5,6 +5,7 @@ giving each pod's node row after a run (-1 = not placed); see :mod:`optisched.ex
 """
 from __future__ import annotations
 
+from .cost import COST_KEY, hourly_cost, node_costs
 from .disruption import PDBViolation, evicted, moved, pdb_violations
 from .fragmentation import (
     GPU,
@@ -33,6 +34,7 @@ from .resources import (
 from .spread import SpreadDomains, domain_counts, spread_constraints, spread_skew
 
 __all__ = [
+    "COST_KEY",
     "GPU",
     "GpuFragmentation",
     "PDBViolation",
@@ -50,8 +52,10 @@ __all__ = [
     "fragmented_free",
     "free_capacity",
     "gpu_fragmentation",
+    "hourly_cost",
     "largest_fitting_shape",
     "moved",
+    "node_costs",
     "nodes_used",
     "pdb_violations",
     "pods_per_node",

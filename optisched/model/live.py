@@ -2,18 +2,25 @@
 
 The same objects ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets,
 statefulsets,replicationcontrollers -A -o json`` would list, fetched as raw JSON so they go through
-the same validation as files. Only ``list`` calls are made.
+the same validation as files. Only ``list`` calls are made, never for Secrets. :func:`snapshot_list`
+keeps what such a read returned as one ``kind: List`` document, so a run can be repeated offline.
 """
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
 
 from ..errors import InputError
 from .cluster import Cluster
 from .loader import cluster_from_objects
 
-__all__ = ["LISTS", "load_live"]
+__all__ = ["LISTS", "check_snapshot_path", "list_live", "load_live", "snapshot_list", "write_snapshot"]
 
 # (kind, apiVersion, API class, list method)
 LISTS = [
@@ -37,10 +44,15 @@ def _client() -> tuple[Any, Any]:
     return client, config
 
 
-def load_live(kubeconfig: str | None = None, context: str | None = None) -> Cluster:
-    """List the objects from the cluster of ``context`` in ``kubeconfig`` (defaults as kubectl's)."""
+def _source(kubeconfig: str | None, context: str | None) -> str:
+    return f"kubeconfig {kubeconfig or '~/.kube/config'}" + (f" context {context}" if context else "")
+
+
+def list_live(kubeconfig: str | None = None, context: str | None = None) -> list[dict]:
+    """The raw objects of every kind in :data:`LISTS` from the cluster of ``context`` in ``kubeconfig``
+    (defaults as kubectl's), each with its ``kind`` and ``apiVersion`` (list items carry neither)."""
     client, config = _client()
-    source = f"kubeconfig {kubeconfig or '~/.kube/config'}" + (f" context {context}" if context else "")
+    source = _source(kubeconfig, context)
     try:
         config.load_kube_config(config_file=kubeconfig, context=context)
     except Exception as e:  # noqa: BLE001 - ConfigException, FileNotFoundError, ... all mean the same to a user
@@ -54,8 +66,68 @@ def load_live(kubeconfig: str | None = None, context: str | None = None) -> Clus
             data = json.loads(resp.data)
         except Exception as e:  # noqa: BLE001 - ApiException, urllib3 and TLS errors alike
             raise InputError(f"listing {kind} objects failed: {e}", source=source) from None
-        for item in data.get("items", []):
+        for item in data.get("items") or []:
             item.setdefault("kind", kind)
             item.setdefault("apiVersion", api_version)
             objs.append(item)
-    return cluster_from_objects(objs, source=source)
+    return objs
+
+
+def load_live(kubeconfig: str | None = None, context: str | None = None) -> Cluster:
+    """List the objects from the cluster of ``context`` in ``kubeconfig`` (defaults as kubectl's)."""
+    return cluster_from_objects(list_live(kubeconfig, context), source=_source(kubeconfig, context))
+
+
+def snapshot_list(objects: list[dict]) -> dict[str, Any]:
+    """``objects`` as one ``kind: List`` document, without ``metadata.managedFields`` (which kubectl
+    hides too and nothing here reads); everything else, status included, as the API server sent it."""
+    items = []
+    for obj in objects:
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and "managedFields" in meta:
+            obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+        items.append(obj)
+    return {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
+
+
+def check_snapshot_path(path: str, kubeconfig: str | None, force: bool) -> None:
+    """Refuse, before anything is read, an output that exists (unless ``force``), that is the kubeconfig,
+    or whose folder is missing."""
+    if path == "-":
+        return
+    out = Path(path).expanduser()
+    kc = Path(kubeconfig or "~/.kube/config").expanduser()
+    if out.exists() and kc.exists() and out.resolve() == kc.resolve():
+        raise InputError("is the kubeconfig this snapshot reads; choose another output", source=path)
+    if out.exists() and not force:
+        raise InputError("exists; give --force to overwrite it", source=path)
+    if not out.parent.is_dir():
+        raise InputError(f"folder {str(out.parent)!r} does not exist", source=path)
+
+
+def write_snapshot(objects: list[dict], path: str, stdout: IO[str] | None = None) -> None:
+    """Write :func:`snapshot_list` of ``objects`` as JSON (``.json``) or YAML (anything else; ``-`` is
+    stdout). A file is written beside its target and renamed into place, so no half snapshot is left."""
+    doc = snapshot_list(objects)
+    if path == "-":
+        _dump(doc, stdout or sys.stdout, "yaml")
+        return
+    out = Path(path).expanduser()
+    fmt = "json" if out.suffix == ".json" else "yaml"
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            _dump(doc, f, fmt)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _dump(doc: dict[str, Any], stream: IO[str], fmt: str) -> None:
+    if fmt == "json":
+        json.dump(doc, stream, indent=1)
+        stream.write("\n")
+        return
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    yaml.dump(doc, stream, Dumper=dumper, sort_keys=False, default_flow_style=False)

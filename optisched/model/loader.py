@@ -8,19 +8,18 @@ and the field; input files are only ever read.
 from __future__ import annotations
 
 import gc
-import json
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
-from .bounded import DEFAULT_MAX_INPUT, check_parsed, parse_json, parse_yaml, read_bounded
+from .bounded import DEFAULT_MAX_INPUT
 from .cluster import Cluster, resolve_priority
+from .documents import load_documents, read_source, validation_message
 from .names import check_object_name
 from .objects import (
     Namespace,
@@ -34,7 +33,7 @@ from .objects import (
     StatefulSet,
 )
 
-__all__ = ["cluster_from_objects", "load_cluster", "load_documents", "validation_message"]
+__all__ = ["cluster_from_objects", "load_cluster", "load_documents", "read_source", "validation_message"]
 
 _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
     # kind: (model, accepted apiVersions, Cluster attribute)
@@ -50,11 +49,6 @@ _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
 }
 _NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController"}
 _SUFFIXES = (".yaml", ".yml", ".json")
-
-
-def read_source(path: str, limit: int = DEFAULT_MAX_INPUT) -> tuple[str, str]:
-    """(name, text) of a regular file or ``-``; unreadable input becomes an :class:`InputError` naming it."""
-    return read_bounded(path, limit)
 
 
 def _walk_error(e: OSError) -> None:
@@ -80,51 +74,6 @@ def _expand(paths: Iterable[str]) -> Iterator[str]:
             yield from files
         else:
             yield path
-
-
-def load_documents(source: str, text: str) -> list[Any]:
-    """Parse one file's text: JSON when it looks like JSON, else (multi-document) YAML; bounded in size,
-    depth and number length (:mod:`optisched.model.bounded`)."""
-    stripped = text.lstrip()
-    docs: list[Any] | None = None
-    try:
-        if stripped[:1] in ("{", "["):
-            try:
-                doc = parse_json(text, source)
-                docs = doc if isinstance(doc, list) else [doc]
-            except json.JSONDecodeError:
-                pass  # YAML flow style also starts with '{'
-        if docs is None:
-            docs = list(parse_yaml(text))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"invalid YAML{where}: {problem}", source=source) from None
-    check_parsed(docs, text, source)
-    return docs
-
-
-def validation_message(err: ValidationError) -> tuple[str, str]:
-    """(field path, message) of a pydantic error, in API terms: ``.spec.containers[0].resources``."""
-    e = err.errors(include_url=False)[0]
-    path = ""
-    for part in e["loc"]:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    kind = e["type"]
-    if kind == "missing":
-        msg = "required field is missing"
-    elif kind in ("enum", "literal_error"):
-        msg = f"{e.get('input')!r} is not one of {e.get('ctx', {}).get('expected', '')}"
-    elif "input" in e and kind not in ("value_error",) and not isinstance(e["input"], (dict, list)):
-        msg = f"{e['input']!r}: {msg}"
-    # a resource-list error names the resource inside the message ("cpu: '2x' is not a quantity")
-    if kind == "value_error" and ": " in msg and path.endswith(("requests", "limits", "allocatable", "capacity",
-                                                                "overhead")):
-        name, _, rest = msg.partition(": ")
-        path, msg = f"{path}.{name}", rest
-    return path, msg
 
 
 def _object_ref(kind: str, raw: dict, index: int) -> str:
@@ -202,8 +151,10 @@ def _finish(cluster: Cluster) -> Cluster:
     for pod in cluster.pods:
         src = origin.get(("Pod", pod.metadata.namespace, pod.metadata.name), "")
         if pod.spec.node_name and pod.spec.node_name not in node_names:
-            raise InputError(f"bound to node {pod.spec.node_name!r}, which is not in the input",
-                             source=src, obj=pod.ref, path=".spec.nodeName")
+            # normal in a dump taken while a node is removed: the pod goes with its node
+            cluster.warnings.append(f"{src + ': ' if src else ''}{pod.ref} .spec.nodeName: bound to node "
+                                    f"{pod.spec.node_name!r}, which is not in the input; the pod is left out")
+            continue
         try:
             resolved.append(resolve_priority(pod, classes, default))
         except KeyError:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["INT64_MAX", "MAX_DIGITS", "NANO", "format_quantity", "milli_value", "parse_quantity", "to_scheduler_units", "value"]
+__all__ = ["INT64_MAX", "MAX_DIGITS", "NANO", "format_quantity", "human_quantity", "milli_value", "parse_quantity",
+           "to_scheduler_units", "value"]
 
 NANO = 10**9
 INT64_MAX = 2**63 - 1
@@ -101,3 +102,21 @@ def format_quantity(resource: str, amount: int) -> str:
             if amount and amount % mult == 0:
                 return f"{amount // mult}{suf}"
     return str(amount)
+
+
+_HUMAN_UNITS = (("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def human_quantity(resource: str, amount: int) -> str:
+    """Scheduler units for a person reading a summary: cpu in cores (``2.5 cores``), memory and storage in
+    the largest binary unit reached, one decimal (``3.0 Gi``), other resources as counts. Rounded: use
+    :func:`format_quantity` where the exact quantity matters."""
+    if resource == "cpu":
+        cores = f"{amount / 1000:,.2f}".rstrip("0").rstrip(".")
+        return f"{cores} core" if amount == 1000 else f"{cores} cores"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        for suf, mult in _HUMAN_UNITS:
+            if abs(amount) >= mult:
+                return f"{amount / mult:,.1f} {suf}"
+        return f"{amount} B"
+    return f"{amount:,}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..greedy.queue import sort_key
+from ..greedy.queue import sort_key, split_handled
 from ..model.objects import Pod, PreemptionPolicy
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
@@ -76,15 +76,7 @@ def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool =
     ``only``: the pending pods the batch places (default: all); the others are left out of the model.
     ``running_on``: a bool mask over nodes; running pods elsewhere stay fixed."""
     profiles = {p.scheduler_name for p in config.profiles}
-    pending, skipped = [], {}
-    for p in state.pending if only is None else only:
-        pod = state.pods[p]
-        if pod.spec.scheduler_name not in profiles:
-            skipped[p] = f"schedulerName {pod.spec.scheduler_name!r} matches no profile"
-        elif pod.spec.scheduling_gates:
-            skipped[p] = "SchedulingGated"
-        else:
-            pending.append(p)
+    pending, skipped = split_handled(state, list(state.pending if only is None else only), profiles)
     pending.sort(key=lambda p: sort_key(state, p))
     preemptor_prio = max((int(state.pod_priority[p]) for p in pending
                           if state.pods[p].spec.preemption_policy != PreemptionPolicy.NEVER), default=None)

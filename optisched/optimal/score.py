@@ -1,6 +1,6 @@
 """The score tier: the profile's score plugins as objective terms, each encoded in its own module.
 
-Each enabled score plugin that has a CP-SAT side (``encode_score``, :class:`~optisched.framework.
+Each enabled score plugin that has a CP-SAT side (``encode_score``, :class:`~optisched.optimal.encoding.
 EncodableScore`) adds weighted terms to one objective, maximized after the placement and disruption
 tiers. kube-scheduler scores one pod at a time against the cluster as it is at that moment; a batch
 objective can only approximate scores that depend on other placements or on normalization over the

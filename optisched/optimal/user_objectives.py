@@ -3,7 +3,7 @@ disruption tiers and before the profile's score: what the user asks for outranks
 
 * ``pack``: fewest nodes the batch uses among those no fixed pod holds; when nodes carry an hourly
   cost (label or annotation :data:`COST_KEY`, a decimal number such as ``"0.192"``), the lowest total
-  cost of those nodes instead (from 0 to :data:`MAX_COST`, in thousandths; a node without one costs the highest cost found,
+  cost of those nodes instead (cost in thousandths; a node without one costs the highest cost found,
   so an unpriced node is never the cheap choice).
 * ``spread``: per resource (cpu, memory), the highest per-mille utilization of the nodes the batch may
   use, weighted by their number, plus the sum over those nodes of utilization²/1000 so the nodes below
@@ -14,24 +14,21 @@ Utilization here counts actual requests (no scoring defaults), fixed pods includ
 """
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError
+from ..metrics.cost import COST_KEY, node_costs
 from .score_terms import abs_var, add_var, convex_load, node_fractions, node_utilization, upper_var, used_flag
 from .tiers import Linear
 
 if TYPE_CHECKING:
-    from ..model.state import ClusterState
     from .model import BatchModel
 
 __all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "user_objective"]
 
 OBJECTIVES = ("pack", "spread", "balance")
-COST_KEY = "optisched.io/hourly-cost"
-MAX_COST = Decimal(1_000_000)  # per node and hour: thousandths summed over 10^5 nodes stay far within int64
 RESOURCES = ("cpu", "memory")
 
 
@@ -39,31 +36,6 @@ def check_objective(name: str | None) -> None:
     """Refuse an objective that is not one of :data:`OBJECTIVES`."""
     if name is not None and name not in OBJECTIVES:
         raise InputError(f"--objective: {name!r} is not one of {', '.join(OBJECTIVES)}")
-
-
-def node_costs(state: ClusterState) -> np.ndarray | None:
-    """Per node the hourly cost in thousandths (label, else annotation :data:`COST_KEY`); None when no
-    node has one."""
-    raw: list[Decimal | None] = []
-    for node in state.nodes:
-        text = node.metadata.labels.get(COST_KEY, node.metadata.annotations.get(COST_KEY))
-        if text is None:
-            raw.append(None)
-            continue
-        try:
-            value = Decimal(text)
-        except InvalidOperation:
-            value = Decimal("NaN")
-        if not value.is_finite() or not 0 <= value <= MAX_COST:
-            where = "labels" if COST_KEY in node.metadata.labels else "annotations"
-            raise InputError(f"{text!r} is not a number from 0 to {MAX_COST}", obj=f"Node/{node.metadata.name}",
-                             path=f".metadata.{where}[{COST_KEY!r}]")
-        raw.append(value)
-    known = [v for v in raw if v is not None]
-    if not known:
-        return None
-    top = max(known)
-    return np.array([int((top if v is None else v) * 1000) for v in raw], dtype=np.int64)
 
 
 def _var_nodes(model: BatchModel) -> np.ndarray:

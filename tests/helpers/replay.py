@@ -19,7 +19,7 @@ from optisched.model.loader import load_cluster
 from optisched.model.snapshot import Snapshot
 from optisched.model.state import ClusterState, compile_cluster
 
-CASES = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cases"
+CASES = Path(__file__).resolve().parents[1] / "data" / "conformance" / "cases"
 FILTER_ORDER = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
                 "PodTopologySpread", "InterPodAffinity"]
 

@@ -1,0 +1,75 @@
+"""What a run cannot model or will not touch in the input, said the same way by every command.
+
+Every command prints these lines (``inspect`` also lists them in its summary, every ``--json`` carries them)
+so the same input draws the same warnings whichever question is asked of it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .greedy.queue import split_handled
+from .model.quantity import human_quantity
+from .model.state import ClusterState
+from .profile import SchedulerConfig
+
+__all__ = ["input_warnings"]
+
+_SHOWN = 5  # names listed in one warning before "and N more"
+
+
+def _names(keys: list[str]) -> str:
+    more = f" and {len(keys) - _SHOWN} more" if len(keys) > _SHOWN else ""
+    return ", ".join(keys[:_SHOWN]) + more
+
+
+def _claims(state: ClusterState) -> list[str]:
+    out = []
+    for p in state.pending:
+        pod = state.pods[p]
+        claims = [v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim]
+        if claims:
+            out.append(f"Pod/{pod.key} uses PersistentVolumeClaims {claims}: volume plugins are not modelled, "
+                       "its volumes are assumed to bind anywhere")
+        if pod.spec.resource_claims:
+            out.append(f"Pod/{pod.key} has resourceClaims: DynamicResources is not modelled, claims are ignored")
+    return out
+
+
+def _overcommitted(state: ClusterState) -> list[str]:
+    """Nodes whose bound pods already request more than allocatable (kubelet admitted them under other
+    numbers, or the dump mixes moments): such a node takes no new pod that requests that resource."""
+    bound = state.pod_node >= 0
+    used = np.zeros_like(state.allocatable)
+    np.add.at(used, state.pod_node[bound], state.pod_requests[bound])
+    over = used > state.allocatable
+    out = []
+    for n in np.flatnonzero(over.any(axis=1)):
+        parts = [f"{r} {human_quantity(r, int(used[n, j]))} of {human_quantity(r, int(state.allocatable[n, j]))}"
+                 for j, r in enumerate(state.resources) if over[n, j]]
+        out.append(f"Node/{state.node_names[n]} is overcommitted in the input: bound pods request "
+                   + ", ".join(parts))
+    return out
+
+
+def _finished(state: ClusterState) -> list[str]:
+    done = [p for p in state.cluster.pods if p.status.phase in ("Succeeded", "Failed")]
+    if not done:
+        return []
+    return [f"{len(done)} finished pod(s) (Succeeded/Failed) hold nothing and are left out: "
+            + _names([p.key for p in done])]
+
+
+def _not_handled(state: ClusterState, config: SchedulerConfig) -> list[str]:
+    _, skipped = split_handled(state, list(state.pending), {p.scheduler_name for p in config.profiles})
+    by_why: dict[str, list[str]] = {}
+    for p, why in skipped.items():
+        by_why.setdefault("gated (schedulingGates)" if why == "SchedulingGated" else "of another schedulerName",
+                          []).append(state.pods[p].key)
+    return [f"{len(keys)} pending pod(s) {why} not handled: {_names(keys)}" for why, keys in by_why.items()]
+
+
+def input_warnings(state: ClusterState, config: SchedulerConfig) -> list[str]:
+    """The loader's warnings (pods bound to nodes not in the input, ...), then pending pods with volume or
+    resource claims, nodes overcommitted in the input, finished pods, and pending pods no profile handles."""
+    return [*state.cluster.warnings, *_claims(state), *_overcommitted(state), *_finished(state),
+            *_not_handled(state, config)]

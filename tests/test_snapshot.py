@@ -1,0 +1,185 @@
+"""``optisched snapshot``: a live read saved as one List file that loads back to the same ClusterState.
+
+The cluster is a local HTTP server that answers the list endpoints of the kinds optisched reads (as the
+API server does: a ``*List`` whose items carry neither kind nor apiVersion); the real kubernetes client
+talks to it through a kubeconfig.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from builders import run_cli
+from test_cli import EXAMPLES
+
+from optisched.model.live import LISTS, load_live
+from optisched.model.loader import load_cluster
+from optisched.model.state import ClusterState, compile_cluster
+
+pytest.importorskip("kubernetes", reason="the kube extra (pip install 'optisched[kube]') reads live clusters")
+
+ROUTES = {  # the REST path of every list call in live.LISTS
+    "list_node": "/api/v1/nodes", "list_pod_for_all_namespaces": "/api/v1/pods",
+    "list_namespace": "/api/v1/namespaces", "list_service_for_all_namespaces": "/api/v1/services",
+    "list_replication_controller_for_all_namespaces": "/api/v1/replicationcontrollers",
+    "list_priority_class": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "list_pod_disruption_budget_for_all_namespaces": "/apis/policy/v1/poddisruptionbudgets",
+    "list_replica_set_for_all_namespaces": "/apis/apps/v1/replicasets",
+    "list_stateful_set_for_all_namespaces": "/apis/apps/v1/statefulsets",
+}
+
+
+def served_objects() -> list[dict]:
+    """The quickstart example as a live cluster shows it: pods with status, a managedFields entry."""
+    objs = [o for o in yaml.safe_load_all((EXAMPLES / "quickstart.yaml").read_text()) if o]
+    for o in objs:
+        if o["kind"] == "Pod":
+            o.setdefault("status", {})["phase"] = "Running" if o["spec"].get("nodeName") else "Pending"
+            o["status"]["startTime"] = "2026-01-01T00:00:00Z" if o["spec"].get("nodeName") else None
+        o["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Apply"}]
+    return objs
+
+
+class Server:
+    def __init__(self, objects: list[dict]) -> None:
+        kinds = {ROUTES[method]: kind for kind, _, _, method in LISTS if method in ROUTES}
+        by_path: dict[str, list[dict]] = {path: [] for path in kinds}
+        for o in objects:
+            path = next((p for p, k in kinds.items() if k == o["kind"]), None)
+            if path is not None:
+                by_path[path].append({k: v for k, v in o.items() if k not in ("kind", "apiVersion")})
+        self.by_path, self.requests = by_path, []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0]
+                outer.requests.append(path)
+                items = outer.by_path.get(path)
+                body = json.dumps({"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}).encode()
+                self.send_response(200 if items is not None else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    s = Server(served_objects())
+    thread = threading.Thread(target=s.httpd.serve_forever, daemon=True)
+    thread.start()
+    yield s
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path, server: Server) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "other",
+        "clusters": [{"name": "local", "cluster": {"server": server.url}},
+                     {"name": "nowhere", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "me", "user": {"token": "t"}}],
+        "contexts": [{"name": "test", "context": {"cluster": "local", "user": "me"}},
+                     {"name": "other", "context": {"cluster": "nowhere", "user": "me"}}]}))
+    return path
+
+
+def assert_same_state(a: ClusterState, b: ClusterState) -> None:
+    for kind in ("nodes", "pods", "priority_classes", "pdbs", "namespaces", "services", "replica_sets",
+                 "stateful_sets", "replication_controllers"):
+        assert getattr(a.cluster, kind) == getattr(b.cluster, kind), kind
+    assert a.node_names == b.node_names and a.resources == b.resources and list(a.pod_index) == list(b.pod_index)
+    for arr in ("allocatable", "unschedulable", "pod_requests", "pod_nonzero", "pod_node", "pod_priority"):
+        assert np.array_equal(getattr(a, arr), getattr(b, arr)), arr
+
+
+@pytest.mark.parametrize("name", ["cluster.yaml", "cluster.json"], ids=["as YAML", "as JSON"])
+def test_a_snapshot_loads_back_to_the_state_of_the_live_read(tmp_path, capsys, server, kubeconfig, name):
+    out = tmp_path / name
+    code, _, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert sorted(server.requests) == sorted(ROUTES[m] for *_, m in LISTS)  # every kind read, nothing else
+    live = compile_cluster(load_live(str(kubeconfig), "test"))
+    saved = compile_cluster(load_cluster([str(out)]))
+    assert_same_state(live, saved)
+    assert len(live.pods) == 19 and int((live.pod_node >= 0).sum()) > 0
+    doc = (json.loads if name.endswith(".json") else yaml.safe_load)(out.read_text())
+    assert doc["kind"] == "List" and "managedFields" not in json.dumps(doc)
+    pods = [o for o in doc["items"] if o["kind"] == "Pod"]
+    assert all(p["status"]["phase"] in ("Running", "Pending") for p in pods)  # status kept
+
+
+def test_an_existing_file_is_kept_unless_force(tmp_path, capsys, kubeconfig, server):
+    out = tmp_path / "cluster.yaml"
+    out.write_text("mine\n")
+    code, _, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", str(out)], capsys)
+    assert code == 2 and "--force" in err and out.read_text() == "mine\n"
+    assert server.requests == []  # refused before anything is read
+    code, _, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", str(out),
+                            "--force"], capsys)
+    assert code == 0, err
+    assert yaml.safe_load(out.read_text())["kind"] == "List"
+
+
+def test_a_snapshot_to_stdout_loads_back(tmp_path, capsys, kubeconfig, monkeypatch):
+    code, out, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", "-"], capsys)
+    assert code == 0, err
+    monkeypatch.setattr("sys.stdin", io.StringIO(out))
+    assert_same_state(compile_cluster(load_live(str(kubeconfig), "test")), compile_cluster(load_cluster(["-"])))
+
+
+def test_the_kubeconfig_is_never_the_output(capsys, kubeconfig):
+    before = kubeconfig.read_text()
+    code, _, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(kubeconfig), "--force"], capsys)
+    assert code == 2 and "kubeconfig" in err and kubeconfig.read_text() == before
+
+
+def test_a_missing_folder_is_refused(tmp_path, capsys, kubeconfig):
+    code, _, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(tmp_path / "no" / "c.yaml")],
+                           capsys)
+    assert code == 2 and "does not exist" in err
+
+
+def test_an_unreachable_cluster_is_one_line_and_leaves_no_file(tmp_path, capsys, kubeconfig):
+    out = tmp_path / "cluster.yaml"
+    code, _, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "other", "-o", str(out)],
+                           capsys)
+    assert code == 2 and "listing Node objects failed" in err and not out.exists()
+    assert list(tmp_path.iterdir()) == [kubeconfig]
+
+
+def test_replaying_a_snapshot_offline(tmp_path, capsys, kubeconfig):
+    out = tmp_path / "cluster.yaml"
+    assert run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", str(out)], capsys)[0] == 0
+    code, stdout, err = run_cli(["compare", str(out), "--replay", "--time-limit", "10"], capsys)
+    assert code == 0, err
+    assert "current" in stdout
+
+
+def test_snapshot_items_are_not_changed_in_the_caller(tmp_path):
+    from optisched.model.live import snapshot_list
+
+    objs = served_objects()
+    before = copy.deepcopy(objs)
+    doc = snapshot_list(objs)
+    assert objs == before and all("managedFields" not in o["metadata"] for o in doc["items"])
