@@ -45,6 +45,7 @@ COMMANDS = [
     ("schedule", ["schedule"]),
     ("schedule in optimal mode", ["schedule", "--mode", "optimal", "--time-limit", "2"]),
     ("compare", ["compare", "--time-limit", "2"]),
+    ("compare --replay", ["compare", "--replay", "--time-limit", "2"]),
     ("preempt", ["preempt"]),
     ("preempt in optimal mode", ["preempt", "--mode", "optimal", "--time-limit", "2"]),
     ("explain", ["explain", "--pod", "default/p1"]),
