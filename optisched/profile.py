@@ -327,6 +327,12 @@ def _percentage(r: FieldReader, v: Any, path: str) -> int | None:
     return None if v is None else r.integer(v, path, 0, 100)
 
 
+def _out_of_tree() -> dict[str, frozenset[str]]:
+    """Plugins optisched models beyond kube-scheduler's in-tree ones (GPU sharing, the FGD policies, a user's
+    package's through the ``optisched.plugins`` entry points) and the extension points each extends."""
+    return {name: frozenset(points) for name, points in REGISTRY.items() if name not in PLUGIN_POINTS}
+
+
 def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
     raw = r.obj(raw, path, _PROFILE_FIELDS, required=True)
     name = raw.get("schedulerName")
@@ -336,7 +342,7 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
         raise r.fail(f"{path}.schedulerName", "required: when there are several profiles, each needs a name")
     name = r.string(name, f"{path}.schedulerName")
     pct = _percentage(r, raw.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore")
-    plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins")
+    plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins", _out_of_tree())
     args, raw_args = _plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig")
     enabled = {n for names in plugins.values() for n in names}
     # REGISTRY also holds the out-of-tree rules optisched models (GPU sharing, the FGD policies)

@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
+from ..options import check_weight
 from ..policy.eviction import EvictionPolicy, kept_notes
 from ..preemption.batch import encode_eviction_rules
 from ..preemption.pdb_model import budget_use, victim_budgets, violation_objective
@@ -212,9 +213,10 @@ def parse_weights(text: str | dict[str, int] | None) -> tuple[tuple[str, int], .
         if name not in WEIGHT_KEYS and not level:
             raise InputError(f"--weights: {name!r} is not a tier; tiers: {', '.join(WEIGHT_KEYS)}, placed[priority=N]")
         try:
-            out.append((name, int(value)))
+            weight = int(value)
         except ValueError:
             raise InputError(f"--weights: {name}={value!r} is not an integer") from None
+        out.append((name, check_weight(weight, f"--weights {name}")))
     return tuple(out)
 
 
