@@ -8,11 +8,7 @@ listed in :data:`optisched.profile.NOT_MODELLED` instead.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .model.snapshot import Snapshot
-    from .profile import Profile
+from typing import Any
 
 __all__ = ["REGISTRY", "instantiate", "rule_class"]
 
@@ -48,8 +44,9 @@ def rule_class(path: str) -> Any:
     return getattr(import_module(f"optisched.{module}"), cls)
 
 
-def instantiate(snapshot: Snapshot, profile: Profile) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Build the profile's filter and score rules once each (a class serving both sides is shared)."""
+def instantiate(snapshot: Any, profile: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Build the profile's filter and score rules once each (a class serving both sides is shared) for a
+    ``model.snapshot.Snapshot`` and a ``profile.Profile`` (not imported: the profile reads this registry)."""
     built: dict[str, Any] = {}
     filters: dict[str, Any] = {}
     scores: dict[str, Any] = {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,7 +27,6 @@ from ..framework import MAX_NODE_SCORE
 
 if TYPE_CHECKING:
     from ..constraints.gpu_share import GpuNodes, GpuPod
-    from .gpu_policies import PolicyContext
 
 __all__ = ["FGD", "FragCache", "TypicalPods", "typical_pods"]
 
@@ -117,7 +116,7 @@ class FGD:
 
     name = "FGD"
 
-    def __init__(self, ctx: PolicyContext) -> None:
+    def __init__(self, ctx: Any) -> None:  # a gpu_policies.PolicyContext (which holds this cache)
         self.cache = ctx.frag
         self._dev: dict[int, int] = {}
 
