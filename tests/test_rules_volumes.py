@@ -1,0 +1,193 @@
+"""Upstream test tables of VolumeZone, VolumeRestrictions and NodeVolumeLimits (v1.35
+``volume_zone_test.go``, ``volume_restrictions_test.go``, ``csi_test.go``), translated row by row."""
+from __future__ import annotations
+
+import pytest
+from builders import node, pod
+from storage_builders import BETA_ZONE, ZONE, claims, csi_node, disk, pv, pvc, storage_class
+from test_rules import UNRES, run_filter
+
+BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+REGION = "topology.kubernetes.io/region"
+NO_ZONE = f"{UNRES}:node(s) had no available volume zone"
+
+
+def _zone_world(node_labels: dict, pv_labels: dict, *extra) -> list:
+    vol = pv("Vol_1")
+    for k, v in pv_labels.items():
+        vol.label(k, v)
+    return [node("host1").labels(node_labels), vol.claimed("PVC_1"), pvc("PVC_1").bound("Vol_1"),
+            claims(pod("p"), "PVC_1"), *extra]
+
+
+ZONE_CASES = [
+    ("a pod without volumes fits any node",
+     [node("host1").labels({BETA_ZONE: "us-west1-a"}), pod("p")], "pass"),
+    ("a node without topology labels fits a zonal volume",
+     _zone_world({}, {BETA_ZONE: "us-west1-a"}), "pass"),
+    ("a volume without topology labels fits a zonal node",
+     _zone_world({BETA_ZONE: "us-west1-a"}, {}), "pass"),
+    ("the beta zone label matches",
+     _zone_world({BETA_ZONE: "us-west1-a", "uselessLabel": "none"}, {BETA_ZONE: "us-west1-a"}), "pass"),
+    ("the beta region label matches",
+     _zone_world({BETA_REGION: "us-west1", "uselessLabel": "none"}, {BETA_REGION: "us-west1"}), "pass"),
+    ("the beta zone label does not match",
+     _zone_world({BETA_ZONE: "no_us-west1-a"}, {BETA_ZONE: "us-west1-a"}), NO_ZONE),
+    ("the beta region label does not match",
+     _zone_world({BETA_REGION: "no_us-west1"}, {BETA_REGION: "us-west1"}), NO_ZONE),
+    ("the GA zone label matches",
+     _zone_world({ZONE: "us-west1-a"}, {ZONE: "us-west1-a"}), "pass"),
+    ("the GA region label matches",
+     _zone_world({REGION: "us-west1"}, {REGION: "us-west1"}), "pass"),
+    ("the GA zone label does not match",
+     _zone_world({ZONE: "no_us-west1-a"}, {ZONE: "us-west1-a"}), NO_ZONE),
+    ("the GA region label does not match",
+     _zone_world({REGION: "no_us-west1"}, {REGION: "us-west1"}), NO_ZONE),
+    ("a PV's beta zone label matches the node's GA zone label",
+     _zone_world({ZONE: "us-west1-a"}, {BETA_ZONE: "us-west1-a"}), "pass"),
+    ("a PV zone list joined by double underscores matches any of its zones",
+     _zone_world({ZONE: "us-west1-b"}, {ZONE: "us-west1-a__us-west1-b"}), "pass"),
+    ("a PV zone list with an empty member is ignored",
+     _zone_world({ZONE: "us-west1-c"}, {ZONE: "us-west1-a__"}), "pass"),
+    ("a claim that does not exist makes the pod unresolvable",
+     [node("host1"), pvc("other"), claims(pod("p"), "PVC_missing")],
+     'prefilter:persistentvolumeclaim "PVC_missing" not found'),
+    ("an unbound claim without a class makes the pod unresolvable",
+     [node("host1"), pvc("PVC_1"), claims(pod("p"), "PVC_1")],
+     "prefilter:PersistentVolumeClaim had no pv name and storageClass name"),
+    ("an unbound claim whose class does not exist makes the pod unresolvable",
+     [node("host1"), pvc("PVC_1").cls("Class_0"), claims(pod("p"), "PVC_1")],
+     'prefilter:storageclass.storage.k8s.io "Class_0" not found'),
+    ("an unbound claim of an Immediate class makes the pod unresolvable",
+     [node("host1"), storage_class("Class_Immediate", "Immediate"), pvc("PVC_1").cls("Class_Immediate"),
+      claims(pod("p"), "PVC_1")], "prefilter:PersistentVolume had no name"),
+    ("an unbound claim of a WaitForFirstConsumer class is left to VolumeBinding",
+     [node("host1").labels({ZONE: "b"}), storage_class("Class_Wait"), pvc("PVC_1").cls("Class_Wait"),
+      claims(pod("p"), "PVC_1")], "pass"),
+    ("a claim bound to a PV that does not exist makes the pod unresolvable",
+     [node("host1"), pvc("PVC_1").bound("Vol_gone"), claims(pod("p"), "PVC_1")],
+     'prefilter:persistentvolume "Vol_gone" not found'),
+]
+
+
+@pytest.mark.parametrize("objs,want", [c[1:] for c in ZONE_CASES], ids=[c[0] for c in ZONE_CASES])
+def test_volume_zone(objs, want) -> None:
+    assert run_filter("VolumeZone", objs) == {"host1": want}
+
+
+DISK = f"Unschedulable:node(s) had no available disk"
+RWOP_CONFLICT = f"{UNRES}:node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+
+RESTRICTION_CASES = [
+    ("a pod without volumes fits beside a GCE disk user",
+     [node("host1"), disk(pod("q").on("host1"), "gcePersistentDisk", pdName="foo"), pod("p")], "pass"),
+    ("a GCE disk fits beside a different GCE disk",
+     [node("host1"), disk(pod("q").on("host1"), "gcePersistentDisk", pdName="bar"),
+      disk(pod("p"), "gcePersistentDisk", pdName="foo")], "pass"),
+    ("the same GCE disk mounted read-write conflicts",
+     [node("host1"), disk(pod("q").on("host1"), "gcePersistentDisk", pdName="foo"),
+      disk(pod("p"), "gcePersistentDisk", pdName="foo")], DISK),
+    ("the same GCE disk mounted read-only by both fits",
+     [node("host1"), disk(pod("q").on("host1"), "gcePersistentDisk", True, pdName="foo"),
+      disk(pod("p"), "gcePersistentDisk", True, pdName="foo")], "pass"),
+    ("a read-only GCE mount conflicts with a read-write one",
+     [node("host1"), disk(pod("q").on("host1"), "gcePersistentDisk", pdName="foo"),
+      disk(pod("p"), "gcePersistentDisk", True, pdName="foo")], DISK),
+    ("an EBS volume fits beside a different EBS volume",
+     [node("host1"), disk(pod("q").on("host1"), "awsElasticBlockStore", volumeID="bar"),
+      disk(pod("p"), "awsElasticBlockStore", volumeID="foo")], "pass"),
+    ("the same EBS volume conflicts even read-only",
+     [node("host1"), disk(pod("q").on("host1"), "awsElasticBlockStore", True, volumeID="foo"),
+      disk(pod("p"), "awsElasticBlockStore", True, volumeID="foo")], DISK),
+    ("an RBD image fits beside another image on the same monitors",
+     [node("host1"), disk(pod("q").on("host1"), "rbd", monitors=["a", "b"], pool="foo", image="bar"),
+      disk(pod("p"), "rbd", monitors=["a", "b"], pool="foo", image="baz")], "pass"),
+    ("the same RBD image on an overlapping monitor conflicts",
+     [node("host1"), disk(pod("q").on("host1"), "rbd", monitors=["a", "b"], pool="foo", image="bar"),
+      disk(pod("p"), "rbd", monitors=["b", "c"], pool="foo", image="bar")], DISK),
+    ("the same RBD image on disjoint monitors fits",
+     [node("host1"), disk(pod("q").on("host1"), "rbd", monitors=["a"], pool="foo", image="bar"),
+      disk(pod("p"), "rbd", monitors=["c"], pool="foo", image="bar")], "pass"),
+    ("a different iSCSI IQN fits",
+     [node("host1"), disk(pod("q").on("host1"), "iscsi", iqn="iqn.2016-12.server:storage.target01"),
+      disk(pod("p"), "iscsi", iqn="iqn.2017-12.server:storage.target01")], "pass"),
+    ("the same iSCSI IQN mounted read-write conflicts",
+     [node("host1"), disk(pod("q").on("host1"), "iscsi", iqn="iqn.2016-12.server:storage.target01"),
+      disk(pod("p"), "iscsi", iqn="iqn.2016-12.server:storage.target01")], DISK),
+    ("a disk on another node does not conflict",
+     [node("host1"), node("host2"), disk(pod("q").on("host2"), "awsElasticBlockStore", volumeID="foo"),
+      disk(pod("p"), "awsElasticBlockStore", volumeID="foo")], "pass"),
+    ("a claim that does not exist makes the pod unresolvable",
+     [node("host1"), pvc("other"), claims(pod("p"), "claim-not-found")],
+     'prefilter:persistentvolumeclaim "claim-not-found" not found'),
+    ("a ReadWriteOncePod claim nobody uses fits",
+     [node("host1"), pvc("claim-rwop", modes=("ReadWriteOncePod",)), claims(pod("p"), "claim-rwop")], "pass"),
+    ("a ReadWriteOnce claim in use by another pod fits",
+     [node("host1"), pvc("claim-rwo"), claims(pod("q").on("host1"), "claim-rwo"), claims(pod("p"), "claim-rwo")],
+     "pass"),
+    ("a ReadWriteOncePod claim in use by another pod is unresolvable",
+     [node("host1"), pvc("claim-rwop", modes=("ReadWriteOncePod",)), claims(pod("q").on("host1"), "claim-rwop"),
+      claims(pod("p"), "claim-rwop")], RWOP_CONFLICT),
+]
+
+
+@pytest.mark.parametrize("objs,want", [c[1:] for c in RESTRICTION_CASES], ids=[c[0] for c in RESTRICTION_CASES])
+def test_volume_restrictions(objs, want) -> None:
+    assert run_filter("VolumeRestrictions", objs)["host1"] == want
+
+
+EBS = "ebs.csi.aws.com"
+LIMIT = "Unschedulable:node(s) exceed max volume count"
+
+
+def _csi_world(limit: int, existing: list[list[str]], new: list[str], *extra, driver: str = EBS) -> list:
+    """host1 with ``limit`` volumes of ``driver``; pods on it use the handles in ``existing``; pod p uses ``new``."""
+    objs: list = [node("host1"), csi_node("host1", **{driver.replace(".", "_"): limit}), *extra]
+    handles = {h for group in existing for h in group} | set(new)
+    for h in sorted(handles):
+        objs += [pv(f"pv-{h}").csi(driver, h).claimed(f"c-{h}"), pvc(f"c-{h}").bound(f"pv-{h}")]
+    for i, group in enumerate(existing):
+        objs.append(claims(pod(f"q{i}").on("host1"), *[f"c-{h}" for h in group]))
+    objs.append(claims(pod("p"), *[f"c-{h}" for h in new]))
+    return objs
+
+
+LIMIT_CASES = [
+    ("a pod with one volume fits a node with room for four",
+     _csi_world(4, [["h1", "h2"]], ["h3"]), "pass"),
+    ("a node already at its limit rejects a new volume",
+     _csi_world(2, [["h1", "h2"]], ["h3"]), LIMIT),
+    ("a volume already attached on the node does not count again",
+     _csi_world(2, [["h1", "h2"]], ["h1"]), "pass"),
+    ("two new volumes over a limit of two with one attached are rejected",
+     _csi_world(2, [["h1"]], ["h2", "h3"]), LIMIT),
+    ("a limit of zero rejects any new volume of the driver",
+     _csi_world(0, [], ["h1"]), LIMIT),
+    ("volumes of a driver without a limit always fit",
+     _csi_world(1, [["h1"]], ["h2"], driver="pd.csi.storage.gke.io")[:1] +
+     _csi_world(1, [["h1"]], ["h2"], driver="pd.csi.storage.gke.io")[2:], "pass"),
+    ("a pod's two mounts of one volume count once",
+     _csi_world(1, [], ["h1", "h1"]), "pass"),
+    ("an unbound claim counts a new volume of its class's provisioner",
+     [node("host1"), csi_node("host1", ebs_csi_aws_com=0), storage_class("gp3"), pvc("data").cls("gp3"),
+      claims(pod("p"), "data")], LIMIT),
+    ("an unbound claim without a class is not counted",
+     [node("host1"), csi_node("host1", ebs_csi_aws_com=0), pvc("data"), claims(pod("p"), "data")], "pass"),
+    ("a missing claim of the new pod is unresolvable",
+     [node("host1"), csi_node("host1", ebs_csi_aws_com=1), pvc("other"), claims(pod("p"), "data")],
+     f'{UNRES}:looking up PVC default/data: persistentvolumeclaim "data" not found'),
+    ("a missing claim of a pod on the node is not counted",
+     [node("host1"), csi_node("host1", ebs_csi_aws_com=1), pv("pv1").csi(EBS, "h1"), pvc("c1").bound("pv1"),
+      claims(pod("q").on("host1"), "gone"), claims(pod("p"), "c1")], "pass"),
+    ("a pod with only non-claim volumes skips the filter",
+     [node("host1"), csi_node("host1", ebs_csi_aws_com=0), pvc("x"),
+      disk(pod("p"), "awsElasticBlockStore", volumeID="v")], "pass"),
+    ("an ephemeral volume's generated claim counts against the limit",
+     [node("host1"), csi_node("host1", ebs_csi_aws_com=0), storage_class("gp3"), pvc("p-scratch").cls("gp3"),
+      pod("p").set("spec.volumes", [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}])], LIMIT),
+]
+
+
+@pytest.mark.parametrize("objs,want", [c[1:] for c in LIMIT_CASES], ids=[c[0] for c in LIMIT_CASES])
+def test_node_volume_limits(objs, want) -> None:
+    assert run_filter("NodeVolumeLimits", objs)["host1"] == want
