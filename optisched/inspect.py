@@ -9,6 +9,7 @@ import numpy as np
 from .model.pdb import budget_views
 from .model.quantity import format_quantity
 from .model.state import ZONE_LABEL, ClusterState
+from .model.storage import catalog, pod_claims
 from .profile import SchedulerConfig
 
 __all__ = ["summarize"]
@@ -16,12 +17,14 @@ __all__ = ["summarize"]
 
 def _warnings(state: ClusterState) -> list[str]:
     out = list(state.cluster.warnings)
+    storage = catalog(state.cluster).present
     for p in state.pending:
         pod = state.pods[p]
-        claims = [v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim]
-        if claims:
-            out.append(f"Pod/{pod.key} uses PersistentVolumeClaims {claims}: volume plugins are not modelled, "
-                       "its volumes are assumed to bind anywhere")
+        claims = [c.name for c in pod_claims(pod)]
+        if claims and not storage:
+            out.append(f"Pod/{pod.key} uses PersistentVolumeClaims {claims}, but the input holds no claims, volumes "
+                       "or storage classes (kubectl get pv,pvc,storageclass,csinode,csidriver): its volumes are "
+                       "assumed to bind anywhere")
         if pod.spec.resource_claims:
             out.append(f"Pod/{pod.key} has resourceClaims: DynamicResources is not modelled, claims are ignored")
     return out

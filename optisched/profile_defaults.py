@@ -94,7 +94,7 @@ PLUGIN_POINTS: dict[str, frozenset[str]] = {
 
 # In-tree plugins optisched accepts but does not model (any unknown, out-of-tree name is added per profile).
 # SchedulingGates is modelled by the greedy engine itself: gated pods stay pending and are reported.
-NOT_MODELLED: frozenset[str] = frozenset({"VolumeBinding", "DynamicResources"})
+NOT_MODELLED: frozenset[str] = frozenset({"DynamicResources"})
 
 # validation.go invalidPluginsByVersion: removed plugins that a v1 configuration may not name.
 REMOVED_PLUGINS: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})

@@ -51,6 +51,10 @@ class PVCB(_Obj):
         self["status"] = {"phase": "Bound"}
         return self
 
+    def set_phase(self, phase: str) -> PVCB:
+        self["status"] = {"phase": phase}
+        return self
+
 
 def storage_class(name: str, mode: str | None = "WaitForFirstConsumer", provisioner: str = "ebs.csi.aws.com",
                   zones: tuple[str, ...] = ()) -> dict:

@@ -217,7 +217,7 @@ def test_plugin_sets_merge_as_upstream(plugins, point, expected, weights):
 def test_unknown_plugins_are_reported_not_modelled():
     p = parse_config(plugins_doc(multiPoint={"enabled": [{"name": "MyPlugin"}]},
                                  score={"enabled": [{"name": "MyScore", "weight": 2}]})).profiles[0]
-    assert {"MyPlugin", "MyScore", "VolumeBinding"} <= set(p.not_modelled)
+    assert {"MyPlugin", "MyScore", "DynamicResources"} <= set(p.not_modelled)
     assert "SchedulingGates" not in p.not_modelled  # the engine keeps gated pods pending
     assert "MyPlugin" in p.plugins["multiPoint"] and "NodeResourcesFit" not in p.not_modelled
 

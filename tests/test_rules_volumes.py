@@ -2,6 +2,7 @@
 ``volume_zone_test.go``, ``volume_restrictions_test.go``, ``csi_test.go``), translated row by row."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from builders import node, pod
 from storage_builders import BETA_ZONE, ZONE, claims, csi_node, disk, pv, pvc, storage_class
@@ -191,3 +192,96 @@ LIMIT_CASES = [
 @pytest.mark.parametrize("objs,want", [c[1:] for c in LIMIT_CASES], ids=[c[0] for c in LIMIT_CASES])
 def test_node_volume_limits(objs, want) -> None:
     assert run_filter("NodeVolumeLimits", objs)["host1"] == want
+
+
+NODE_CONFLICT = f"{UNRES}:node(s) didn't match PersistentVolume's node affinity"
+BIND_CONFLICT = f"{UNRES}:node(s) didn't find available persistent volumes to bind"
+HOST = "kubernetes.io/hostname"
+WAIT = storage_class("wait", provisioner="kubernetes.io/no-provisioner")
+
+BINDING_CASES = [
+    ("a pod without claims skips the plugin",
+     [node("node-a"), WAIT, pod("p")], {"node-a": "pass"}),
+    ("claims bound to PVs without node affinity fit every node",
+     [node("node-a"), WAIT, pv("pv-a").cls("wait").claimed("pvc-a"), pvc("pvc-a").cls("wait").bound("pv-a"),
+      claims(pod("p"), "pvc-a")], {"node-a": "pass"}),
+    ("claims bound to local volumes fit only their node",
+     [node("node-a"), node("node-b"), WAIT, pv("pv-a").cls("wait").affinity(HOST, "node-a").claimed("pvc-a"),
+      pvc("pvc-a").cls("wait").bound("pv-a"), claims(pod("p"), "pvc-a")],
+     {"node-a": "pass", "node-b": NODE_CONFLICT}),
+    ("a claim that does not exist stops the pod",
+     [node("node-a"), WAIT, pvc("pvc-b").cls("wait"), claims(pod("p"), "pvc-a")],
+     {"node-a": 'prefilter:persistentvolumeclaim "pvc-a" not found'}),
+    ("one of two claims missing stops the pod",
+     [node("node-a"), WAIT, pv("pv-a").cls("wait").claimed("pvc-a"), pvc("pvc-a").cls("wait").bound("pv-a"),
+      claims(pod("p"), "pvc-a", "pvc-b")], {"node-a": 'prefilter:persistentvolumeclaim "pvc-b" not found'}),
+    ("an unbound claim of an Immediate class stops the pod",
+     [node("node-a"), storage_class("immediate", "Immediate"), pvc("pvc-a").cls("immediate"),
+      claims(pod("p"), "pvc-a")], {"node-a": "prefilter:pod has unbound immediate PersistentVolumeClaims"}),
+    ("an unbound claim whose class is missing counts as Immediate",
+     [node("node-a"), WAIT, pvc("pvc-a").cls("gone"), claims(pod("p"), "pvc-a")],
+     {"node-a": "prefilter:pod has unbound immediate PersistentVolumeClaims"}),
+    ("an unbound WaitForFirstConsumer claim without PVs or a provisioner matches nothing",
+     [node("node-a"), WAIT, pvc("pvc-a").cls("wait"), claims(pod("p"), "pvc-a")], {"node-a": BIND_CONFLICT}),
+    ("a bound claim off its PV's affinity and an unmatched claim give both reasons",
+     [node("node-a").labels({"foo": "barbar"}), WAIT, pv("pv-a").cls("wait").affinity("foo", "bar").claimed("pvc-a"),
+      pvc("pvc-a").cls("wait").bound("pv-a"), pvc("pvc-b").cls("wait"), claims(pod("p"), "pvc-a", "pvc-b")],
+     {"node-a": f"{UNRES}:node(s) didn't match PersistentVolume's node affinity|"
+                "node(s) didn't find available persistent volumes to bind"}),
+    ("a claim bound to a PV that does not exist is unresolvable on every node",
+     [node("node-a"), WAIT, pvc("pvc-a").cls("wait").bound("pv-a"), claims(pod("p"), "pvc-a")],
+     {"node-a": f"{UNRES}:node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"}),
+    ("a lost claim stops the pod",
+     [node("node-a"), WAIT, pvc("pvc-a").cls("wait").bound("pv-a").set_phase("Lost"), claims(pod("p"), "pvc-a")],
+     {"node-a": 'prefilter:persistentvolumeclaim "pvc-a" bound to non-existent persistentvolume "pv-a"'}),
+    ("local volumes of enough capacity match only on their nodes",
+     [node("node-a"), node("node-b"), node("node-c"), WAIT,
+      pv("pv-a-0", "200Gi").cls("wait").affinity(HOST, "node-a"), pv("pv-b-0", "100Gi").cls("wait").affinity(HOST, "node-b"),
+      pvc("pvc-a", "50Gi").cls("wait"), claims(pod("p"), "pvc-a")],
+     {"node-a": "pass", "node-b": "pass", "node-c": BIND_CONFLICT}),
+    ("a PV smaller than the request does not match",
+     [node("node-a"), WAIT, pv("pv-a", "1Gi").cls("wait"), pvc("pvc-a", "5Gi").cls("wait"), claims(pod("p"), "pvc-a")],
+     {"node-a": BIND_CONFLICT}),
+    ("a PV without the claim's access mode does not match",
+     [node("node-a"), WAIT, pv("pv-a", modes=("ReadOnlyMany",)).cls("wait"), pvc("pvc-a").cls("wait"),
+      claims(pod("p"), "pvc-a")], {"node-a": BIND_CONFLICT}),
+    ("a PV of another class does not match",
+     [node("node-a"), WAIT, pv("pv-a").cls("other"), pvc("pvc-a").cls("wait"), claims(pod("p"), "pvc-a")],
+     {"node-a": BIND_CONFLICT}),
+    ("a PV already bound to another claim does not match",
+     [node("node-a"), WAIT, pv("pv-a").cls("wait").claimed("someone"), pvc("pvc-a").cls("wait"),
+      claims(pod("p"), "pvc-a")], {"node-a": BIND_CONFLICT}),
+    ("two claims cannot both take the one free PV",
+     [node("node-a"), WAIT, pv("pv-a").cls("wait"), pvc("pvc-a").cls("wait"), pvc("pvc-b").cls("wait"),
+      claims(pod("p"), "pvc-a", "pvc-b")], {"node-a": BIND_CONFLICT}),
+    ("dynamic provisioning is allowed where the class's allowedTopologies match",
+     [node("node-a").zone("us-central-1a"), node("node-c").zone("us-central-1c"),
+      storage_class("standard", zones=("us-central-1a", "us-central-1b")), pvc("pvc-a").cls("standard"),
+      claims(pod("p"), "pvc-a")], {"node-a": "pass", "node-c": BIND_CONFLICT}),
+    ("dynamic provisioning without allowedTopologies is allowed everywhere",
+     [node("node-a"), storage_class("standard"), pvc("pvc-a").cls("standard"), claims(pod("p"), "pvc-a")],
+     {"node-a": "pass"}),
+]
+
+
+@pytest.mark.parametrize("objs,want", [c[1:] for c in BINDING_CASES], ids=[c[0] for c in BINDING_CASES])
+def test_volume_binding(objs, want) -> None:
+    assert run_filter("VolumeBinding", objs) == want
+
+
+def test_a_pod_that_lands_takes_its_pv_from_later_pods() -> None:
+    """Assume: the first pod's claim binds the one local PV, so the second pod's claim finds none."""
+    from builders import snapshot_of
+    from optisched.framework import CycleState
+    from test_rules import PROFILE
+
+    from optisched.registry import instantiate
+
+    snap = snapshot_of(node("node-a"), WAIT, pv("pv-a").cls("wait").affinity(HOST, "node-a"),
+                       pvc("c1").cls("wait"), pvc("c2").cls("wait"), claims(pod("p1"), "c1"), claims(pod("p2"), "c2"))
+    rule = instantiate(snap, PROFILE)[0]["VolumeBinding"]
+    second = CycleState(snap.state.pod_index["default/p2"], snap, PROFILE)
+    assert rule.pre_filter(second).ok and rule.filter(second, np.arange(1)).code[0] == 0
+    snap.add(snap.state.pod_index["default/p1"], 0)
+    second = CycleState(snap.state.pod_index["default/p2"], snap, PROFILE)
+    assert rule.pre_filter(second).ok and rule.filter(second, np.arange(1)).reasons_of(0) == [BIND_CONFLICT[len(UNRES) + 1:]]
