@@ -1,0 +1,72 @@
+"""Optimal mode under the volume rules: every answer passes the greedy volume filters, and a pod whose
+claim is bound to a zonal PV never leaves the PV's zone (generated clusters with StatefulSet volumes)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from optisched.datasets.generate import GenerateSpec, generate
+from optisched.datasets.storage import VolumeSpec, add_volumes
+from optisched.model.loader import cluster_from_objects
+from optisched.model.state import ZONE_LABEL, compile_cluster
+from optisched.model.storage import catalog, pod_claims
+from optisched.optimal.check import check_placement
+from optisched.optimal.solve import OptimalOptions, solve_optimal
+from optisched.profile import default_config
+
+
+def _pv_zone(state, pod) -> str | None:  # type: ignore[no-untyped-def]
+    cat = catalog(state.cluster)
+    for c in pod_claims(pod):
+        pvc = cat.claim(pod.metadata.namespace, c.name)
+        pv = cat.volumes.get(pvc.spec.volume_name) if pvc and pvc.spec.volume_name else None
+        if pv is not None and ZONE_LABEL in pv.metadata.labels:
+            return pv.metadata.labels[ZONE_LABEL]
+    return None
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), limit=st.sampled_from([1, 2, 25]))
+def test_optimal_answers_pass_the_volume_filters_and_keep_zonal_pods_in_their_zone(seed: int, limit: int) -> None:
+    objs = add_volumes(generate(GenerateSpec(nodes=6, pods=30, seed=seed)), VolumeSpec(csi_limit=limit), seed)
+    state = compile_cluster(cluster_from_objects(objs))
+    config = default_config()
+    result = solve_optimal(state, config, OptimalOptions(time_limit=10, workers=1))
+    assert check_placement(state, config, result.node_of) == []
+    zones = state.label(ZONE_LABEL)
+    for p in np.flatnonzero(result.node_of >= 0).tolist():
+        want = _pv_zone(state, state.pods[p])
+        if want is not None:
+            assert zones.values[zones.codes[result.node_of[p]]] == want, state.pods[p].key
+
+
+def test_generated_volumes_are_off_by_default() -> None:
+    objs = generate(GenerateSpec(nodes=6, pods=30, seed=1))
+    assert not any(o["kind"] in ("PersistentVolumeClaim", "StorageClass") for o in objs)
+    with_volumes = add_volumes(generate(GenerateSpec(nodes=6, pods=30, seed=1)), VolumeSpec(), 1)
+    assert any(o["kind"] == "PersistentVolumeClaim" for o in with_volumes)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_moved_zonal_pod_stays_in_its_zone_when_running_pods_may_move(seed: int) -> None:
+    objs = add_volumes(generate(GenerateSpec(nodes=6, pods=30, seed=seed)), VolumeSpec(), seed)
+    state = compile_cluster(cluster_from_objects(objs))
+    result = solve_optimal(state, default_config(), OptimalOptions(time_limit=10, workers=1, movable=True))
+    zones = state.label(ZONE_LABEL)
+    for p in np.flatnonzero(result.node_of >= 0).tolist():
+        want = _pv_zone(state, state.pods[p])
+        if want is not None:
+            assert zones.values[zones.codes[result.node_of[p]]] == want, state.pods[p].key
+
+
+def test_statefulset_example_keeps_each_broker_in_its_volume_zone() -> None:
+    from pathlib import Path
+
+    import optisched
+
+    path = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "statefulset-volumes.yaml"
+    placed = optisched.schedule(optisched.load([str(path)])).placements()
+    assert placed["data/kafka-0"].startswith("node-a") and placed["data/kafka-1"].startswith("node-b")
+    assert placed["data/kafka-2"][5] in "ab"  # provisioning is allowed in eu-west-1a and eu-west-1b only
