@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import assume
 from hypothesis import strategies as st
+from test_optimal_exact import greedy_allowed, model_allowed, only
 
 from optisched.datasets.generate import GenerateSpec, generate
 from optisched.datasets.storage import VolumeSpec, add_volumes
@@ -42,6 +44,47 @@ def test_optimal_answers_pass_the_volume_filters_and_keep_zonal_pods_in_their_zo
             assert zones.values[zones.codes[result.node_of[p]]] == want, state.pods[p].key
 
 
+@st.composite
+def zonal_clusters(draw) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Nodes in two or three zones; pods (some running) whose claims are bound to PVs of one zone, some on
+    a CSI driver with a small attach limit; the zones' capacities differ, so the volume zone matters."""
+    from builders import node, pod
+    from storage_builders import ZONE, claims, csi_node, pv, pvc
+
+    zones = ["a", "b", "c"][: draw(st.integers(2, 3))]
+    limit = draw(st.integers(1, 3))
+    objs: list = []
+    names = []
+    for z in zones:
+        for j in range(draw(st.integers(1, 2))):
+            n = f"n{z}{j}"
+            names.append(n)
+            objs += [node(n, cpu=str(draw(st.integers(1, 4)))).zone(z), csi_node(n, ebs_csi_aws_com=limit)]
+    for i in range(draw(st.integers(1, 7))):
+        z = draw(st.sampled_from(zones))
+        vol = pv(f"pv{i}").label(ZONE, z).affinity(ZONE, z).claimed(f"c{i}")
+        if draw(st.booleans()):
+            vol = vol.csi("ebs.csi.aws.com", f"h{i}")
+        p = claims(pod(f"p{i}").req(cpu=draw(st.sampled_from(["500m", "1", "2"]))), f"c{i}")
+        running = [n for n in names if n.startswith(f"n{z}")]
+        if draw(st.booleans()):
+            p = p.on(draw(st.sampled_from(running)))
+        objs += [vol, pvc(f"c{i}").bound(f"pv{i}"), p]
+    return objs
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objs=zonal_clusters(), movable=st.booleans())
+def test_no_plan_takes_a_pod_out_of_its_volume_zone(objs: list[dict], movable: bool) -> None:
+    state = compile_cluster(cluster_from_objects(objs))
+    config = default_config()
+    result = solve_optimal(state, config, OptimalOptions(time_limit=10, workers=1, movable=movable))
+    assert check_placement(state, config, result.node_of) == []
+    zones = state.label(ZONE_LABEL)
+    for p in np.flatnonzero(result.node_of >= 0).tolist():
+        assert zones.values[zones.codes[result.node_of[p]]] == _pv_zone(state, state.pods[p]), state.pods[p].key
+
+
 def test_generated_volumes_are_off_by_default() -> None:
     objs = generate(GenerateSpec(nodes=6, pods=30, seed=1))
     assert not any(o["kind"] in ("PersistentVolumeClaim", "StorageClass") for o in objs)
@@ -70,3 +113,13 @@ def test_statefulset_example_keeps_each_broker_in_its_volume_zone() -> None:
     placed = optisched.schedule(optisched.load([str(path)])).placements()
     assert placed["data/kafka-0"].startswith("node-a") and placed["data/kafka-1"].startswith("node-b")
     assert placed["data/kafka-2"][5] in "ab"  # provisioning is allowed in eu-west-1a and eu-west-1b only
+
+
+@pytest.mark.parametrize("plugin", ["VolumeZone", "NodeVolumeLimits", "VolumeRestrictions"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objs=zonal_clusters())
+def test_exact_volume_encodings_allow_what_the_greedy_filter_allows(plugin: str, objs: list[dict]) -> None:
+    state = compile_cluster(cluster_from_objects(objs))
+    assume(len(state.pending) == 1)
+    config = only(plugin)
+    assert model_allowed(state, config, state.pending[0]) == greedy_allowed(state, config, state.pending[0])
