@@ -47,6 +47,8 @@ class VolumeBinding:
         self.taken: dict[str, str] = {}  # PV name -> "ns/claim" it was assumed for
         self.assumed: dict[str, str] = {}  # "ns/claim" -> PV name
         self._masks: dict[str, np.ndarray] = {}
+        self._cands: dict[tuple[str, str, int], list[PersistentVolume]] = {}
+        self._settled: set[int] = set()  # pods whose claims are all bound
         snapshot.subscribe(self)
 
     # ------------------------------------------------------------------ node masks
@@ -122,24 +124,41 @@ class VolumeBinding:
             cycle.data[self.name] = (bound, delayed)
         return status
 
+    def _index(self) -> tuple[dict[str, list[PersistentVolume]], dict[tuple[str, str], PersistentVolume]]:
+        """Free PVs per class, smallest capacity first (input order among equals), and PVs pre-bound to a
+        claim by ``claimRef``; built once."""
+        idx = self.__dict__.get("_idx")
+        if idx is None:
+            free: dict[str, list[PersistentVolume]] = {}
+            pre: dict[tuple[str, str], PersistentVolume] = {}
+            for pv in self.storage.volumes.values():
+                ref = pv.spec.claim_ref
+                if ref is not None:
+                    pre.setdefault((ref.namespace or "default", ref.name), pv)
+                elif pv.status.phase == "Available" and pv.metadata.deletion_timestamp is None:
+                    free.setdefault(pv.class_name, []).append(pv)
+            idx = self.__dict__["_idx"] = ({k: sorted(v, key=lambda pv: pv.storage) for k, v in free.items()}, pre)
+        return idx
+
     def candidates(self, ns: str, pvc: PersistentVolumeClaim) -> list[PersistentVolume]:
         """``FindMatchingVolume``'s node-independent tests, smallest capacity first; a PV pre-bound to
-        the claim is the only candidate."""
-        out = []
-        for pv in self.storage.volumes.values():
-            ref = pv.spec.claim_ref
-            if ref is not None and (ref.namespace or "default") == ns and ref.name == pvc.metadata.name:
-                return [pv] if pv.storage >= pvc.storage else []
-            if ref is not None or pv.metadata.name in self.taken or pv.metadata.deletion_timestamp is not None:
-                continue
-            if (pv.status.phase != "Available" or pv.storage < pvc.storage or pv.class_name != pvc.class_name
-                    or pv.spec.volume_mode != pvc.spec.volume_mode
-                    or not set(pvc.spec.access_modes) <= set(pv.spec.access_modes)
-                    or (pvc.spec.selector is not None and not label_selector_matches(pvc.spec.selector,
-                                                                                    pv.metadata.labels))):
-                continue
-            out.append(pv)
-        return sorted(out, key=lambda pv: pv.storage)
+        the claim is the only candidate. Cached per claim until a PV is taken."""
+        key = (ns, pvc.metadata.name, len(self.taken))
+        hit = self._cands.get(key)
+        if hit is not None:
+            return hit
+        free, pre = self._index()
+        if (ns, pvc.metadata.name) in pre:
+            pv = pre[(ns, pvc.metadata.name)]
+            out = [pv] if pv.storage >= pvc.storage else []
+        else:
+            modes = set(pvc.spec.access_modes)
+            out = [pv for pv in free.get(pvc.class_name, ())
+                   if pv.metadata.name not in self.taken and pv.storage >= pvc.storage
+                   and pv.spec.volume_mode == pvc.spec.volume_mode and modes <= set(pv.spec.access_modes)
+                   and (pvc.spec.selector is None or label_selector_matches(pvc.spec.selector, pv.metadata.labels))]
+        self._cands[key] = out
+        return out
 
     def match(self, ns: str, delayed: list, nodes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """Per node: every delayed claim is matched or provisionable; and per claim the index (into its
@@ -189,9 +208,11 @@ class VolumeBinding:
     def on_add(self, pod: int, node: int) -> None:
         """``AssumePodVolumes``: the PVs the pod matched on ``node`` are bound to its claims."""
         p = self.state.pods[pod]
-        if not p.spec.volumes or not self.storage.present:
+        if not p.spec.volumes or not self.storage.present or pod in self._settled:
             return
         _, delayed, status = self.classify(p)
+        if status.ok and not delayed:
+            self._settled.add(pod)  # every claim bound: nothing to assume, now or later
         if not status.ok or not delayed:
             return
         ns = p.metadata.namespace or "default"

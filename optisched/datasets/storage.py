@@ -21,6 +21,7 @@ class VolumeSpec:
     csi_limit: int = 25  # volumes of the EBS-like driver each node attaches
     local_fraction: float = 0.3  # share of StatefulSets on local PVs
     bound_fraction: float = 0.5  # share of pending StatefulSet pods whose claim is already bound
+    claim_fraction: float = 0.0  # share of the other pods that get a claim too
 
 
 def _class(name: str, provisioner: str) -> dict:
@@ -54,11 +55,13 @@ def add_volumes(objs: list[dict], spec: VolumeSpec, seed: int) -> list[dict]:
              "spec": {"drivers": [{"name": EBS, "nodeID": name, "allocatable": {"count": spec.csi_limit}}]}}
             for name in nodes]
     for pod in objs:
-        owner = next((o for o in pod.get("metadata", {}).get("ownerReferences", []) if o["kind"] == "StatefulSet"), None)
-        if pod["kind"] != "Pod" or owner is None:
+        if pod["kind"] != "Pod":
+            continue
+        owner = next((o for o in pod["metadata"].get("ownerReferences", []) if o["kind"] == "StatefulSet"), None)
+        if owner is None and not (spec.claim_fraction and rng.random() < spec.claim_fraction):
             continue
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        claim, cls = f"data-{name}", "local" if owner["name"] in local_sets else "gp3"
+        claim, cls = f"data-{name}", "local" if owner and owner["name"] in local_sets else "gp3"
         pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
         node = nodes.get(pod["spec"].get("nodeName", ""))
         bind = node is not None or rng.random() < spec.bound_fraction
