@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ortools.sat.python import cp_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -15,6 +16,8 @@ from optisched.model.loader import cluster_from_objects
 from optisched.model.state import ZONE_LABEL, compile_cluster
 from optisched.model.storage import catalog, pod_claims
 from optisched.optimal.check import check_placement
+from optisched.optimal.classes import build_batch
+from optisched.optimal.model import BatchModel
 from optisched.optimal.solve import OptimalOptions, solve_optimal
 from optisched.profile import default_config
 
@@ -123,3 +126,24 @@ def test_exact_volume_encodings_allow_what_the_greedy_filter_allows(plugin: str,
     assume(len(state.pending) == 1)
     config = only(plugin)
     assert model_allowed(state, config, state.pending[0]) == greedy_allowed(state, config, state.pending[0])
+
+
+def test_two_pending_pods_do_not_count_on_one_free_local_pv() -> None:
+    """Each node has one free local PV; three pods with WaitForFirstConsumer claims fit CPU-wise on one node,
+    yet the optimal plan must spread them, one per PV (kube assumes the first pod's PV)."""
+    from builders import node, pod
+    from storage_builders import claims, pv, pvc, storage_class
+
+    objs = [storage_class("local", provisioner="kubernetes.io/no-provisioner")]
+    for n in ("n0", "n1", "n2"):
+        objs += [node(n, cpu="8" if n == "n0" else "1"), pv(f"pv-{n}").cls("local").affinity("kubernetes.io/hostname", n)]
+    for i in range(3):
+        objs += [pvc(f"c{i}").cls("local"), claims(pod(f"p{i}").req(cpu="900m"), f"c{i}")]
+    state = compile_cluster(cluster_from_objects(objs))
+    result = solve_optimal(state, default_config(), OptimalOptions(time_limit=10, workers=1))
+    assert check_placement(state, default_config(), result.node_of) == []
+    assert sorted(result.node_of[state.pending].tolist()) == [0, 1, 2]
+    model = BatchModel(build_batch(state, default_config()), default_config())
+    on_n0 = [v for cv in model.vars for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars) if n == 0]
+    model.cp.add(cp_model.LinearExpr.sum(on_n0) >= 2)
+    assert cp_model.CpSolver().solve(model.cp) == cp_model.INFEASIBLE

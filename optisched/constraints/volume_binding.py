@@ -36,6 +36,7 @@ REASON_NODE = "node(s) didn't match PersistentVolume's node affinity"
 REASON_PV_MISSING = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 REASON_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+PV_KEY = tuple[int, str]  # (class index, claim name)
 
 
 class VolumeBinding:
@@ -237,4 +238,21 @@ class VolumeBinding:
         model.restrict_by_filter(self, classes)
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
-        """Competition for static PVs between batch pods is left to the re-check (RELAXED)."""
+        """Static PVs as a matching: each delayed claim of a class takes one candidate PV or is provisioned,
+        each free PV goes to one claim, and the class's pods land only where the choice fits. Greedy's
+        smallest-PV-first order is not encoded (RELAXED): the re-check catches a matching it cannot follow."""
+        from .volume_encoding import claim_matching
+
+        users: dict[PV_KEY, list] = {}
+        for c in classes:
+            if not c.pending:
+                continue
+            _, delayed, status = self.classify(self.state.pods[c.rep])
+            ns = self.state.pods[c.rep].metadata.namespace or "default"
+            for pvc in delayed if status.ok else ():
+                cands = self.candidates(ns, pvc)
+                prov = (self.provision_mask(pvc.class_name) if pvc.class_name in self.storage.classes
+                        else np.zeros(self.state.num_nodes, dtype=bool))
+                users.setdefault((c.index, pvc.metadata.name), [c, [(pv.metadata.name, self.pv_mask(pv))
+                                                                    for pv in cands], prov])
+        claim_matching(model, list(users.values()))

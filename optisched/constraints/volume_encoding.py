@@ -7,13 +7,16 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
 
-__all__ = ["claim_at_most_one", "disk_pairs_exclusive", "node_presence", "unique_within_limit"]
+__all__ = ["claim_at_most_one", "claim_matching", "disk_pairs_exclusive", "node_presence", "unique_within_limit"]
+
+MAX_MATCHING_VARS = 200_000  # past this, the matching is left out (the re-check still holds)
 
 
 def node_presence(model: BatchModel, c: PodClass) -> dict[int, tuple[cp_model.IntVar, bool]]:
@@ -85,3 +88,31 @@ def unique_within_limit(model: BatchModel, node: int, handles: dict[str, list[Po
         used.append(u)
     if len(used) > room:
         model.cp.add(cp_model.LinearExpr.sum(used) <= max(room, 0)).only_enforce_if(when)
+
+
+def claim_matching(model: BatchModel, claims: list) -> None:
+    """``claims``: [class, [(PV name, node mask)], provisioning node mask] per delayed claim of a class.
+    One PV or provisioning per claim, one claim per PV, arrivals only on nodes the choice admits."""
+    if sum(len(cands) for _, cands, _ in claims) > MAX_MATCHING_VARS:
+        return
+    takers: dict[str, list[cp_model.IntVar]] = defaultdict(list)
+    for i, (c, cands, prov) in enumerate(claims):
+        cv = model.vars[c.index]
+        if len(cv.arr_nodes) == 0:
+            continue
+        zs = [model.cp.new_bool_var(f"pv{i}_{j}") for j in range(len(cands))]
+        p = model.cp.new_bool_var(f"prov{i}")
+        model.cp.add(cp_model.LinearExpr.sum([*zs, p]) <= 1)
+        for (name, _), z in zip(cands, zs):
+            takers[name].append(z)
+        fits = np.array([m[cv.arr_nodes] for _, m in cands], dtype=bool).reshape(len(cands), len(cv.arr_nodes))
+        provisionable = prov[cv.arr_nodes]
+        for k, (v, u) in enumerate(zip(cv.arr_vars, cv.arr_ub.tolist())):
+            admit = [zs[j] for j in np.flatnonzero(fits[:, k]).tolist()] + ([p] if provisionable[k] else [])
+            if not admit:
+                model.cp.add(v == 0)
+            else:
+                model.cp.add(v <= u * cp_model.LinearExpr.sum(admit))
+    for zs in takers.values():
+        if len(zs) > 1:
+            model.cp.add(cp_model.LinearExpr.sum(zs) <= 1)
