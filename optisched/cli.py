@@ -40,6 +40,10 @@ def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None 
     else:
         cluster = load_cluster(paths)
     config = load_config(profile) if profile else (cluster.config or default_config())
+    dra = [p.key for p in cluster.pods if p.spec.resource_claims and not p.spec.node_name]
+    if dra:
+        err.print(f"[yellow]warning:[/] {len(dra)} pending pod(s) carry resourceClaims ({escape(dra[0])}"
+                  f"{', …' if len(dra) > 1 else ''}): DynamicResources is not modelled, their claims are ignored")
     return compile_cluster(cluster), config
 
 
