@@ -73,14 +73,16 @@ class PVSpec(_M):
     volume_mode: str = "Filesystem"
 
 
-class PVStatus(_M):
+class PhaseStatus(_M):
+    """``status.phase`` of a PV or a claim, all the plugins read of their status."""
+
     phase: str = "Pending"
 
 
 class PersistentVolume(KubeObject):
     kind: str = "PersistentVolume"
     spec: PVSpec = PVSpec()
-    status: PVStatus = PVStatus()
+    status: PhaseStatus = PhaseStatus()
 
     @property
     def class_name(self) -> str:
@@ -110,14 +112,10 @@ class PVCSpec(_M):
         return "" if v is None else v
 
 
-class PVCStatus(_M):
-    phase: str = "Pending"
-
-
 class PersistentVolumeClaim(KubeObject):
     kind: str = "PersistentVolumeClaim"
     spec: PVCSpec = PVCSpec()
-    status: PVCStatus = PVCStatus()
+    status: PhaseStatus = PhaseStatus()
 
     @property
     def class_name(self) -> str:
