@@ -22,6 +22,26 @@ from optisched.optimal.solve import OptimalOptions, solve_optimal
 from optisched.profile import default_config
 
 
+def solve_checked(state, config, **options):  # type: ignore[no-untyped-def]
+    """``solve_optimal``, failing when the solver's own answer (before any fallback to greedy) breaks a
+    greedy filter."""
+    from unittest import mock
+
+    import optisched.optimal.solve as solve_module
+
+    seen: list = []
+
+    def spy(*args, **kw):  # type: ignore[no-untyped-def]
+        out = check_placement(*args, **kw)
+        seen.append(out)
+        return out
+
+    with mock.patch.object(solve_module, "check_placement", spy):
+        result = solve_optimal(state, config, OptimalOptions(time_limit=10, workers=1, **options))
+    assert all(v == [] for v in seen), seen
+    return result
+
+
 def _pv_zone(state, pod) -> str | None:  # type: ignore[no-untyped-def]
     cat = catalog(state.cluster)
     for c in pod_claims(pod):
@@ -38,8 +58,7 @@ def test_optimal_answers_pass_the_volume_filters_and_keep_zonal_pods_in_their_zo
     objs = add_volumes(generate(GenerateSpec(nodes=6, pods=30, seed=seed)), VolumeSpec(csi_limit=limit), seed)
     state = compile_cluster(cluster_from_objects(objs))
     config = default_config()
-    result = solve_optimal(state, config, OptimalOptions(time_limit=10, workers=1))
-    assert check_placement(state, config, result.node_of) == []
+    result = solve_checked(state, config)
     zones = state.label(ZONE_LABEL)
     for p in np.flatnonzero(result.node_of >= 0).tolist():
         want = _pv_zone(state, state.pods[p])
@@ -81,8 +100,7 @@ def zonal_clusters(draw) -> list[dict]:  # type: ignore[no-untyped-def]
 def test_no_plan_takes_a_pod_out_of_its_volume_zone(objs: list[dict], movable: bool) -> None:
     state = compile_cluster(cluster_from_objects(objs))
     config = default_config()
-    result = solve_optimal(state, config, OptimalOptions(time_limit=10, workers=1, movable=movable))
-    assert check_placement(state, config, result.node_of) == []
+    result = solve_checked(state, config, movable=movable)
     zones = state.label(ZONE_LABEL)
     for p in np.flatnonzero(result.node_of >= 0).tolist():
         assert zones.values[zones.codes[result.node_of[p]]] == _pv_zone(state, state.pods[p]), state.pods[p].key
@@ -99,7 +117,7 @@ def test_generated_volumes_are_off_by_default() -> None:
 def test_a_moved_zonal_pod_stays_in_its_zone_when_running_pods_may_move(seed: int) -> None:
     objs = add_volumes(generate(GenerateSpec(nodes=6, pods=30, seed=seed)), VolumeSpec(), seed)
     state = compile_cluster(cluster_from_objects(objs))
-    result = solve_optimal(state, default_config(), OptimalOptions(time_limit=10, workers=1, movable=True))
+    result = solve_checked(state, default_config(), movable=True)
     zones = state.label(ZONE_LABEL)
     for p in np.flatnonzero(result.node_of >= 0).tolist():
         want = _pv_zone(state, state.pods[p])
@@ -140,10 +158,41 @@ def test_two_pending_pods_do_not_count_on_one_free_local_pv() -> None:
     for i in range(3):
         objs += [pvc(f"c{i}").cls("local"), claims(pod(f"p{i}").req(cpu="900m"), f"c{i}")]
     state = compile_cluster(cluster_from_objects(objs))
-    result = solve_optimal(state, default_config(), OptimalOptions(time_limit=10, workers=1))
-    assert check_placement(state, default_config(), result.node_of) == []
+    result = solve_checked(state, default_config())
     assert sorted(result.node_of[state.pending].tolist()) == [0, 1, 2]
     model = BatchModel(build_batch(state, default_config()), default_config())
     on_n0 = [v for cv in model.vars for n, v in zip(cv.arr_nodes.tolist(), cv.arr_vars) if n == 0]
     model.cp.add(cp_model.LinearExpr.sum(on_n0) >= 2)
     assert cp_model.CpSolver().solve(model.cp) == cp_model.INFEASIBLE
+
+
+@st.composite
+def disk_clusters(draw) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Pods mounting a few shared in-tree disks (read-only or not) and ReadWriteOncePod claims."""
+    from builders import node, pod
+    from storage_builders import claims, disk, pvc
+
+    names = [f"n{i}" for i in range(draw(st.integers(1, 3)))]
+    objs: list = [node(n) for n in names] + [pvc(f"rwop{i}", modes=("ReadWriteOncePod",)) for i in range(2)]
+    for i in range(draw(st.integers(1, 5))):
+        p = pod(f"p{i}")
+        source = draw(st.sampled_from(["gcePersistentDisk", "awsElasticBlockStore", "claim"]))
+        if source == "claim":
+            p = claims(p, f"rwop{draw(st.integers(0, 1))}")
+        else:
+            field = "pdName" if source == "gcePersistentDisk" else "volumeID"
+            p = disk(p, source, draw(st.booleans()), **{field: f"d{draw(st.integers(0, 1))}"})
+        if draw(st.booleans()):
+            p = p.on(draw(st.sampled_from(names)))
+        objs.append(p)
+    return objs
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objs=disk_clusters())
+def test_optimal_answers_respect_disk_conflicts_and_read_write_once_pod_claims(objs: list[dict]) -> None:
+    state = compile_cluster(cluster_from_objects(objs))
+    config = only("VolumeRestrictions")
+    solve_checked(state, config)
+    assume(len(state.pending) == 1)
+    assert model_allowed(state, config, state.pending[0]) == greedy_allowed(state, config, state.pending[0])
