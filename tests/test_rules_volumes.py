@@ -285,3 +285,20 @@ def test_a_pod_that_lands_takes_its_pv_from_later_pods() -> None:
     snap.add(snap.state.pod_index["default/p1"], 0)
     second = CycleState(snap.state.pod_index["default/p2"], snap, PROFILE)
     assert rule.pre_filter(second).ok and rule.filter(second, np.arange(1)).reasons_of(0) == [BIND_CONFLICT[len(UNRES) + 1:]]
+
+
+def test_local_volumes_narrow_the_nodes_at_prefilter_and_name_volume_binding_in_the_message() -> None:
+    """``GetEligibleNodes``: a claim bound to a local PV of node-a leaves only node-a to evaluate; node-a is
+    full, so kube's message counts node-b as not satisfying VolumeBinding."""
+    from builders import state_of
+
+    from optisched.greedy.scheduler import GreedyScheduler
+    from optisched.profile import default_config
+
+    state = state_of(node("node-a", cpu="1"), node("node-b"), WAIT,
+                     pv("pv-a").cls("wait").affinity(HOST, "node-a").claimed("pvc-a"),
+                     pvc("pvc-a").cls("wait").bound("pv-a"), claims(pod("p").req(cpu="2"), "pvc-a"))
+    result = GreedyScheduler(state, default_config()).run()
+    message = result.unschedulable[state.pod_index["default/p"]]
+    assert message.startswith("0/2 nodes are available: 1 Insufficient cpu, "
+                              "1 node(s) didn't satisfy plugin(s) [VolumeBinding].")

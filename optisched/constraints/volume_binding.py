@@ -9,8 +9,8 @@ access modes, volume mode, selector, node affinity; a PV pre-bound to the claim 
 provisioning the class allows there (``allowedTopologies``; not ``kubernetes.io/no-provisioner``).
 Reserve/assume: when the pod lands, the PVs it matched are taken, so later pods cannot match them.
 Score: with StorageCapacityScoring off (v1.35 default) the plugin scores nothing (PreScore skips).
-Not modelled: CSIStorageCapacity, the PreFilter node-name narrowing for local PVs (Filter gives the same
-nodes), claims with ``volumeName`` set but not yet bound (treated as bound).
+PreFilter narrows the nodes to those local PVs name (``GetEligibleNodes``). Not modelled:
+CSIStorageCapacity, claims with ``volumeName`` set but not yet bound (treated as bound).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import numpy as np
 from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
+from ..model.state import HOSTNAME_LABEL
 from ..model.storage import BindingMode, PersistentVolume, PersistentVolumeClaim, pod_claims
 from .selectors import label_selector_matches, node_selector_mask
 from .volume_common import claim_not_found, storage_of, unresolvable, uses_volumes
@@ -121,9 +122,31 @@ class VolumeBinding:
         if not uses_volumes(pod, self.storage) or not pod_claims(pod):
             return Status.skip()
         bound, delayed, status = self.classify(pod)
-        if status.ok:
-            cycle.data[self.name] = (bound, delayed)
-        return status
+        if not status.ok:
+            return status
+        cycle.data[self.name] = (bound, delayed)
+        eligible = self.eligible_nodes(bound)
+        return Status() if eligible is None else Status(nodes=np.isin(self.state.node_names, sorted(eligible)))
+
+    def eligible_nodes(self, bound: list[str]) -> set[str] | None:
+        """``GetEligibleNodes``: the node names local PVs (``kubernetes.io/hostname In`` terms) allow, or
+        None (every node) when no bound PV is local or one is missing."""
+        out: set[str] | None = None
+        for name in bound:
+            pv = self.storage.volumes.get(name)
+            if pv is None:
+                return None
+            aff = pv.spec.node_affinity
+            names: set[str] = set()
+            for term in aff.required.node_selector_terms if aff and aff.required else ():
+                hosts: set[str] | None = None
+                for e in term.match_expressions:
+                    if e.key == HOSTNAME_LABEL and e.operator == "In":
+                        hosts = set(e.values) if hosts is None else hosts & set(e.values)
+                names |= hosts or set()
+            if names:
+                out = names if out is None else out & names
+        return out
 
     def _index(self) -> tuple[dict[str, list[PersistentVolume]], dict[tuple[str, str], PersistentVolume]]:
         """Free PVs per class, smallest capacity first (input order among equals), and PVs pre-bound to a

@@ -292,7 +292,7 @@ class GreedyScheduler:
         absent_reason = ""
         if status.nodes is not None:
             absent = ~status.nodes
-            absent_reason = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+            absent_reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(status.reasons)) or 'NodeAffinity'}]"
         feasible = fp.feasible
         if len(feasible) == 0:
             plugins = frozenset(fw.filter_names[i] for i in set(fp.fail_plugin.tolist()) if i >= 0)
