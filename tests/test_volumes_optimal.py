@@ -196,3 +196,14 @@ def test_optimal_answers_respect_disk_conflicts_and_read_write_once_pod_claims(o
     solve_checked(state, config)
     assume(len(state.pending) == 1)
     assert model_allowed(state, config, state.pending[0]) == greedy_allowed(state, config, state.pending[0])
+
+
+@pytest.mark.parametrize("plugin", ["VolumeZone", "NodeVolumeLimits", "VolumeRestrictions", "VolumeBinding"])
+def test_a_pod_whose_claim_is_missing_gets_no_node_in_the_batch_model(plugin: str) -> None:
+    from builders import node, pod
+    from storage_builders import claims, pvc
+
+    state = compile_cluster(cluster_from_objects([node("n0"), pvc("other"), claims(pod("p"), "gone")]))
+    config = only(plugin)
+    assert greedy_allowed(state, config, state.pending[0]) == set()
+    assert model_allowed(state, config, state.pending[0]) == set()

@@ -129,7 +129,7 @@ class VolumeRestrictions:
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
         """Disks and claims the fixed pods hold (the greedy verdict); a pod conflicts with a copy of
         itself on a writable disk, so at most one per node."""
-        users = [c for c in classes if self._disks[c.rep] or self.rwop_claims(self.state.pods[c.rep])[0]]
+        users = [c for c in classes if self.state.pods[c.rep].spec.volumes]  # PreFilter skips the others
         model.restrict_by_filter(self, users)
         for c in users:
             if any(not ro for _, ro in self._disks[c.rep]):
