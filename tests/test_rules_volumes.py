@@ -76,7 +76,7 @@ def test_volume_zone(objs, want) -> None:
     assert run_filter("VolumeZone", objs) == {"host1": want}
 
 
-DISK = f"Unschedulable:node(s) had no available disk"
+DISK = "Unschedulable:node(s) had no available disk"
 RWOP_CONFLICT = f"{UNRES}:node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 
 RESTRICTION_CASES = [
@@ -277,9 +277,9 @@ def test_volume_binding(objs, want) -> None:
 def test_a_pod_that_lands_takes_its_pv_from_later_pods() -> None:
     """Assume: the first pod's claim binds the one local PV, so the second pod's claim finds none."""
     from builders import snapshot_of
-    from optisched.framework import CycleState
     from test_rules import PROFILE
 
+    from optisched.framework import CycleState
     from optisched.registry import instantiate
 
     snap = snapshot_of(node("node-a"), WAIT, pv("pv-a").cls("wait").affinity(HOST, "node-a"),

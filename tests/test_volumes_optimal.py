@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ortools.sat.python import cp_model
-from hypothesis import HealthCheck, given, settings
-from hypothesis import assume
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 from test_optimal_exact import greedy_allowed, model_allowed, only
 
 from optisched.datasets.generate import GenerateSpec, generate

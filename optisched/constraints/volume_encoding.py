@@ -78,12 +78,12 @@ def unique_within_limit(model: BatchModel, node: int, handles: dict[str, list[Po
     once ``when`` holds (a pod arrives there: pods already running are not re-checked)."""
     used = []
     for h, group in handles.items():
-        pres = [node_presence(model, c).get(node) for c in group]
-        pres = [p for p in pres if p is not None]
-        if not pres:
+        present = [node_presence(model, c).get(node) for c in group]
+        flags = [p[0] for p in present if p is not None]
+        if not flags:
             continue
         u = model.cp.new_bool_var(f"h{node}_{h}")
-        for b, _ in pres:
+        for b in flags:
             model.cp.add_implication(b, u)
         used.append(u)
     if len(used) > room:

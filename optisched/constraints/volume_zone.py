@@ -15,7 +15,14 @@ import numpy as np
 from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.snapshot import Snapshot
 from ..model.storage import BindingMode, PersistentVolume
-from .volume_common import claim_not_found, class_not_found, pv_not_found, storage_of, unresolvable, uses_volumes
+from .volume_common import (
+    claim_not_found,
+    class_not_found,
+    pv_not_found,
+    storage_of,
+    unresolvable,
+    uses_volumes,
+)
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass

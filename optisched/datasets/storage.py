@@ -48,7 +48,6 @@ def add_volumes(objs: list[dict], spec: VolumeSpec, seed: int) -> list[dict]:
     CSINodes that make it a real cluster's storage."""
     rng = random.Random(f"volumes-{seed}")
     nodes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Node"}
-    zones = sorted({n["metadata"]["labels"].get(ZONE, "") for n in nodes.values()} - {""}) or [""]
     local_sets = {o["metadata"]["name"] for o in objs if o["kind"] == "StatefulSet" and rng.random() < spec.local_fraction}
     out = [_class("gp3", EBS), _class("local", "kubernetes.io/no-provisioner")]
     out += [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},

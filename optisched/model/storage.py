@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from .objects import KubeObject, LabelSelector, NodeSelector, Pod, ResourceList, _M, _none_as_empty
+from .objects import _M, KubeObject, LabelSelector, NodeSelector, Pod, ResourceList, _none_as_empty
 
 if TYPE_CHECKING:
     from .cluster import Cluster
