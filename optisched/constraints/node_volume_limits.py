@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
 
-__all__ = ["REASON", "NodeVolumeLimits", "csi_volumes"]
+__all__ = ["REASON", "LimitsWorld", "NodeVolumeLimits", "csi_volumes"]
 
 REASON = "node(s) exceed max volume count"
 LIMIT_PREFIX = "attachable-volumes-csi-"
@@ -159,3 +159,51 @@ class NodeVolumeLimits:
                          if (driver, h) not in self.refs or self.refs[(driver, h)][n] == 0}
                 room = int(limit[n]) - int(self.attached[driver][n] if driver in self.attached else 0)
                 unique_within_limit(model, n, fresh, room, model.any_arrival(n))
+
+
+class LimitsWorld:
+    """NodeVolumeLimits over candidate nodes with victims taken off and put back (vectorized
+    preemption's dry runs): per node, the volumes attached of the drivers the preemptor uses."""
+
+    def __init__(self, rule: NodeVolumeLimits, cycle: CycleState, nodes: np.ndarray) -> None:
+        self.rule = rule
+        vols = cycle.data.get(rule.name) or []
+        self.missing = vols if isinstance(vols, str) else None
+        self.mine = [] if self.missing else list(vols)
+        drivers = {d for d, _ in self.mine}
+        self.limit = {d: rule.limit(d)[nodes] for d in drivers}
+        self.attached = {d: (rule.attached[d][nodes].copy() if d in rule.attached else np.zeros(len(nodes), np.int64))
+                         for d in drivers}
+        self.nodes = nodes
+        self.refs: dict[tuple[str, str], np.ndarray] = {}
+
+    def _refs(self, key: tuple[str, str]) -> np.ndarray:
+        r = self.refs.get(key)
+        if r is None:
+            src = self.rule.refs.get(key)
+            r = self.refs[key] = src[self.nodes].copy() if src is not None else np.zeros(len(self.nodes), np.int32)
+        return r
+
+    def move(self, pos: np.ndarray, pods: np.ndarray, sign: int) -> None:
+        for q, p in zip(pos.tolist(), pods.tolist()):
+            for key in self.rule.volumes_of(p):
+                if key[0] not in self.attached:
+                    continue
+                r = self._refs(key)
+                before = int(r[q])
+                r[q] += sign
+                if (before == 0) != (before + sign == 0):
+                    self.attached[key[0]][q] += sign
+
+    def check(self, qs: np.ndarray) -> FilterResult:
+        if self.missing:
+            return FilterResult.from_mask(np.ones(len(qs), bool), self.missing, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        fails = np.zeros(len(qs), dtype=bool)
+        for d in self.attached:
+            new = np.zeros(len(qs), dtype=np.int64)
+            for driver, h in self.mine:
+                if driver == d:
+                    new += self._refs((d, h))[qs] == 0
+            lim = self.limit[d][qs]
+            fails |= (lim >= 0) & (self.attached[d][qs] + new > lim)
+        return FilterResult.from_mask(fails, REASON)

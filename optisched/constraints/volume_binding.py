@@ -42,6 +42,7 @@ PV_KEY = tuple[int, str]  # (class index, claim name)
 
 class VolumeBinding:
     name = "VolumeBinding"
+    placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.state

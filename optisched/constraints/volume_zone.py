@@ -60,6 +60,7 @@ def pv_topologies(pv: PersistentVolume) -> list[tuple[str, set[str]]]:
 
 class VolumeZone:
     name = "VolumeZone"
+    placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.state
