@@ -56,20 +56,24 @@ class VolumeRestrictions:
         self.state = snapshot.state
         self.storage = storage_of(snapshot)
         self._disks = [pod_disks(p) for p in self.state.pods]
+        self._claims = [self._claim_keys(p) for p in self.state.pods]
+        self._has = [bool(d or c) for d, c in zip(self._disks, self._claims)]
         self.writers: dict[tuple, np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=np.int32))
         self.readers: dict[tuple, np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=np.int32))
         self.claim_users: dict[str, int] = defaultdict(int)  # "ns/claim" -> scheduled pods using it
         snapshot.subscribe(self)
 
-    def _claim_keys(self, pod: int) -> list[str]:
-        p = self.state.pods[pod]
+    @staticmethod
+    def _claim_keys(p: Pod) -> list[str]:
         ns = p.metadata.namespace or "default"
         return [f"{ns}/{v.persistent_volume_claim.claim_name}" for v in p.spec.volumes if v.persistent_volume_claim]
 
     def _update(self, pod: int, node: int, d: int) -> None:
+        if not self._has[pod]:
+            return
         for key, ro in self._disks[pod]:
             (self.readers if ro else self.writers)[key][node] += d
-        for k in self._claim_keys(pod):
+        for k in self._claims[pod]:
             self.claim_users[k] += d
 
     def on_add(self, pod: int, node: int) -> None:
