@@ -307,3 +307,19 @@ def test_local_volumes_narrow_the_nodes_at_prefilter_and_name_volume_binding_in_
     message = result.unschedulable[state.pod_index["default/p"]]
     assert message.startswith("0/2 nodes are available: 1 Insufficient cpu, "
                               "1 node(s) didn't satisfy plugin(s) [VolumeBinding].")
+
+
+def test_pods_alike_but_for_their_ephemeral_claims_are_not_one_shape() -> None:
+    """Greedy mode reuses a failed cycle's outcome for a pod of the same shape; an ephemeral volume's claim is
+    ``<pod>-<volume>``, so two such pods differ by name: web-1's claim exists and it lands, web-0's does not."""
+    from builders import state_of
+
+    from optisched.greedy.scheduler import GreedyScheduler
+    from optisched.profile import default_config
+
+    eph = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]
+    state = state_of(node("n0"), storage_class("standard", provisioner="ebs.csi.aws.com"),
+                     pvc("web-1-scratch").cls("standard"),
+                     pod("web-0").set("spec.volumes", eph), pod("web-1").set("spec.volumes", eph))
+    placed = GreedyScheduler(state, default_config()).run().placements()
+    assert placed == {"default/web-0": None, "default/web-1": "n0"}
