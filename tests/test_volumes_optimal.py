@@ -232,3 +232,18 @@ def test_vectorized_preemption_decides_as_the_reference_path_with_volumes(seed: 
     ref, got = docs
     assert _first_difference(ref["cycles"], got["cycles"]) is None
     assert ref == got
+
+
+def test_pods_with_ephemeral_volumes_are_classes_of_their_own() -> None:
+    """Only web-1's generated claim exists: the batch model may place web-1 and not web-0."""
+    from builders import node, pod
+    from storage_builders import pvc, storage_class
+
+    eph = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]
+    state = compile_cluster(cluster_from_objects([
+        node("n0"), storage_class("standard", provisioner="ebs.csi.aws.com"), pvc("web-1-scratch").cls("standard"),
+        pod("web-0").set("spec.volumes", eph), pod("web-1").set("spec.volumes", eph)]))
+    config = only("VolumeBinding")
+    assert model_allowed(state, config, state.pod_index["default/web-1"]) == {0}
+    assert model_allowed(state, config, state.pod_index["default/web-0"]) == set()
+    assert solve_checked(state, default_config()).placements() == {"default/web-0": None, "default/web-1": "n0"}
