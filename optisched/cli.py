@@ -493,15 +493,21 @@ def generate(
     zones: Annotated[int, typer.Option(min=1)] = 3,
     gpu_fraction: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.1,
     seed: Annotated[int, typer.Option()] = 0,
+    volumes: Annotated[bool, typer.Option(help="Give StatefulSets claims on zonal and local PVs "
+                                               "(WaitForFirstConsumer classes, CSINode limits).")] = False,
+    csi_limit: Annotated[int, typer.Option(min=0, help="With --volumes: CSI volumes each node attaches.")] = 25,
 ) -> None:
     """Write a seeded synthetic cluster (same seed, same bytes)."""
     from .datasets.generate import GenerateSpec, dump
     from .datasets.generate import generate as gen
+    from .datasets.storage import VolumeSpec, add_volumes
 
     _check_outputs({"OUTPUT": output})
     spec = GenerateSpec(nodes=nodes, pods=pods, pending_fraction=pending_fraction, load=load, zones=zones,
                         gpu_fraction=gpu_fraction, seed=seed)
     objs = gen(spec)
+    if volumes:
+        objs = add_volumes(objs, VolumeSpec(csi_limit=csi_limit), seed)
     fmt = "json" if output.suffix == ".json" else "yaml"
     if str(output) == "-":
         dump(objs, sys.stdout, fmt)

@@ -249,7 +249,8 @@ def _preemption_args(r: FieldReader, a: Any, path: str) -> DefaultPreemptionArgs
 
 
 def _volume_binding_args(r: FieldReader, a: Any, path: str) -> None:
-    """Checked only (not modelled); StorageCapacityScoring is off in v1.35, so ``shape`` is refused."""
+    """Checked only: binding is instant here, so ``bindTimeoutSeconds`` changes nothing; StorageCapacityScoring
+    is off in v1.35, so ``shape`` is refused."""
     a = r.obj(a, path, ("bindTimeoutSeconds", "shape", *_TYPE_META))
     if a.get("bindTimeoutSeconds") is not None:
         r.integer(a["bindTimeoutSeconds"], f"{path}.bindTimeoutSeconds", 0, 2**63 - 1)

@@ -96,8 +96,7 @@ PLUGIN_POINTS: dict[str, frozenset[str]] = {
 # In-tree plugins optisched accepts but does not model. A name that is not in-tree is refused, as the stock
 # kube-scheduler binary refuses it (pkg/scheduler/framework/runtime/framework.go, NewFramework).
 # SchedulingGates is modelled by the greedy engine itself: gated pods stay pending and are reported.
-NOT_MODELLED: frozenset[str] = frozenset({"VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits",
-                                          "DynamicResources"})
+NOT_MODELLED: frozenset[str] = frozenset({"DynamicResources"})
 
 # validation.go invalidPluginsByVersion: removed plugins that a v1 configuration may not name.
 REMOVED_PLUGINS: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})

@@ -2,7 +2,7 @@
 
 Each plugin name maps to the rule classes that implement it: a filter side in
 ``constraints/`` and a score side in ``objectives/``. Plugins of the default
-profile that optisched does not model (volumes, DRA, scheduling gates) are
+profile that optisched does not model (DRA, scheduling gates) are
 listed in :data:`optisched.profile.NOT_MODELLED` instead.
 """
 from __future__ import annotations
@@ -20,6 +20,10 @@ REGISTRY: dict[str, dict[str, str]] = {
     "NodeAffinity": {"filter": "constraints.node_affinity:NodeAffinity",
                      "score": "constraints.node_affinity:NodeAffinity"},
     "NodePorts": {"filter": "constraints.node_ports:NodePorts"},
+    "VolumeRestrictions": {"filter": "constraints.volume_restrictions:VolumeRestrictions"},
+    "NodeVolumeLimits": {"filter": "constraints.node_volume_limits:NodeVolumeLimits"},
+    "VolumeBinding": {"filter": "constraints.volume_binding:VolumeBinding"},
+    "VolumeZone": {"filter": "constraints.volume_zone:VolumeZone"},
     "NodeResourcesFit": {"filter": "constraints.node_resources_fit:NodeResourcesFit",
                          "score": "objectives.node_resources_fit:NodeResourcesFitScore"},
     "PodTopologySpread": {"filter": "constraints.pod_topology_spread:PodTopologySpread",

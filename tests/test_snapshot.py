@@ -43,6 +43,10 @@ ROUTES = {  # the REST path of every list call in live.LISTS
     "list_pod_disruption_budget_for_all_namespaces": "/apis/policy/v1/poddisruptionbudgets",
     "list_replica_set_for_all_namespaces": "/apis/apps/v1/replicasets",
     "list_stateful_set_for_all_namespaces": "/apis/apps/v1/statefulsets",
+    "list_persistent_volume": "/api/v1/persistentvolumes",
+    "list_persistent_volume_claim_for_all_namespaces": "/api/v1/persistentvolumeclaims",
+    "list_storage_class": "/apis/storage.k8s.io/v1/storageclasses",
+    "list_csi_node": "/apis/storage.k8s.io/v1/csinodes", "list_csi_driver": "/apis/storage.k8s.io/v1/csidrivers",
 }
 
 

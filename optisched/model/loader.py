@@ -1,7 +1,7 @@
 """Read clusters from files, folders, stdin or a live cluster.
 
 Accepts what ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets -A -o yaml``
-writes (``kind: List``), multi-document YAML manifests and JSON. Any problem
+(and ``pv,pvc,storageclass,csinode,csidriver``) writes (``kind: List``), multi-document YAML manifests and JSON. Any problem
 becomes an :class:`~optisched.errors.InputError` naming the file, the object
 and the field; input files are only ever read.
 """
@@ -32,6 +32,14 @@ from .objects import (
     Service,
     StatefulSet,
 )
+from .storage import (
+    CSIDriver,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    storage_warnings,
+)
 
 __all__ = ["cluster_from_objects", "load_cluster", "load_documents", "read_source", "validation_message"]
 
@@ -46,8 +54,14 @@ _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
     "ReplicaSet": (ReplicaSet, ("apps/v1",), "replica_sets"),
     "StatefulSet": (StatefulSet, ("apps/v1",), "stateful_sets"),
     "ReplicationController": (ReplicationController, ("v1",), "replication_controllers"),
+    "PersistentVolume": (PersistentVolume, ("v1",), "persistent_volumes"),
+    "PersistentVolumeClaim": (PersistentVolumeClaim, ("v1",), "persistent_volume_claims"),
+    "StorageClass": (StorageClass, ("storage.k8s.io/v1",), "storage_classes"),
+    "CSINode": (CSINode, ("storage.k8s.io/v1",), "csi_nodes"),
+    "CSIDriver": (CSIDriver, ("storage.k8s.io/v1",), "csi_drivers"),
 }
-_NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController"}
+_NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+               "PersistentVolumeClaim"}
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -161,6 +175,7 @@ def _finish(cluster: Cluster) -> Cluster:
             raise InputError(f"PriorityClass {pod.spec.priority_class_name!r} does not exist",
                              source=src, obj=pod.ref, path=".spec.priorityClassName") from None
     cluster.pods = resolved
+    cluster.warnings.extend(storage_warnings(cluster))
     return cluster
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "Container",
     "ContainerImage",
     "ContainerPort",
+    "DiskSource",
     "KubeObject",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -52,6 +53,7 @@ __all__ = [
     "TaintEffect",
     "Toleration",
     "TopologySpreadConstraint",
+    "Volume",
     "WeightedPodAffinityTerm",
 ]
 
@@ -365,7 +367,21 @@ class PreemptionPolicy(StrEnum):
 
 
 class PVCSource(_M):
-    claim_name: str
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class DiskSource(_M):
+    """The in-tree disk sources VolumeRestrictions compares: GCE PD (``pdName``), AWS EBS (``volumeID``),
+    iSCSI (``iqn``) and Ceph RBD (``monitors``, ``pool``, ``image``)."""
+
+    pd_name: str = ""
+    volume_id: str = Field("", alias="volumeID")
+    iqn: str = ""
+    monitors: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    pool: str = "rbd"
+    image: str = ""
+    read_only: bool = False
 
 
 class Volume(_M):
@@ -374,6 +390,10 @@ class Volume(_M):
     ephemeral: dict | None = None
     empty_dir: dict | None = None  # local storage: a pod with it is protected from eviction by default
     host_path: dict | None = None
+    gce_persistent_disk: DiskSource | None = None
+    aws_elastic_block_store: DiskSource | None = None
+    iscsi: DiskSource | None = Field(None, alias="iscsi")
+    rbd: DiskSource | None = Field(None, alias="rbd")
 
 
 class PodSpec(_M):
