@@ -102,3 +102,15 @@ def test_the_summary_names_pods_with_a_claim_and_counts_the_others():
     assert "1 running pod(s) stay on their node: DaemonSet pod" in notes
     assert any(n.startswith("1 running pod(s) stay on their node: has no controller") for n in notes)
     assert (r.node_of[state.pod_node >= 0] == state.pod_node[state.pod_node >= 0]).all()
+
+
+def test_a_pod_with_a_claim_may_leave_when_the_input_describes_its_volume():
+    """With PersistentVolumes, claims or classes in the input the volume rules hold a moved pod to its
+    volume's nodes, so the claim no longer keeps it in place; without them it stays (the rules skip)."""
+    from storage_builders import pv, pvc
+
+    claimed = _owned("p").set("spec.volumes", [{"name": "d", "persistentVolumeClaim": {"claimName": "data-0"}}])
+    assert EvictionPolicy().verdicts(state_of(node("n"), claimed)).why(0) == Keep.PVC
+    described = state_of(node("n"), claimed, pv("vol-1").claimed("data-0"), pvc("data-0").bound("vol-1"))
+    v = EvictionPolicy().verdicts(described)
+    assert v.why(described.pod_index["default/p"]) is None

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
 from .objects import _M, KubeObject, LabelSelector, NodeSelector, Pod, ResourceList, _none_as_empty
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
 
 __all__ = [
     "BETA_CLASS_ANNOTATION",
@@ -223,7 +220,7 @@ class StorageCatalog:
         return self.claims.get((namespace or "default", name))
 
 
-def catalog(cluster: Cluster) -> StorageCatalog:
+def catalog(cluster: Any) -> StorageCatalog:  # a model.cluster.Cluster (which holds this module's objects)
     """The cluster's storage objects by key, built once per cluster."""
     cat = cluster.__dict__.get("_storage")
     if cat is None:
@@ -237,7 +234,7 @@ def catalog(cluster: Cluster) -> StorageCatalog:
     return cat
 
 
-def storage_warnings(cluster: Cluster) -> list[str]:
+def storage_warnings(cluster: Any) -> list[str]:  # a model.cluster.Cluster
     """References kube accepts at creation but that keep a pod pending (a claim whose class or volume is
     missing, a pod whose claim is missing): warnings, since the API server admits them too."""
     cat = catalog(cluster)
