@@ -89,6 +89,7 @@ class MinimalPreemption:
     greedy_victims: tuple[Victim, ...] = ()
     greedy_key: tuple[int, int, int, int] | None = None
     greedy_message: str = ""
+    greedy_violations: list[Violation] = field(default_factory=list)  # kube-scheduler's answer, re-checked
     violations: list[Violation] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -110,7 +111,8 @@ class MinimalPreemption:
                 "node": self.node, "victims": vs(self.victims), "key": key(self.key), "status": self.status,
                 "message": self.message, "tiers": [t.to_dict() for t in self.tiers],
                 "greedy": {"node": self.greedy_node, "victims": vs(self.greedy_victims), "key": key(self.greedy_key),
-                           "message": self.greedy_message},
+                           "message": self.greedy_message,
+                           "violations": [str(v) for v in self.greedy_violations]},
                 "seconds": round(self.seconds, 3)}
 
 
@@ -147,6 +149,7 @@ def _greedy(sub: ClusterState, config: SchedulerConfig, row: int,
         out.greedy_victims = tuple(Victim(sub.pods[v].key, int(sub.pod_priority[v]), names[int(sub.pod_node[v])],
                                           tuple(sched.pdbs.names[i] for i in sched.pdbs.budgets_of(v))) for v in rows)
         out.greedy_key = victim_key(sub, sched.pdbs, sched.start_time, rows)
+        out.greedy_violations = _recheck(sub, config, row, out.greedy_node, rows)
     elif result.snapshot.node_of[row] >= 0:
         out.greedy_node = sub.node_names[int(result.snapshot.node_of[row])]
         out.greedy_key = (0, -SHIFT, 0, 0)
@@ -159,6 +162,19 @@ def _greedy(sub: ClusterState, config: SchedulerConfig, row: int,
     mask = np.zeros(sub.num_nodes, dtype=bool)
     mask[f.evaluated[f.fail_code == Code.UNSCHEDULABLE]] = True
     return mask, rule
+
+
+def _recheck(state: ClusterState, config: SchedulerConfig, row: int, node: str, victims: list[int]) -> list[Violation]:
+    """kube-scheduler's answer under the checker's rules. Its dry run removes a victim's host ports from
+    the node as a set (``HostPortInfo.Remove``, v1.35 ``pkg/scheduler/framework/types.go``), so on an
+    input where two running pods already share a host port, evicting the lower-priority one frees the
+    port although the other still holds it; the model, like the checker and kubelet's admission, counts
+    the ports of the pods that stay. There kube-scheduler's answer fails NodePorts and no victim set of
+    the model makes room: the answer says so instead of hiding kube-scheduler's placement."""
+    node_of = state.pod_node.copy()
+    node_of[row] = state.node_index[node]
+    node_of[victims] = -1
+    return check_placement(state, config, node_of)
 
 
 INFEASIBLE_KEY = (1 << 62, 1 << 62, 1 << 62, 1 << 62)
@@ -397,6 +413,9 @@ def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.
         out.status = "INFEASIBLE" if placed.status == "OPTIMAL" else "UNKNOWN"
         out.message = "no set of lower-priority victims makes room for the pod" if out.status == "INFEASIBLE" \
             else "no answer within the time limit"
+        if out.greedy_violations:
+            out.message += ("; kube-scheduler's answer fails once its victims are gone: "
+                            + "; ".join(str(v) for v in out.greedy_violations))
         return False
     arrivals, kept = model.counts(solver.value)
     node_of = decode(batch, arrivals, kept)
