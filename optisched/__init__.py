@@ -54,14 +54,17 @@ def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: 
 def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "optimal",
           time_limit: float = 60.0, workers: int = 2, seed: int = 0, movable: bool = False,
           tie_break: str = "first", objective: str | None = None,
-          weights: str | dict[str, int] | None = None, evict: str | Iterable[str] = ()) -> OptimalResult | GreedyResult:
+          weights: str | dict[str, int] | None = None, evict: str | Iterable[str] = (), deterministic: bool = True,
+          stop_after: str | None = None) -> OptimalResult | GreedyResult:
     """Place the cluster's pending pods in ``mode``: ``"optimal"`` solves the whole batch with CP-SAT and
     returns placements with a certificate (``result.certificate``); ``"greedy"`` is :func:`schedule`.
     ``objective`` (optimal mode): ``"pack"``, ``"spread"`` or ``"balance"``, solved before the profile's
     score (another name raises :class:`~optisched.errors.InputError`). ``weights`` (optimal mode), e.g.
     ``{"placed": 1000, "disruption": 1}``: one weighted objective instead of the lexicographic tiers
     (:func:`~optisched.optimal.solve.parse_weights`). ``evict``: protected kinds that may leave their node
-    (``"protected"``, ``"local-storage"``, ``"bare-pods"``, ``"system-critical"``; docs/eviction.md)."""
+    (``"protected"``, ``"local-storage"``, ``"bare-pods"``, ``"system-critical"``; docs/eviction.md).
+    ``deterministic=False``: budgets by the wall clock (two runs may differ); ``stop_after="placed"``: end
+    after the placement tiers."""
     from .model.state import compile_cluster
     from .optimal.solve import OptimalOptions, parse_weights, solve_optimal
     from .policy.eviction import EvictionPolicy
@@ -73,7 +76,9 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
         raise ValueError(f"mode {mode!r} is not available; modes: greedy, optimal")
     config = profile or cluster.config or default_config()
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
-                             weights=parse_weights(weights), eviction=EvictionPolicy.parse(evict if isinstance(evict, str) else ",".join(evict)))
+                             weights=parse_weights(weights),
+                             eviction=EvictionPolicy.parse(evict if isinstance(evict, str) else ",".join(evict)),
+                             deterministic=deterministic, stop_after=stop_after)
     return solve_optimal(compile_cluster(cluster), config, options)
 
 

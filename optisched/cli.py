@@ -81,6 +81,13 @@ ObjectiveOpt = Annotated[str | None, typer.Option(
     "--objective", help="Optimal mode: pack | spread | balance, solved before the profile's score.")]
 
 
+NondeterministicOpt = Annotated[bool, typer.Option(
+    "--nondeterministic", help="Optimal mode: budgets by the wall clock (uses the whole limit on a loaded machine; "
+    "two runs may differ). Default: deterministic budgets, the same answer every run.")]
+StopAfterOpt = Annotated[str | None, typer.Option(
+    "--stop-after", help="Optimal mode: 'placed' ends after the placement tiers (no disruption, objective, score).")]
+
+
 @app.command()
 def schedule(
     cluster: ClusterArg = None,
@@ -97,6 +104,8 @@ def schedule(
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
                                                 "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    nondeterministic: NondeterministicOpt = False,
+    stop_after: StopAfterOpt = None,
     as_json: JsonOpt = False,
     fail_on_pending: Annotated[bool, typer.Option("--fail-on-pending", help="Exit 1 when pods stay pending "
                                                   "(unschedulable; pods not handled do not count).")] = False,
@@ -119,7 +128,10 @@ def schedule(
         raise InputError("--objective applies to optimal mode (--mode optimal)")
     if weights is not None and mode != "optimal":
         raise InputError("--weights applies to optimal mode (--mode optimal)")
-    from .optimal.solve import parse_weights
+    from .optimal.solve import STOP_AFTER, parse_weights
+
+    if stop_after is not None and stop_after not in STOP_AFTER:
+        raise InputError(f"--stop-after: {stop_after!r} is not one of {', '.join(STOP_AFTER)}")
     from .optimal.user_objectives import check_objective
     from .policy.eviction import EvictionPolicy
 
@@ -129,7 +141,7 @@ def schedule(
     state, config, warnings = _load(cluster, profile, kubeconfig, context)
     if mode == "optimal":
         summary = _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed,
-                                    as_json, policy)
+                                    as_json, policy, not nondeterministic, stop_after)
     else:
         summary = _schedule_greedy(state, config, tb, seed, no_requeue, trace, output, as_json)
     if as_json:
@@ -167,7 +179,8 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
 
 def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
                       workers: int, movable: bool, objective: str | None, weights: tuple[tuple[str, int], ...],
-                      as_json: bool, policy=None) -> dict:  # type: ignore[no-untyped-def]
+                      as_json: bool, policy=None, deterministic: bool = True,  # type: ignore[no-untyped-def]
+                      stop_after: str | None = None) -> dict:
     from .optimal.solve import OptimalOptions, solve_optimal
     from .policy.eviction import EvictionPolicy
     from .progress import solver_status
@@ -175,7 +188,8 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
     from .summaries import optimal_summary
 
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
-                             weights=weights, eviction=policy or EvictionPolicy())
+                             weights=weights, eviction=policy or EvictionPolicy(), deterministic=deterministic,
+                             stop_after=stop_after)
     with solver_status(err) as update:
         result = solve_optimal(state, config, options, progress=update)
     summary = optimal_summary(result)

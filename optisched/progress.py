@@ -79,11 +79,16 @@ def progress_bar(console: Console, label: str, total: int) -> Iterator[Callable[
 
 
 def _solver_text(name: str, incumbent: float | None, bound: float | None) -> str:
-    from .optimal.tiers import relative_gap  # (CP-SAT is loaded only when optimal mode runs)
+    """The tier (``solving NAME`` before its first solution), then incumbent and bound in the tier's unit,
+    and the gap where the bound means something (as the certificate shows it)."""
+    from .optimal.tiers import relative_gap, tier_unit  # (CP-SAT is loaded only when optimal mode runs)
 
     if incumbent is None or bound is None:
         return name
-    return f"{name}: incumbent {incumbent:.0f}, bound {bound:.0f}, gap {100 * relative_gap(incumbent, bound):.2f}%"
+    scale = tier_unit(name)[1]
+    gap = relative_gap(incumbent, bound)
+    shown = f"gap {100 * gap:.2f}%" if gap < 1.0 or name.startswith("placed[") else "no useful bound"
+    return f"{name}: incumbent {incumbent / scale:,.0f}, bound {bound / scale:,.0f}, {shown}"
 
 
 @contextmanager

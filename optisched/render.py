@@ -108,13 +108,20 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
     _render_placement(console, summary, "Optimal batch placement (CP-SAT)")
     cert = result.certificate
     t = Table(title=f"Certificate: {cert.status} ({cert.seconds:.1f} s, answer from the {cert.source})")
-    for c in ("tier", "objective", "bound", "gap", "greedy", "status", "s"):
-        t.add_column(c, justify="left" if c in ("tier", "status") else "right")
-    for tier in cert.tiers:
-        name = tier.name if tier.fidelity == "EXACT" else f"{tier.name} ({tier.fidelity.lower()})"
-        t.add_row(escape(name), str(tier.objective), str(tier.bound), f"{100 * tier.gap:.2f}%",
-                  "" if tier.greedy is None else str(tier.greedy), tier.status, f"{tier.seconds:.1f}")
+    shown = [x.name if x.fidelity == "EXACT" else f"{x.name} ({x.fidelity.lower()})" for x in cert.tiers]
+    t.add_column("tier", no_wrap=True, min_width=min(max(map(len, shown), default=4), 40))  # names never cut
+    for c in ("objective", "bound", "gap", "greedy", "status", "s"):
+        t.add_column(c, justify="left" if c == "status" else "right")
+    units: dict[str, list[str]] = {}
+    for tier, name in zip(cert.tiers, shown):
+        d = tier.to_dict()  # in the tier's unit, as JSON and the report show it
+        gap = "no useful bound" if d["gap"] is None else f"{100 * d['gap']:.2f}%"
+        t.add_row(escape(name), f"{d['objective']:,}", f"{d['bound']:,}", gap,
+                  "" if d["greedy"] is None else f"{d['greedy']:,}", tier.status, f"{tier.seconds:.1f}")
+        units.setdefault(d["unit"], []).append(tier.name.split("[")[0])
     console.print(t)
+    for unit, names in units.items():
+        console.print(f"  {escape(', '.join(dict.fromkeys(names)))}: {unit}")
     if cert.greedy_optimal:
         console.print("kube-scheduler's placement is optimal for this batch.")
     if result.explanations:

@@ -16,7 +16,7 @@ from ortools.sat.python import cp_model
 from optisched.framework import Code, CycleState, Fidelity
 from optisched.greedy.framework_runner import Framework
 from optisched.model.snapshot import Snapshot
-from optisched.optimal.check import check_placement
+from optisched.optimal.check import check_answer, check_placement
 from optisched.optimal.classes import build_batch
 from optisched.optimal.model import BatchModel
 from optisched.optimal.solve import OptimalOptions, solve_optimal
@@ -106,8 +106,13 @@ def test_optimal_places_as_many_pods_as_the_best_valid_assignment(objs: list[dic
     config = default_config() if plugins == "default" else only(plugins)
     state = state_of(*objs)
     result = solve_optimal(state, config, OptimalOptions(time_limit=10, workers=1))
+    kube = result.greedy.snapshot.node_of
     assert result.violations == []
-    assert check_placement(state, config, result.node_of) == []
+    assert check_answer(state, config, result.node_of, kube) == []
     placed = int(np.count_nonzero(result.node_of[state.pending] >= 0))
-    assert placed == brute_force_best(state, config)
-    assert result.certificate.status == "OPTIMAL"
+    # the feasible set: every assignment batch semantics accepts, and kube-scheduler's own placement
+    assert placed == max(brute_force_best(state, config), int(np.count_nonzero(kube[state.pending] >= 0)))
+    # the placement tiers are proven; at kube-scheduler's own placement the tiers after take its values
+    # unsolved (docs/optimal_trust.md), so only then may the certificate as a whole be FEASIBLE
+    assert all(t.status == "OPTIMAL" for t in result.certificate.tiers if t.name.startswith("placed["))
+    assert result.certificate.status == "OPTIMAL" or np.array_equal(result.node_of, kube)

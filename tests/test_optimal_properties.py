@@ -11,8 +11,7 @@ from optisched.datasets.generate import GenerateSpec, generate
 from optisched.model.loader import cluster_from_objects
 from optisched.model.objects import PreemptionPolicy
 from optisched.model.state import compile_cluster
-from optisched.optimal.check import check_placement
-from optisched.optimal.hint import repair_placement
+from optisched.optimal.check import check_answer
 from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
 from optisched.profile import default_config
 
@@ -25,10 +24,8 @@ def _solve(objs: list[dict], **kw):  # type: ignore[no-untyped-def]
 
 
 def _greedy_counts(r, config):  # type: ignore[no-untyped-def]
-    """Greedy's pods per level, after the repair batch semantics needs (kube's NodePorts frees a port when
-    any holder leaves, a spread can be skewed by later pods: such a pod cannot stay in a batch answer)."""
-    fixed = repair_placement(r.batch, config, r.greedy.snapshot.node_of)
-    return placed_per_level(r.batch, fixed)
+    """Greedy's own pods per level: kube-scheduler's final placement is the answer's floor."""
+    return placed_per_level(r.batch, r.greedy.snapshot.node_of)
 
 
 def _victims(state, node_of):  # type: ignore[no-untyped-def]
@@ -42,7 +39,7 @@ def _victims(state, node_of):  # type: ignore[no-untyped-def]
 def test_every_answer_passes_the_checker_and_beats_or_ties_greedy(seed: int) -> None:
     state, config, r = _solve(mixed_cluster(seed))
     assert r.violations == []
-    assert check_placement(state, config, r.node_of) == []
+    assert check_answer(state, config, r.node_of, r.greedy.snapshot.node_of) == []
     levels = r.batch.levels
     mine, greedy = placed_per_level(r.batch, r.node_of), _greedy_counts(r, config)
     assert [mine[lv] for lv in levels] >= [greedy[lv] for lv in levels]
@@ -182,9 +179,9 @@ def test_smaller_parts_are_solved_first_in_each_phase(monkeypatch) -> None:  # t
     calls: list[tuple[bool, int]] = []
     real = solve_mod._solve_group
 
-    def spy(g, deadline, raw, objective, placement):  # type: ignore[no-untyped-def]
+    def spy(g, deadline, raw, objective, placement, clock):  # type: ignore[no-untyped-def]
         calls.append((placement, len(g.model.cp.proto.variables)))
-        return real(g, deadline, raw, objective, placement)
+        return real(g, deadline, raw, objective, placement, clock)
 
     monkeypatch.setattr(solve_mod, "_solve_group", spy)
     objs = [node(f"c{i}", cpu="4") for i in range(6)] + [node("g1", cpu="8").alloc(nvidia_gpu="4").taint("gpu")]

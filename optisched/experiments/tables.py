@@ -29,12 +29,15 @@ def shown_resources(state: ClusterState) -> list[str]:
     return [r for r, ok in zip(state.resources, offered & requested) if ok and r != "pods"]
 
 
+NO_BOUND = "no useful bound"  # a certificate tier's gap where its bound means nothing (Tier.useful_bound)
+
+
 def format_value(kind: str, v: Any, resource: str = "") -> str:
     """Render one value: ``pct`` ratios, ``int``, ``float``, ``seconds``, ``qty`` (of ``resource``), text."""
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "–"
     if kind == "pct":
-        return f"{100 * v:.1f}%"
+        return v if isinstance(v, str) else f"{100 * v:.1f}%"
     if kind == "seconds":
         return f"{v:.3f}s"
     if kind == "float":
@@ -136,11 +139,20 @@ def _run_rows(runs: list[PlacementRun]) -> Rows:
         for tier in tiers:
             found: list[dict[str, Any]] = [next((t for t in c.get("tiers", []) if t["name"] == tier), {})
                                            for c in certs]
-            rows.append((f"{tier}: objective", "float", [t.get("objective") for t in found]))
+            unit = next((t["unit"] for t in found if t.get("unit")), "")
+            rows.append((f"{tier}: objective" + (f" ({unit})" if unit else ""), "float",
+                         [t.get("objective") for t in found]))
             rows.append((f"{tier}: bound", "float", [t.get("bound") for t in found]))
-            rows.append((f"{tier}: gap", "pct", [t.get("gap") for t in found]))
+            rows.append((f"{tier}: gap", "pct", [_gap(t) for t in found]))
         rows.append(("greedy is optimal for this batch", "bool", [c.get("greedyOptimal") for c in certs]))
     return rows
+
+
+def _gap(tier: dict[str, Any]) -> float | str | None:
+    """A tier's gap (a ratio), "no useful bound" where the certificate gives none, None without the tier."""
+    if not tier:
+        return None
+    return NO_BOUND if tier.get("gap") is None else tier["gap"]
 
 
 def summary_table(state: ClusterState, runs: list[PlacementRun], workload: m.Workload,

@@ -21,7 +21,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 
-__all__ = ["Violation", "check_budgets", "check_placement"]
+__all__ = ["Violation", "check_answer", "check_budgets", "check_placement"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,22 @@ def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.nd
         if v is not None:
             out.append(v)
     return out
+
+
+def check_answer(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, reached: np.ndarray,
+                 signature_of: np.ndarray | None = None, witnessed: np.ndarray | None = None) -> list[Violation]:
+    """Violations of an optimal-mode answer. ``reached`` is greedy mode's final placement: kube-scheduler
+    reaches it cycle by cycle, every pod passing the same filters when it arrived (and preemption
+    removing its victims first), so an answer equal to it is valid by that run even where a rule checked
+    against the final cluster would refuse it (a spread skewed by pods placed after, NodePorts' set
+    semantics, an affinity target preempted later: docs/optimal_trust.md). Any other answer is checked
+    by batch semantics (:func:`check_placement`), but for the pods of ``witnessed`` (a bool mask over pod
+    rows): independent parts of the batch (no rule links their pods to others) left at ``reached``."""
+    if np.array_equal(node_of, reached):
+        return []
+    if witnessed is not None:
+        assert np.array_equal(node_of[witnessed], reached[witnessed])
+    return check_placement(state, config, node_of, signature_of, None if witnessed is None else ~witnessed)
 
 
 def _check_one(fw: Framework, snap: Snapshot, pod: int, node: int, ran_before: bool) -> Violation | None:

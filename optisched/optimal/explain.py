@@ -13,12 +13,12 @@ For each class with pending pods the answer leaves out:
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .clock import Clock
 from .model import BatchModel
 from .tiers import Tier
 
@@ -61,7 +61,8 @@ def minimum_cover(masks: dict[str, np.ndarray]) -> list[str]:
     return [r for r in names if solver.value(pick[r])]
 
 
-def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, deadline: float) -> bool | None:
+def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, deadline: float,
+                   clock: Clock) -> bool | None:
     """Whether one more pod of the class fits anywhere (None: not decided in 2 s or by ``deadline``,
     copying the model included)."""
     probe = base.clone()
@@ -71,27 +72,29 @@ def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, dead
     if not vs:
         return False
     probe.add(cp_model.LinearExpr.sum(vs) >= 1)
-    seconds = min(2.0, deadline - time.perf_counter())  # after the copy, whose time is the model's size
+    seconds = min(2.0, deadline - clock.now())  # after the copy, whose time is the model's size
     if seconds < 0.05:
         return None
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = seconds
+    clock.set_limits(solver.parameters, seconds)
     solver.parameters.num_workers = 1
     status = solver.solve(probe)
+    clock.settle(solver.response_proto, seconds)
     if status == cp_model.INFEASIBLE:
         return False
     return True if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
 
 
 def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
-                     base: cp_model.CpModel, deadline: float) -> list[Explanation]:
+                     base: cp_model.CpModel, deadline: float, clock: Clock) -> list[Explanation]:
     """Explanations for the classes whose pending pods ``node_of`` leaves without a node; ``base`` is
-    the model before any tier was fixed. Feasibility probes stop at ``deadline`` (perf_counter)."""
+    the model before any tier was fixed. Feasibility probes stop at ``deadline`` (a ``clock`` value)."""
     state = model.state
     status = {t.name: t.status for t in tiers}
     out: list[Explanation] = []
     probes = 0
-    cost = 2e-5 * len(base.proto.variables)  # copying and loading the model; then the last probe's time
+    copy = 2e-5 * len(base.proto.variables)  # copying and loading the model (about, in seconds)
+    cost = copy  # then the last probe's time
     for c in model.classes:
         left = [state.pods[p].key for p in c.pending if node_of[p] < 0]
         if not left:
@@ -104,12 +107,13 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
             detail = "no node passes " + " and ".join(f"{r} (excludes {k})" for r, k in rules.items())
             out.append(Explanation(left, c.priority, "excluded", detail, rules))
             continue
-        left_s = deadline - time.perf_counter() - cost
+        left_s = deadline - clock.now() - cost
         possible = None
-        if probes < MAX_PROBES and left_s > 0.05:
-            t0 = time.perf_counter()
-            possible = _can_place_one(model, base, c.index, deadline)
-            cost = time.perf_counter() - t0
+        if probes < MAX_PROBES and left_s > 0.05 and clock.wall_allows(copy):
+            clock.charge(cost)
+            t0 = clock.now()
+            possible = _can_place_one(model, base, c.index, deadline, clock)
+            cost = max(cost, clock.now() - t0) if clock.deterministic else clock.now() - t0
         probes += 1
         if possible is False:
             out.append(Explanation(left, c.priority, "infeasible",

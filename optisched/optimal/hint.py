@@ -21,9 +21,10 @@ from ..preemption.preemptors import preemptor_priority
 from ..profile import SchedulerConfig
 from .check import check_placement
 from .classes import Batch
+from .clock import Clock
 from .model import BatchModel
 
-__all__ = ["repair_hint", "repair_placement"]
+__all__ = ["accept_reached", "repair_hint", "repair_placement"]
 
 
 def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
@@ -80,7 +81,7 @@ def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray,
     return node_of
 
 
-def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float) -> list[int] | None:
+def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float, clock: Clock) -> list[int] | None:
     """The model's other variables completed for ``values`` as they are (presolve fixes them), or None."""
     probe = model.cp.clone()
     probe.clear_objective()
@@ -89,14 +90,16 @@ def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float) -> l
         probe.add_hint(probe.get_int_var_from_proto_index(idx), val)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = seconds
+    clock.set_limits(solver.parameters, seconds)
     solver.parameters.fix_variables_to_their_hinted_value = True
-    if solver.solve(probe) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    status = solver.solve(probe)
+    clock.settle(solver.response_proto, seconds)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
     return None
 
 
-def repair_hint(model: BatchModel, values: dict[int, int], *, rounds: int = 8,
+def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None = None, *, rounds: int = 8,
                 seconds: float = 5.0) -> list[int] | None:
     """A complete solution of ``model`` (a value per variable, proto order) that keeps as many of the
     arrival/keep ``values`` (variable index -> value) as the model allows; None if none is found."""
@@ -107,7 +110,8 @@ def repair_hint(model: BatchModel, values: dict[int, int], *, rounds: int = 8,
             safe[v.Index()] = 0
         for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
             safe[v.Index()] = int(u)
-    full = _fixed_probe(model, values, seconds)
+    clock = clock if clock is not None else Clock.wall()
+    full = _fixed_probe(model, values, seconds, clock)
     if full is not None:
         return full
     for _ in range(rounds):
@@ -121,8 +125,9 @@ def repair_hint(model: BatchModel, values: dict[int, int], *, rounds: int = 8,
         probe.add_assumptions([probe.get_bool_var_from_proto_index(i) for i in lits])
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
-        solver.parameters.max_time_in_seconds = seconds
+        clock.set_limits(solver.parameters, seconds)
         status = solver.solve(probe)
+        clock.settle(solver.response_proto, seconds)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
         core = solver.sufficient_assumptions_for_infeasibility() if status == cp_model.INFEASIBLE else []
@@ -137,3 +142,39 @@ def repair_hint(model: BatchModel, values: dict[int, int], *, rounds: int = 8,
                 return None
             values = dict(safe)
     return None
+
+
+def accept_reached(model: BatchModel, values: dict[int, int], clock: Clock,
+                   seconds: float) -> tuple[list[int], cp_model.IntVar | None] | None:
+    """Make kube-scheduler's own final placement (``values``: its arrival/keep counts) a solution of
+    ``model``, and return it (a value per variable) with the literal that selects it, or None.
+
+    A placement kube-scheduler reaches is valid under arrival semantics even where batch semantics refuses
+    it (docs/optimal_trust.md). The model becomes "batch semantics, or exactly this placement": a literal
+    ``reached`` that, when true, fixes every arrival and keep variable at ``values`` and lifts every
+    constraint built so far (each gets ``not reached`` as an enforcement literal; the placement models
+    are all linear). Objectives built later keep their own constraints either way. The literal is None
+    when the model accepts ``values`` as they are; the result is None when the model has a constraint
+    that cannot take an enforcement literal."""
+    full = _fixed_probe(model, values, seconds, clock)
+    if full is not None:  # this part of the batch accepts it as it is
+        return full, None
+    proto = model.cp.proto
+    if any(ct.WhichOneof("constraint") != "linear" for ct in _read_constraints(model)):
+        return None
+    reached = model.cp.new_bool_var("kube_reached")
+    lifted = -reached.Index() - 1  # the negated literal, in proto terms
+    for ct in proto.constraints:
+        ct.enforcement_literal.append(lifted)
+    for cv in model.vars:
+        for v in cv.arr_vars + cv.keep_vars:
+            model.cp.add(v == values.get(v.Index(), 0)).only_enforce_if(reached)
+    full = _fixed_probe(model, {**values, reached.Index(): 1}, seconds, clock)
+    return None if full is None else (full, reached)
+
+
+def _read_constraints(model: BatchModel):  # type: ignore[no-untyped-def]
+    """The model's constraints as Python protobufs (to read which kind each is)."""
+    from .neighbourhood import LinearView
+
+    return LinearView.read(model.cp).constraints

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -33,8 +32,15 @@ import numpy as np
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
+from .clock import Clock
 from .model import BatchModel
 from .tiers import Linear
+
+# deterministic charges (nominal seconds) for the steps' Python work: building a step's model (measured
+# 2-6 ms for a few thousand free variables) and one change tried by :meth:`NodeSearch.restore`
+STEP_COST = 0.002
+SUB_COST = 1e-6
+RESTORE_COST = 2e-5
 
 __all__ = ["LinearView", "NodeSearch", "StepStats"]
 
@@ -62,11 +68,15 @@ class LinearView:
         self.extend()
 
     def _read(self) -> cp_model_pb2.CpModelProto:
+        return self.read(self.cp)
+
+    @staticmethod
+    def read(cp: cp_model.CpModel) -> cp_model_pb2.CpModelProto:
         """The model as a Python protobuf (reading the solver's own proto field by field is several
         times slower: 0.4 s against 0.1 s for 14,000 constraints)."""
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.pb")
-            self.cp.export_to_file(path)
+            cp.export_to_file(path)
             with open(path, "rb") as f:
                 return cp_model_pb2.CpModelProto.FromString(f.read())
 
@@ -226,8 +236,9 @@ class NodeSearch:
     STEP_SECONDS = 0.1  # a step's CP-SAT limit: steps of 10-20 nodes end optimal in about that
     START_NODES = 10
 
-    def __init__(self, model: BatchModel, seed: int) -> None:
+    def __init__(self, model: BatchModel, seed: int, clock: Clock | None = None) -> None:
         self.model = model
+        self.clock = clock if clock is not None else Clock.wall()
         self.view = LinearView(model.cp)
         self.rng = np.random.default_rng(seed)
         idx, node, rep, prio = [], [], [], []
@@ -301,7 +312,8 @@ class NodeSearch:
         One step at a time, each sub-model on one CP-SAT worker: two walkers stepping at once from the same
         incumbent (the better taken every 0.5 s), two steps at once on disjoint nodes (merged when the
         second still fits), or two workers per step all did no better on the 200-node benchmark."""
-        end = time.perf_counter() + budget - 0.01
+        clock = self.clock
+        end = clock.now() + budget - 0.01
         view = self.view
         view.extend()
         n, nn = len(x), self.model.state.num_nodes
@@ -310,7 +322,7 @@ class NodeSearch:
         key = self._key(x, weights)
         size, stats = self.START_NODES, StepStats()
         wins, tries = [0, 0], [0, 0]  # per kind of step: own levels, every level
-        while time.perf_counter() < end - 0.02 and (target is None or key[0] < target):
+        while not clock.past(end - 0.02) and (target is None or key[0] < target):
             rate = [(wins[k] + 1) / (tries[k] + 2) for k in (0, 1)]
             kind = int(self.rng.integers(2)) if self.rng.random() < 0.2 else int(rate[1] > rate[0])
             tries[kind] += 1
@@ -322,10 +334,13 @@ class NodeSearch:
             obj.coeffs.extend((-weights[0][fv][on]).tolist())
             obj.scaling_factor = -1.0
             solver = cp_model.CpSolver()
-            solver.parameters.max_time_in_seconds = max(0.01, min(self.STEP_SECONDS, end - time.perf_counter()))
+            seconds = max(0.01, min(self.STEP_SECONDS, end - clock.now()))
+            clock.set_limits(solver.parameters, seconds)
             solver.parameters.num_workers = 1
             solver.parameters.random_seed = int(self.rng.integers(1 << 30))
+            clock.charge(STEP_COST + SUB_COST * len(fv))  # building the step's model
             status = solver.solve(sub)
+            clock.settle(solver.response_proto, seconds)
             stats.steps += 1
             stats.optimal += status == cp_model.OPTIMAL
             # grown while steps end optimal, shrunk while they run out of time
@@ -372,14 +387,15 @@ class NodeSearch:
                 k = kv.Index()
                 if x[k] >= ub:
                     continue
-                if time.perf_counter() >= deadline:
+                if self.clock.past(deadline):
                     return x, back
                 others = [a for a in own if x[a] > 0] + \
                     [a for a, rep in arrivals.get((n, c.priority), []) if np.all(req[rep] >= req[c.rep])]
-                while x[k] < ub and time.perf_counter() < deadline:
+                while x[k] < ub and not self.clock.past(deadline):
                     for a in others:
                         if x[a] <= 0 or a == k:
                             continue
+                        self.clock.charge(RESTORE_COST)
                         x[k] += 1
                         x[a] -= 1
                         if view.satisfied(x, [k, a]):

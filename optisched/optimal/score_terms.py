@@ -18,6 +18,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..framework import Code, CycleState
+from .tiers import SCORE_SCALE  # objective units per score point (the certificate shows points)
 
 if TYPE_CHECKING:
     from .classes import PodClass
@@ -43,7 +44,6 @@ __all__ = [
     "used_flag",
 ]
 
-SCORE_SCALE = 100  # objective units per score point
 PERMILLE = 1000
 TANGENT_STEP = 100  # per-mille between the tangents of the convex load penalty
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
@@ -25,12 +26,13 @@ from ..preemption.pdb_model import budget_use, victim_budgets, violation_objecti
 from ..profile import SchedulerConfig
 from .bound import LevelBound
 from .candidates import choose_candidates
-from .check import Violation, check_budgets, check_placement
+from .check import Violation, check_answer, check_budgets
 from .classes import Batch, build_batch
+from .clock import Clock
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
-from .hint import repair_hint, repair_placement
+from .hint import accept_reached, repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout
 from .neighbourhood import NodeSearch
 from .score import score_objective
@@ -50,6 +52,13 @@ __all__ = ["Certificate", "OptimalOptions", "OptimalResult", "parse_weights", "s
 LNS_PARAMS = {"use_lns_only": True, "lns_initial_difficulty": 0.02}
 # without a complete hint a full-problem worker (without the LP) looks for the first solution beside LNS
 LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
+# deterministic charge (nominal seconds) per variable an objective's build adds (25-40 µs measured)
+BUILD_COST = 3e-5
+STOP_AFTER = ("placed",)
+# with --movable, the plain run's share of the limit (its answer is the movable run's hint and floor)
+PLAIN_SHARE = 0.35
+# the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
+LP_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,9 @@ class OptimalOptions:
     objective: str | None = None  # a user objective (user_objectives.OBJECTIVES), a tier before the score
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
     node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
-    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave their node (moves and victims)
+    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave (moves, victims)
+    deterministic: bool = True  # budgets in deterministic time: the same answer on every run (see .clock)
+    stop_after: str | None = None  # "placed": end after the placement tiers (no disruption, objective, score)
 
 
 @dataclass
@@ -215,7 +226,7 @@ def _weight_of(weights: dict[str, int], name: str) -> int:
     return weights.get(name.split(":", 1)[0], 0)
 
 
-def _solve_weighted(g: _Group, deadline: float, raw: np.ndarray, options: OptimalOptions) -> None:
+def _solve_weighted(g: _Group, deadline: float, raw: np.ndarray, options: OptimalOptions, clock: Clock) -> None:
     """One objective: Σ weight · tier (minimized tiers subtracted), solved once; each weighted tier's value
     at the answer is reported beside it (status ``VALUE``: it has no bound of its own)."""
     weights = dict(options.weights)
@@ -228,7 +239,7 @@ def _solve_weighted(g: _Group, deadline: float, raw: np.ndarray, options: Optima
         if w == 0:
             continue
         if callable(lin):
-            g.model.deadline = time.perf_counter() + 0.4 * (deadline - time.perf_counter())
+            g.model.deadline = clock.now() + 0.4 * (deadline - clock.now())
             try:
                 lin = lin()
             except BuildTimeout:
@@ -268,6 +279,7 @@ class _Group:
     model: BatchModel
     solver: TierSolver
     base: object
+    reached: cp_model.IntVar | None = None  # true: the part is at kube-scheduler's placement (hint.accept_reached)
     tiers: list[Tier] = field(default_factory=list)
     cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
     objectives: list | None = None
@@ -278,13 +290,18 @@ class _Group:
     search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
 
 
-def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, fallback: np.ndarray,
-                  deadline: float, progress: Progress | None) -> tuple[list[_Group], LevelBound]:
+def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
+                  hint: np.ndarray, deadline: float, progress: Progress | None,
+                  clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound]:
+    """The independent parts' models and solvers, each with a complete hint: ``hint`` (greedy's placement
+    repaired for batch semantics, or the plain run's answer) or, when ``refused`` (``hint`` is greedy's
+    placement repaired, batch semantics having refused some of it) and the part is not searched by LNS,
+    kube-scheduler's placement ``raw`` itself (:func:`.hint.accept_reached`)."""
     whole = BatchModel(batch, config, build=False)
     candidates = None
     if whole.size() > options.max_variables:
         per_class = max(8, options.max_variables // max(1, len(batch.classes)))
-        candidates = choose_candidates(batch, whole.allowed & (whole.cap > 0), fallback, per_class, options.seed,
+        candidates = choose_candidates(batch, whole.allowed & (whole.cap > 0), hint, per_class, options.seed,
                                        domain_keys(batch))
     profile = config.profiles[0]
     spread = getattr(profile, "spread", None)
@@ -302,23 +319,35 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden))
             m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
             models.append((sub, m))
-    lp = LevelBound(whole)  # the LP reads only the whole batch's phase-1 domains
+    lp_share = LP_SHARE * deadline  # the LP's share of the limit, split among the relaxations built
+    lp = LevelBound(whole, clock=clock, seconds=lp_share / (2 if len(models) > 1 else 1))
     # each LNS part's own LP (its placement tiers stop at it: a closed level that ran its whole share
     # would starve the parts solved after it), unless the relaxation is large enough that building it
     # again per part costs seconds the search needs more
     groups = []
     for sub, m in models:
         encode_eviction_rules(m)
+        m.clock = clock
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
-                            presolve=len(m.cp.proto.variables) <= options.presolve_limit)
+                            presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
         lns = m.restricted and not solver.presolve
-        solver.full = repair_hint(m, variable_values(m, fallback), seconds=max(0.5, 0.1 * (deadline - time.perf_counter())))
+        seconds = max(0.5, 0.1 * (deadline - clock.now()))
+        reached = None
+        # kube-scheduler's placement where batch semantics refuses it: a solution of its own (not under
+        # LNS, whose steps need the constraints as they are); else the repaired copy
+        found = accept_reached(m, variable_values(m, raw), clock, seconds) \
+            if refused and not lns else None
+        if found is not None:
+            solver.full, reached = found
+        else:
+            solver.full = repair_hint(m, variable_values(m, hint), clock, seconds=seconds)
         if lns:
             solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
         # (used only while the model is all linear: NodeSearch.ready says, tier by tier)
-        search = NodeSearch(m, options.seed) if lns and solver.full is not None and options.node_search else None
-        groups.append(_Group(sub, m, solver, m.cp.clone(), cp_valid=not m.restricted,
-                             lp=LevelBound(m) if lns and not lp.large else None, lns=lns, search=search))
+        search = NodeSearch(m, options.seed, clock) if lns and solver.full is not None and options.node_search else None
+        groups.append(_Group(sub, m, solver, m.cp.clone(), reached=reached, cp_valid=not m.restricted,
+                             lp=LevelBound(m, clock=clock, seconds=lp_share / (2 * len(models)))
+                             if lns and not lp.large else None, lns=lns, search=search))
     return groups, lp
 
 
@@ -328,7 +357,8 @@ def _above(model: BatchModel, level: int) -> list:
             for v in model.vars[c.index].arr_vars + model.vars[c.index].keep_vars]
 
 
-def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None, placement: bool) -> None:
+def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None, placement: bool,
+                 clock: Clock) -> None:
     """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``.
     Objectives after the placement and disruption tiers are built when their turn comes (they add
     variables), and only when time is left to build and solve them."""
@@ -338,13 +368,15 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         if g.search is not None and g.solver.full is not None and g.search.ready():
             # running pods the neighbourhoods let go at equal count come back first (cheap, exact): 200
             # nodes / 0.8 disruption 891-921 against 1,014-1,051, 1,000 / 0.8 2,492 against 2,705
-            until = time.perf_counter() + 0.3 * (deadline - time.perf_counter())
+            until = clock.now() + 0.3 * (deadline - clock.now())
             g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
     caps = _level_caps(g.batch)
     if g.objectives is None:
         g.objectives = _objectives(g.model, objective)
         g.raw_values = variable_values(g.model, raw)
     objectives = g.objectives
+    if not placement and _settle_reached(g):
+        return
     # a higher level's time share counts double each level below (the lexicographic order is decided at
     # the highest level not yet optimal; a level that reaches its bound leaves the rest to the next)
     placing = [name for name, _, _ in objectives if name.startswith("placed[")]
@@ -366,15 +398,17 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         share = weights[i] / sum(w for (n, _, _), w in zip(objectives[i:], weights[i:])
                                  if n.startswith("placed[") == placement)
         if callable(lin):
-            left = deadline - time.perf_counter()
+            left = deadline - clock.now()
             # building the score takes 25-40 µs per variable (0.08 s for 2,100 variables, 1.0 s for 41,000,
             # 2.6 s for 75,000 on generated clusters): a small part needs a fraction of a second
             if left < min(1.0, 1e-4 * len(g.model.cp.proto.variables)):
                 g.skipped.append(name)  # no time to build it: the tier is left out of the certificate
                 continue
-            g.model.deadline = time.perf_counter() + 0.6 * left  # the rest solves it
+            g.model.deadline = clock.now() + 0.6 * left  # the rest solves it
+            built = len(g.model.cp.proto.variables)
             try:
                 lin = lin()
+                clock.charge(BUILD_COST * (len(g.model.cp.proto.variables) - built + len(lin.vars)))
             except BuildTimeout:  # its partial terms are harmless; nothing after it is built
                 g.skipped += [n for n, _, _ in objectives[i:]]
                 break
@@ -400,6 +434,30 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
         tier.greedy = lin.value(g.raw_values)
         tier.fidelity = lin.fidelity
         g.tiers.append(tier)
+
+
+def _settle_reached(g: _Group) -> bool:
+    """After the placement tiers, fix the part's choice between batch semantics and kube-scheduler's own
+    placement (:func:`.hint.accept_reached`): the tiers after may reuse auxiliary variables the lifted
+    constraints define, so they run only under batch semantics. At kube-scheduler's placement they are
+    its values (bound: the objective's range end); returns True then (nothing left to solve)."""
+    if g.reached is None or g.solver.full is None:
+        return False
+    at = g.solver.value(g.reached)
+    domain = g.model.cp.proto.variables[g.reached.Index()].domain
+    domain.clear()
+    domain.extend([at, at])
+    if not at:
+        return False
+    for name, sense, lin in g.objectives or []:
+        if name.startswith("placed["):
+            continue
+        lin = lin() if callable(lin) else lin
+        value, (lo, hi) = lin.value(g.raw_values), lin.bounds()
+        best = hi if sense == "max" else lo
+        g.tiers.append(Tier(name, sense, value, best, "OPTIMAL" if value == best else "FEASIBLE", 0.0, value,
+                            lin.fidelity))
+    return True
 
 
 def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
@@ -454,59 +512,102 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Ti
     return out
 
 
-def _by_size(groups: list[_Group], sizes: list[float], end: float) -> Iterator[tuple[_Group, float]]:
+def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock) -> Iterator[tuple[_Group, float]]:
     """The groups, smallest first, each with its deadline: its size's share of the time left until ``end``
     when its turn comes. What a small part closes early is left to the larger ones after it (200 nodes:
     the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
     order = sorted(range(len(groups)), key=lambda k: sizes[k])
     for i, k in enumerate(order):
-        now = time.perf_counter()
+        now = clock.now()
         yield groups[k], now + (end - now) * sizes[k] / sum(sizes[j] for j in order[i:])
+
+
+def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalOptions, progress: Progress | None,
+                 greedy: GreedyResult, clock: Clock) -> np.ndarray | None:
+    """With ``movable``, the answer without moves first (``PLAIN_SHARE`` of the limit): every placement it
+    may return is allowed with moves too, so it is the movable run's hint, and the placement tiers,
+    which never go below their hint, keep the movable answer at least as good on every level."""
+    if not options.movable or options.weights:
+        return None
+    share = PLAIN_SHARE * options.time_limit
+    plain = solve_optimal(state, config, replace(options, movable=False, time_limit=share, stop_after="placed"),
+                          progress, greedy)
+    clock.charge(share)  # deterministic: the plain run's whole share, whatever it used
+    return plain.node_of
 
 
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
     check_objective(options.objective)
-    t0 = time.perf_counter()
-    end = t0 + options.time_limit
+    end = options.time_limit
     # the rest decodes, re-checks (about 0.4 ms per pending pod at 5,000 nodes) and explains
     deadline = end - min(0.5 * options.time_limit, max(0.3, 0.1 * options.time_limit, 4e-4 * len(state.pending)))
+    clock = Clock(deadline, options.deterministic)  # the wall-clock safety net: the solver phases end here
 
     def phase(name: str) -> None:
         if progress is not None:
-            progress(name, None, None, time.perf_counter() - t0)
+            progress(name, None, None, time.perf_counter() - clock.t0)
 
     phase("greedy placement (the hint)")
     if greedy is None:
         greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
     raw = greedy.snapshot.node_of.copy()
+    start = _plain_first(state, config, options, progress, greedy, clock)
     batch = build_batch(state, config, movable=options.movable, preemption=options.preemption, policy=options.eviction)
     phase("building the model")
     fallback = repair_placement(batch, config, raw)
-    groups, lp = _build_groups(batch, config, options, fallback, deadline, progress)
-    sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
-    placing = time.perf_counter() + 0.75 * (deadline - time.perf_counter())  # placement tiers first, everywhere
-    if options.weights:
-        for g, until in _by_size(groups, sizes, deadline):
-            _solve_weighted(g, until, raw, options)
-    for placement, end_phase in () if options.weights else ((True, placing), (False, deadline)):
-        for g, until in _by_size(groups, sizes, end_phase):
-            _solve_group(g, until, raw, options.objective, placement)
-        for g in groups:
-            g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
-
+    # the plain answer, when the solver's, passed batch semantics: the hint, so no tier goes below it
+    hint = start if start is not None and not np.array_equal(start, raw) else fallback
+    groups, lp = _build_groups(batch, config, options, raw, hint, deadline, progress, clock,
+                               refused=hint is fallback and bool((fallback != raw).any()))
+    _solve_tiers(groups, raw, options, deadline, clock)
+    clock.limit = (deadline + end) / 2  # the whole batch's LP may use half the reserve
     tiers = _combine(groups, batch.levels, lp)
-    result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, t0, phase, bool(options.weights))
+    result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, clock.t0, phase,
+                     bool(options.weights))
     result.certificate.notes += kept_notes(state, batch.kept, batch.class_of >= 0)
     phase("explaining pods left pending")
+    clock.limit = end - max(0.1, 0.02 * options.time_limit)
     for g in groups:
         # the probes stop short of the limit: handing a large model to CP-SAT takes time its own
         # limit does not count (5,000 nodes: runs ended up to 1 s late without this margin)
         result.explanations += explain_unplaced(g.model, result.node_of, tiers, g.base,
-                                                end - max(0.1, 0.02 * options.time_limit))
-    result.certificate.seconds = time.perf_counter() - t0
+                                                end - max(0.1, 0.02 * options.time_limit), clock)
+    result.certificate.notes += list(dict.fromkeys(lp.notes + [n for g in groups if g.lp for n in g.lp.notes]))
+    if clock.wall_hit:
+        result.certificate.notes.append("the wall-clock limit stopped the search before its deterministic "
+                                        "budget: this answer may differ from another run's")
+    result.certificate.seconds = time.perf_counter() - clock.t0
     return result
+
+
+def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions, deadline: float,
+                 clock: Clock) -> None:
+    """Every group's tiers: the placement tiers of all groups first (three quarters of the time), then
+    the tiers after them unless ``options.stop_after`` is ``placed``; or the one weighted objective."""
+    sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
+    if options.weights:
+        for g, until in _by_size(groups, sizes, deadline, clock):
+            _solve_weighted(g, until, raw, options, clock)
+        return
+    placing = clock.now() + 0.75 * (deadline - clock.now())  # placement tiers first, everywhere
+    phases = [(True, placing)] if options.stop_after == "placed" else [(True, placing), (False, deadline)]
+    for placement, end_phase in phases:
+        for g, until in _by_size(groups, sizes, end_phase, clock):
+            _solve_group(g, until, raw, options.objective, placement, clock)
+        for g in groups:
+            g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
+
+
+def _as_greedy(tiers: list[Tier]) -> None:
+    """The tiers' values at greedy mode's placement (the answer returned instead of the solver's)."""
+    for t in tiers:
+        if t.greedy is None or t.status == "VALUE":
+            continue
+        t.objective = t.greedy
+        t.bound = max(t.bound, t.objective) if t.sense == "max" else min(t.bound, t.objective)
+        t.status = "OPTIMAL" if t.bound == t.objective else "FEASIBLE"
 
 
 def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[_Group], tiers: list[Tier],
@@ -515,27 +616,37 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
     node_of, source = fallback, "greedy"
+    witnessed = np.zeros(len(node_of), dtype=bool)  # parts left at kube-scheduler's own placement
     if all(g.solver.full is not None for g in groups):
         node_of = state.pod_node.copy()
         node_of[batch.class_of >= 0] = -1
         for g in groups:
-            arrivals, kept = g.model.counts(g.solver.value)
-            mine = decode(g.batch, arrivals, kept)
             rows = g.batch.class_of >= 0
-            node_of[rows] = mine[rows]
+            if g.reached is not None and g.solver.value(g.reached):
+                node_of[rows], witnessed[rows] = raw[rows], True
+                continue
+            arrivals, kept = g.model.counts(g.solver.value)
+            node_of[rows] = decode(g.batch, arrivals, kept)[rows]
         source = "solver"
     phase("checking the answer with the greedy filters")
-    violations = check_placement(state, config, node_of, batch.class_of) + check_budgets(batch, node_of)
+    violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed) + check_budgets(batch, node_of)
     if (fallback != raw).any():
-        notes.append(f"greedy mode's placement breaks batch semantics for {int((fallback != raw).sum())} pod(s); "
-                     "its repaired version is the fallback")
-    # with weights, the solver kept the better of the hint (the repaired greedy placement) and its search
-    worse = not weighted and _lex_key(batch, fallback) > _lex_key(batch, node_of)
+        how = "the model takes it as one more solution, the solver's start" if \
+            all(g.reached is not None or not g.lns for g in groups) else \
+            "the neighbourhood search starts from a repaired copy; kube-scheduler's own placement stays the floor"
+        notes.append(f"batch semantics refuses kube-scheduler's placement of {int((fallback != raw).sum())} pod(s) "
+                     f"(rules checked only at their arrival, docs/optimal_trust.md): {how}")
+    # the floor is greedy mode's own placement: kube-scheduler reaches it cycle by cycle (each pod passed
+    # its filters when it arrived), so it is a valid answer even where batch semantics is stricter.
+    # With weights, the solver kept the better of the hint and its search by the weighted objective.
+    worse = not weighted and _lex_key(batch, raw) > _lex_key(batch, node_of)
     if source == "solver" and (violations or worse):
-        node_of, source, violations = fallback, "greedy", []
-        notes.append("the (repaired) greedy placement is returned: it is at least as good as the solver's")
-    if source == "solver" and not any(g.solver.improved for g in groups):
-        source = "greedy"
+        node_of, source, violations = raw.copy(), "greedy", []
+        notes.append("kube-scheduler's placement (greedy mode) is returned: it is at least as good as the solver's")
+        _as_greedy(tiers)
+    elif source == "greedy":
+        node_of = raw.copy()
+        _as_greedy(tiers)
     statuses = {t.status for t in tiers} - {"VALUE"}
     status = "OPTIMAL" if statuses <= {"OPTIMAL"} else \
         ("FEASIBLE" if all(g.solver.full is not None for g in groups) else "UNKNOWN")

@@ -13,10 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-__all__ = ["Linear", "Tier", "TierSolver", "relative_gap"]
+from .clock import Clock
+
+__all__ = ["SCORE_SCALE", "Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
 
 STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
           cp_model.UNKNOWN: "UNKNOWN", cp_model.MODEL_INVALID: "MODEL_INVALID"}
+
+SCORE_SCALE = 100  # the score tier's objective units per score point (:mod:`.score_terms` solves in them)
 
 Progress = Callable[[str, float | None, float | None, float], None]  # tier, incumbent, bound, elapsed
 
@@ -100,10 +104,41 @@ class Tier:
         """:func:`relative_gap` of the objective and the bound."""
         return relative_gap(self.objective, self.bound)
 
+    @property
+    def useful_bound(self) -> bool:
+        """Whether the bound says how far the answer may be from the best: always for a placement tier
+        (a count of pods), else when optimal or the gap is below 100 % (a bound of the other sign, or
+        0 against a nonzero objective, e.g. a surrogate score's range end, proves nothing)."""
+        if self.status == "VALUE":
+            return False
+        return self.name.startswith("placed[") or self.status == "OPTIMAL" or self.gap < 1.0
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "sense": self.sense, "objective": self.objective, "bound": self.bound,
-                "gap": round(self.gap, 6), "status": self.status, "seconds": round(self.seconds, 3),
-                "greedy": self.greedy, "fidelity": self.fidelity}
+        """In the tier's unit (:func:`tier_unit`); ``gap`` is None where there is no useful bound."""
+        unit, scale = tier_unit(self.name)
+
+        def shown(v: int | None) -> float | int | None:
+            return v if v is None or scale == 1 else round(v / scale, 2)
+
+        return {"name": self.name, "unit": unit, "sense": self.sense, "objective": shown(self.objective),
+                "bound": shown(self.bound), "gap": round(self.gap, 6) if self.useful_bound else None,
+                "status": self.status, "seconds": round(self.seconds, 3), "greedy": shown(self.greedy),
+                "fidelity": self.fidelity}
+
+
+def tier_unit(name: str) -> tuple[str, int]:
+    """(unit, model units per shown unit) of a tier, the same in the terminal, the report and JSON.
+    The score tier is solved in hundredths of a point (:data:`SCORE_SCALE`) and shown in points."""
+    base = name.split(":", 1)[1] if name.startswith("weighted:") else name
+    if base.startswith("placed"):
+        return "pods of this priority on a node after the batch (pending placed + running batch pods kept)", 1
+    if base == "disruption":
+        return "running pods evicted or moved, each counted by its priority's rank (1 = lowest)", 1
+    if base == "score":
+        return "score points", SCORE_SCALE
+    if base == "weighted":
+        return "weighted sum of the tiers", 1
+    return "the objective's own units", 1
 
 
 class _Watch(cp_model.CpSolverSolutionCallback):
@@ -129,8 +164,9 @@ class TierSolver:
     tier's hint: a complete hint is what lets CP-SAT start from it instead of repairing it."""
 
     def __init__(self, cp: cp_model.CpModel, *, workers: int, seed: int, deadline: float,
-                 progress: Progress | None = None, presolve: bool = True) -> None:
+                 progress: Progress | None = None, presolve: bool = True, clock: Clock | None = None) -> None:
         self.cp = cp
+        self.clock = clock if clock is not None else Clock.wall()
         self.presolve = presolve  # off for large models: presolve would eat the budget before the hint is used
         self.workers = workers
         self.seed = seed
@@ -163,6 +199,11 @@ class TierSolver:
             domain.clear()
             domain.extend(saved)
         self._pinned.clear()
+
+    def _announce(self, name: str) -> None:
+        """The live line names the tier being solved before its first solution comes."""
+        if self.progress is not None:
+            self.progress(f"solving {name}", None, None, time.perf_counter() - self.t0)
 
     def value(self, var: cp_model.IntVar) -> int:
         return 0 if self.full is None else self.full[var.Index()]
@@ -203,7 +244,8 @@ class TierSolver:
         if self.full is None:
             return self.solve(name, objective, "max", share, cap)
         start = time.perf_counter()
-        budget = (self.deadline - start) * share
+        budget = (self.deadline - self.clock.now()) * share
+        self._announce(name)
         self._complete(objective)
         best = objective.bounds()[1] if cap is None else min(objective.bounds()[1], cap)
         before = self.evaluate(objective)
@@ -223,7 +265,8 @@ class TierSolver:
         ``later`` (maximized objectives of the tiers after) decides whether a solution that ties this
         tier replaces the incumbent: only when it is lexicographically no worse on them."""
         start = time.perf_counter()
-        budget = (self.deadline - start) * share
+        budget = (self.deadline - self.clock.now()) * share
+        self._announce(name)
         self._complete(objective)
         lo, hi = objective.bounds()
         if cap is not None:
@@ -241,7 +284,7 @@ class TierSolver:
         self._hint()
         (self.cp.maximize if sense == "max" else self.cp.minimize)(combined)
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = budget
+        self.clock.set_limits(solver.parameters, budget, self.workers)
         solver.parameters.num_workers = self.workers
         solver.parameters.random_seed = self.seed
         solver.parameters.cp_model_presolve = self.presolve
@@ -253,6 +296,7 @@ class TierSolver:
         watch = _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi,
                        best if sense == "max" and cap is not None else None)
         status = solver.solve(self.cp, watch)
+        self.clock.settle(solver.response_proto, budget)
         seconds = time.perf_counter() - start
         value = current
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -156,7 +156,8 @@ def _runs(c: Comparison) -> str:
         if cert.get("status"):
             lines.append(f"certificate {cert['status']}")
         for tier in cert.get("tiers", []):
-            lines.append(f"{tier.get('name')}: gap {format_value('pct', tier.get('gap'))}")
+            gap = "no useful bound" if tier.get("gap") is None else f"gap {format_value('pct', tier['gap'])}"
+            lines.append(f"{tier.get('name')}: {gap}")
         if cert.get("greedyOptimal"):
             lines.append("greedy is optimal for this batch")
         cards.append(f'<div class="run"><b>{_e(r.name)}</b>' + "".join(f"<span>{_e(x)}</span>" for x in lines)
