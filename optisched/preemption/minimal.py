@@ -169,8 +169,8 @@ def _recheck(state: ClusterState, config: SchedulerConfig, row: int, node: str, 
     the node as a set (``HostPortInfo.Remove``, v1.35 ``pkg/scheduler/framework/types.go``), so on an
     input where two running pods already share a host port, evicting the lower-priority one frees the
     port although the other still holds it; the model, like the checker and kubelet's admission, counts
-    the ports of the pods that stay. There kube-scheduler's answer fails NodePorts and no victim set of
-    the model makes room: the answer says so instead of hiding kube-scheduler's placement."""
+    the ports of the pods that stay. There kube-scheduler's answer fails NodePorts and may lie outside
+    the model (:func:`_kube_floor`)."""
     node_of = state.pod_node.copy()
     node_of[row] = state.node_index[node]
     node_of[victims] = -1
@@ -367,7 +367,22 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
     elif out.key is not None and not proven:
         out.status = "FEASIBLE"
         out.message = f"nodes left out may hold a better answer (their bound: {rest})"
+    _kube_floor(out)
     return _done(out, t0)
+
+
+def _kube_floor(out: MinimalPreemption) -> None:
+    """kube-scheduler's own answer when the model has none as good and it lies outside the model (it
+    fails the re-check, :func:`_recheck`): kube-scheduler reaches it by its own dry run, so it is a
+    valid answer, the floor, as greedy mode's placement is optimal mode's (``optimal.check.check_answer``).
+    Not proven minimal: a smaller victim set outside the model may exist."""
+    if not out.greedy_violations or out.greedy_key is None or (out.key is not None and out.key <= out.greedy_key):
+        return
+    failed = "; ".join(str(v) for v in out.greedy_violations)
+    out.node, out.victims, out.key, out.violations = out.greedy_node, out.greedy_victims, out.greedy_key, []
+    out.status = "FEASIBLE"
+    out.message = (f"kube-scheduler's answer, reached by its dry run, which frees a victim's host ports as a set; "
+                   f"with the ports of the pods that stay counted it fails ({failed}) and no victim set makes room")
 
 
 def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.ndarray, cross_node: bool,
@@ -413,9 +428,6 @@ def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.
         out.status = "INFEASIBLE" if placed.status == "OPTIMAL" else "UNKNOWN"
         out.message = "no set of lower-priority victims makes room for the pod" if out.status == "INFEASIBLE" \
             else "no answer within the time limit"
-        if out.greedy_violations:
-            out.message += ("; kube-scheduler's answer fails once its victims are gone: "
-                            + "; ".join(str(v) for v in out.greedy_violations))
         return False
     arrivals, kept = model.counts(solver.value)
     node_of = decode(batch, arrivals, kept)
