@@ -643,11 +643,11 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     # With weights, the solver kept the better of the hint and its search by the weighted objective.
     worse = not weighted and _lex_key(batch, raw) > _lex_key(batch, node_of)
     if source == "solver" and (violations or worse):
-        node_of, source, violations = raw.copy(), "greedy", []
+        source = "greedy"
         notes.append("kube-scheduler's placement (greedy mode) is returned: it is at least as good as the solver's")
-        _as_greedy(tiers)
-    elif source == "greedy":
+    if source == "greedy":  # the violations always describe the placement returned, never the one replaced
         node_of = raw.copy()
+        violations = check_answer(state, config, node_of, raw) + check_budgets(batch, node_of)
         _as_greedy(tiers)
     statuses = {t.status for t in tiers} - {"VALUE"}
     status = "OPTIMAL" if statuses <= {"OPTIMAL"} else \
