@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from .errors import InputError
+from .options import check_int32, check_seconds, check_workers
+from .textsafe import plain, safe, safe_console
 from .version import KUBE_VERSION, __version__
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -21,8 +22,8 @@ EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the indepe
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
-out = Console()
-err = Console(stderr=True)
+out = safe_console()
+err = safe_console(stderr=True)
 
 ClusterArg = Annotated[list[str] | None, typer.Argument(
     help="Files, folders or - (stdin): YAML/JSON objects or List dumps. Omit with --kubeconfig/--context.")]
@@ -31,14 +32,15 @@ KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Read a 
 ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context of the live cluster.")]
 EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: protected kinds that may leave their node, "
                                               "comma-separated: protected, local-storage, bare-pods, system-critical.")]
+MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest input file read, e.g. 1Gi.")]
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON (the table's numbers, in "
                                                      "scheduler units: millicores, bytes).")]
 
 
-def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,
-          context: str | None = None):  # type: ignore[no-untyped-def]
+def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
+          context: str | None = None, max_input_size: str = "256Mi"):
     """Load, compile and print the input's warnings on stderr (the same lines in every command)."""
     from .input_warnings import input_warnings
     from .model.loader import load_cluster
@@ -54,12 +56,14 @@ def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None 
     elif not paths:
         raise InputError("no input: give CLUSTER files or folders, - for stdin, or --kubeconfig/--context")
     else:
-        cluster = load_cluster(paths)
+        from .model.bounded import parse_size
+
+        cluster = load_cluster(paths, parse_size(max_input_size))
     config = load_config(profile) if profile else (cluster.config or default_config())
     state = compile_cluster(cluster)
     warnings = input_warnings(state, config)
     for w in warnings:
-        err.print(Text.assemble(("warning: ", "yellow"), w), highlight=False, soft_wrap=True)
+        err.print(Text.assemble(("warning: ", "yellow"), plain(w)), highlight=False, soft_wrap=True)
     return state, config, warnings
 
 
@@ -69,11 +73,20 @@ def _print_json(doc: dict) -> None:
 
 def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict,  # type: ignore[no-untyped-def]
                       extra: dict) -> None:
-    """``--output``: FILE.csv (pod,node,status) or JSON; the shapes are in docs/cli.md."""
+    """``--output``: FILE.csv (pod,node,status) or JSON; the shapes are in docs/cli.md; ``-``: stdout."""
+    from .outputs import write_text
     from .summaries import placements_text
 
-    path.write_text(placements_text("csv" if path.suffix == ".csv" else "json", mode, state, node_of, not_handled,
-                                    extra))
+    write_text(path, placements_text("csv" if path.suffix == ".csv" else "json", mode, state, node_of, not_handled,
+                                     extra))
+
+
+def _check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[str, ...] | Path | None,
+                   folders: tuple[str, ...] = ()) -> None:
+    """Refuse unwritable output paths, and outputs that are (or lie inside) inputs, before any work."""
+    from .outputs import check_outputs, input_paths
+
+    check_outputs(outputs, input_paths(*inputs), folders=folders)
 
 
 MODES = ("greedy", "optimal")
@@ -94,12 +107,13 @@ def schedule(
     profile: ProfileOpt = None,
     mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler) | optimal (CP-SAT batch)")] = "greedy",
     tie_break: Annotated[str, typer.Option("--tie-break", help="first | heap | random")] = "first",
-    seed: Annotated[int, typer.Option(help="Seed for --tie-break random and the solver.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed for --tie-break random and the solver.",
+                                      callback=check_int32)] = 0,
     no_requeue: Annotated[bool, typer.Option("--no-requeue", help="One attempt per pod (conformance traces).")] = False,
     trace: Annotated[Path | None, typer.Option(help="Write the per-cycle trace (JSON; greedy mode).")] = None,
     output: Annotated[Path | None, typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Optimal mode: seconds in all.")] = 60.0,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Optimal mode: CP-SAT workers.")] = 2,
+    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Optimal mode: seconds in all.")] = 60.0,
+    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="Optimal mode: CP-SAT workers.")] = 2,
     movable: Annotated[bool, typer.Option("--movable", help="Optimal mode: running pods may move.")] = False,
     objective: ObjectiveOpt = None,
     weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
@@ -112,6 +126,7 @@ def schedule(
     evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Place the pending pods as kube-scheduler would (greedy mode), or all at once (optimal mode)."""
     from .greedy.select import TieBreak
@@ -138,7 +153,8 @@ def schedule(
     check_objective(objective)
     parsed = parse_weights(weights)
     policy = EvictionPolicy.parse(evict)
-    state, config, warnings = _load(cluster, profile, kubeconfig, context)
+    _check_outputs({"--output": output, "--trace": trace}, cluster, profile)
+    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     if mode == "optimal":
         summary = _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed,
                                     as_json, policy, not nondeterministic, stop_after)
@@ -167,13 +183,15 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
         result = sched.run(progress=advance)
     summary = greedy_summary(result)
     if trace is not None:
-        trace.write_text(json.dumps(trace_of(result, config, tb), indent=1) + "\n")
+        from .outputs import write_text
+
+        write_text(trace, json.dumps(trace_of(result, config, tb), indent=1) + "\n")
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
         _write_placements(output, "greedy", state, result.snapshot.node_of, result.skipped,
                           {"unschedulable": unsched, "evicted": summary["evicted"]})
     if not as_json:
-        render_schedule_summary(out, summary)
+        render_schedule_summary(err if str(output) == "-" else out, summary)
     return summary
 
 
@@ -199,7 +217,7 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
                           {"unschedulable": unsched, "evicted": summary["evicted"], "moved": summary["moved"],
                            "certificate": summary["certificate"], "explanations": summary["explanations"]})
     if not as_json:
-        render_optimal_summary(out, result, summary)
+        render_optimal_summary(err if str(output) == "-" else out, result, summary)
     return summary
 
 
@@ -207,9 +225,9 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
 def compare(
     cluster: ClusterArg = None,
     profile: ProfileOpt = None,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for optimal mode.")] = 60.0,
-    seed: Annotated[int, typer.Option(help="Solver seed.")] = 0,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
+    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Solver seed.", callback=check_int32)] = 0,
+    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="CP-SAT workers.")] = 2,
     policies: Annotated[str, typer.Option("--policies", help="More greedy runs, comma-separated: MostAllocated, "
                                                              "LeastAllocated or KubeSchedulerConfiguration files.")] = "",
     report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
@@ -228,6 +246,7 @@ def compare(
     evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
     from .experiments.pipeline import CompareOptions, policy_config, run_comparison
@@ -244,7 +263,12 @@ def compare(
     check_objective(objective)
     parsed = parse_weights(weights)
     policy = EvictionPolicy.parse(evict)
-    state, config, warnings = _load(cluster, profile, kubeconfig, context)
+    _check_outputs({"--report": report}, cluster, profile, names, folders=("--report",))
+    if report is not None:
+        from .report import check_report_dir
+
+        check_report_dir(report)
+    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
                              objective=objective, weights=parsed, replay=replay, selector=selector,
                              namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()), eviction=policy)
@@ -258,7 +282,7 @@ def compare(
         from .report import write_report
 
         written = write_report(comparison, report)
-        err.print(f"wrote {len(written)} files to {report}/ (open {report}/report.html)")
+        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
     if optimal.violations:
         raise typer.Exit(EXIT_CHECK_FAILED)
 
@@ -270,12 +294,13 @@ def inspect(
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
     from .inspect import summarize
     from .render import render_inspect
 
-    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    state, config, _ = _load(cluster, profile, kubeconfig, context, max_input_size)
     summary = summarize(state, config)
     if as_json:
         _print_json(summary)
@@ -292,6 +317,7 @@ def explain(
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Show one pod's scheduling cycles: every node, the plugin that rejected it and why, or its scores; a
     preemptor's attempt that evicted victims, then the attempt that placed it."""
@@ -302,7 +328,7 @@ def explain(
 
     if not pod:
         raise InputError("--pod namespace/name is required")
-    state, config, warnings = _load(cluster, profile, kubeconfig, context)
+    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     row = _pending_row(state, pod)
     with progress_bar(err, "greedy mode", len(state.pending)) as advance:
         result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run(progress=advance)
@@ -336,9 +362,9 @@ def preempt(
                                       "whole batch otherwise).")] = "greedy",
     cross_node: Annotated[bool, typer.Option("--cross-node", help="Optimal mode, one pod: victims may be on other "
                                              "nodes of the domain its anti-affinity or spread counts.")] = False,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for optimal mode.")] = 60.0,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="CP-SAT workers.")] = 2,
-    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
+    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="CP-SAT workers.")] = 2,
+    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.", callback=check_int32)] = 0,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML); optimal batch mode "
                                                 "first writes the plan's target and kube-scheduler's replay.")] = None,
@@ -346,6 +372,7 @@ def preempt(
     evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "256Mi",
 ) -> None:
     """Show which pods preemption evicts for which preemptors, with priorities and PDBs."""
     import yaml
@@ -359,23 +386,26 @@ def preempt(
     from .policy.eviction import EvictionPolicy
 
     policy = EvictionPolicy.parse(evict)
-    state, config, warnings = _load(cluster, profile, kubeconfig, context)
+    _check_outputs({"--output": output}, cluster, profile)
+    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     key = state.pods[_pending_row(state, pod)].key if pod else None
+    shown = err if str(output) == "-" else out  # --output -: the evictions on stdout, the table on stderr
     if mode == "optimal":
         doc, docs, failed = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, as_json,
-                                             policy)
+                                             policy, shown)
     else:
-        doc, docs, failed = _preempt_greedy(state, config, key, as_json)
+        doc, docs, failed = _preempt_greedy(state, config, key, as_json, shown)
     if as_json:
         _print_json({**doc, "warnings": warnings})
     if failed:
         raise typer.Exit(EXIT_CHECK_FAILED)
     if output is not None:
-        with open(output, "w", encoding="utf-8") as f:
-            yaml.safe_dump_all(docs, f, sort_keys=False, explicit_start=True)
+        from .outputs import write_text
+
+        write_text(output, yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
 
 
-def _preempt_greedy(state, config, key: str | None, as_json: bool):  # type: ignore[no-untyped-def]
+def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):  # type: ignore[no-untyped-def]
     from dataclasses import asdict
 
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
@@ -388,12 +418,12 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool):  # type: ign
         result = sched.run(progress=advance)
     plan = preemptions(result, sched.pdbs, key)
     if not as_json:
-        render_preemptions(out, plan)
+        render_preemptions(console, plan)
     return {"mode": "greedy", "preemptions": [asdict(p) for p in plan]}, eviction_objects(plan), False
 
 
 def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
-                     workers: int, seed: int, as_json: bool, policy=None):
+                     workers: int, seed: int, as_json: bool, policy=None, console=out):
     from .progress import solver_status
 
     if key is not None:
@@ -405,7 +435,7 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
             answer = minimal_victims(state, config, key, cross_node=cross_node, time_limit=time_limit,
                                      workers=workers, seed=seed, progress=update)
         if not as_json:
-            render_minimal_preemption(out, [answer])
+            render_minimal_preemption(console, [answer])
         doc = {"mode": "optimal", "headOfQueue": True, "answer": answer.to_dict()}
         return doc, minimal_eviction_objects([answer]), bool(answer.violations)
     from dataclasses import asdict
@@ -427,9 +457,9 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     landing = predict_landing(state, config, result.node_of)
     budgets = budget_use(result.batch, result.node_of)
     if not as_json:
-        render_batch_preemptions(out, plan, result)
-        render_budgets(out, budgets)
-        render_landing(out, landing)
+        render_batch_preemptions(console, plan, result)
+        render_budgets(console, budgets)
+        render_landing(console, landing)
     doc = {"mode": "optimal", "preemptions": [asdict(b) for b in plan], "summary": optimal_summary(result),
            "budgets": [u.to_dict() for u in budgets], "landing": plan_document(landing, budgets)}
     return doc, [plan_document(landing, budgets), *batch_eviction_objects(plan)], bool(result.violations)
@@ -482,7 +512,8 @@ def reschedule(
     if max_unavailable is not None and not (max_unavailable.rstrip("%").isdigit()):
         raise InputError(f"--max-unavailable-per-workload: {max_unavailable!r} is not a count or a percent")
     if output is not None:
-        check_output(output, cluster or [])
+        check_output(output)
+    _check_outputs({"--output": output}, cluster, profile)
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
@@ -532,18 +563,78 @@ def generate(
     zones: Annotated[int, typer.Option(min=1)] = 3,
     gpu_fraction: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.1,
     seed: Annotated[int, typer.Option()] = 0,
+    volumes: Annotated[bool, typer.Option(help="Give StatefulSets claims on zonal and local PVs "
+                                               "(WaitForFirstConsumer classes, CSINode limits).")] = False,
+    csi_limit: Annotated[int, typer.Option(min=0, help="With --volumes: CSI volumes each node attaches.")] = 25,
 ) -> None:
     """Write a seeded synthetic cluster (same seed, same bytes)."""
     from .datasets.generate import GenerateSpec, dump
     from .datasets.generate import generate as gen
+    from .datasets.storage import VolumeSpec, add_volumes
 
+    _check_outputs({"OUTPUT": output})
     spec = GenerateSpec(nodes=nodes, pods=pods, pending_fraction=pending_fraction, load=load, zones=zones,
                         gpu_fraction=gpu_fraction, seed=seed)
     objs = gen(spec)
+    if volumes:
+        objs = add_volumes(objs, VolumeSpec(csi_limit=csi_limit), seed)
     fmt = "json" if output.suffix == ".json" else "yaml"
+    if str(output) == "-":
+        dump(objs, sys.stdout, fmt)
+        return
     with open(output, "w", encoding="utf-8") as f:
         dump(objs, f, fmt)
-    err.print(f"wrote {len(objs)} objects to {output}")
+    err.print(f"wrote {len(objs)} objects to {safe(output)}")
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def experiment(
+    target: Annotated[str, typer.Argument(help="SPEC.yaml, 'fgd' (part of the FGD grid) or 'plot'.")],
+    results: Annotated[Path | None, typer.Argument(help="plot: the RESULTS.parquet to draw.")] = None,
+    workloads: Annotated[str | None, typer.Option(help="fgd: comma-separated pod lists (default: the paper's 17).")] = None,
+    policies: Annotated[str | None, typer.Option(help="fgd: comma-separated policies (default: the paper's 6).")] = None,
+    seeds: Annotated[str, typer.Option(help="fgd: seeds, e.g. 42-51 or 42,45.")] = "42-51",
+    data: Annotated[Path | None, typer.Option(help="fgd: the openb trace folder with csv/ (default: $OPENB_DIR).")] = None,
+    ties: Annotated[str, typer.Option(help="fgd: equal scores go to a per-run node order | random | first.")] = "order",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Parquet results (plot: figure folder).")] = None,
+    executor: Annotated[str, typer.Option(help="local (processes) or ray.")] = "local",
+    address: Annotated[str | None, typer.Option(help="ray: address of a running cluster.")] = None,
+    jobs: Annotated[int | None, typer.Option(help="local: worker processes (default: one per core).")] = None,
+) -> None:
+    """Seeded sweeps of the FGD paper's protocol on the openb trace (see docs/experiments.md)."""
+    from .experiments.fgd_report import plot_results
+    from .experiments.sweep import FGD_POLICIES, FGD_WORKLOADS, SweepSpec, load_spec, parse_seeds, run_sweep
+
+    if target == "plot":
+        if results is None:
+            raise InputError("experiment plot needs RESULTS.parquet")
+        for path in plot_results(results, output):
+            err.print(f"wrote {path}")
+        return
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor must be local or ray, not {executor!r}")
+    if target == "fgd":
+        import os
+
+        folder = data or Path(os.environ.get("OPENB_DIR", ""))
+        if not str(data or os.environ.get("OPENB_DIR", "")):
+            raise InputError("experiment fgd needs --data DIR or OPENB_DIR (the openb folder with csv/)")
+        spec = SweepSpec(str(folder), tuple(workloads.split(",")) if workloads else FGD_WORKLOADS,
+                         tuple(policies.split(",")) if policies else FGD_POLICIES, tuple(parse_seeds(seeds)),
+                         ties=ties, name="fgd-cli")
+        spec.check("--data/--workloads/--policies")
+        out_path = output or Path("fgd_results.parquet")
+    else:
+        spec = load_spec(target)
+        out_path = output or Path(target).with_suffix(".parquet")
+    inputs = {Path(spec.data).resolve(), Path(target).resolve()}
+    if out_path.resolve() in inputs or Path(spec.data).resolve() in out_path.resolve().parents:
+        raise InputError(f"{out_path}: the output must not be an input or lie inside the data folder")
+    from .progress import progress_bar
+
+    with progress_bar(err, "cells", len(spec.cells())) as advance:
+        df = run_sweep(spec, out_path, executor, jobs, address, progress=advance)
+    err.print(f"wrote {len(df)} rows ({len(spec.cells())} cells) to {out_path}")
 
 
 def _version(value: bool) -> None:
@@ -584,7 +675,7 @@ def main() -> None:
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:
     text = Text("error: ", style="bold red")
-    text.append(" ".join(message.split()))
+    text.append(" ".join(plain(message).split()))
     err.print(text, highlight=False, soft_wrap=True)
     sys.exit(code)
 

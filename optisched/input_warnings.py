@@ -10,6 +10,7 @@ import numpy as np
 from .greedy.queue import split_handled
 from .model.quantity import human_quantity
 from .model.state import ClusterState
+from .model.storage import catalog, pod_claims
 from .profile import SchedulerConfig
 
 __all__ = ["input_warnings"]
@@ -23,13 +24,17 @@ def _names(keys: list[str]) -> str:
 
 
 def _claims(state: ClusterState) -> list[str]:
+    """Pending pods with claims when the input holds no storage objects (the volume rules then skip, see
+    docs/volumes.md), and pods with resource claims (DynamicResources is not modelled)."""
     out = []
+    storage = catalog(state.cluster).present
     for p in state.pending:
         pod = state.pods[p]
-        claims = [v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim]
-        if claims:
-            out.append(f"Pod/{pod.key} uses PersistentVolumeClaims {claims}: volume plugins are not modelled, "
-                       "its volumes are assumed to bind anywhere")
+        claims = [c.name for c in pod_claims(pod)]
+        if claims and not storage:
+            out.append(f"Pod/{pod.key} uses PersistentVolumeClaims {claims}, but the input holds no claims, volumes "
+                       "or storage classes (kubectl get pv,pvc,storageclass,csinode,csidriver): its volumes are "
+                       "assumed to bind anywhere")
         if pod.spec.resource_claims:
             out.append(f"Pod/{pod.key} has resourceClaims: DynamicResources is not modelled, claims are ignored")
     return out

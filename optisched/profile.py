@@ -40,6 +40,7 @@ from .profile_defaults import (
     UtilizationShapePoint,
     decode_plugins,
 )
+from .registry import REGISTRY
 from .version import KUBE_VERSION
 
 __all__ = [
@@ -248,7 +249,8 @@ def _preemption_args(r: FieldReader, a: Any, path: str) -> DefaultPreemptionArgs
 
 
 def _volume_binding_args(r: FieldReader, a: Any, path: str) -> None:
-    """Checked only (not modelled); StorageCapacityScoring is off in v1.35, so ``shape`` is refused."""
+    """Checked only: binding is instant here, so ``bindTimeoutSeconds`` changes nothing; StorageCapacityScoring
+    is off in v1.35, so ``shape`` is refused."""
     a = r.obj(a, path, ("bindTimeoutSeconds", "shape", *_TYPE_META))
     if a.get("bindTimeoutSeconds") is not None:
         r.integer(a["bindTimeoutSeconds"], f"{path}.bindTimeoutSeconds", 0, 2**63 - 1)
@@ -326,6 +328,12 @@ def _percentage(r: FieldReader, v: Any, path: str) -> int | None:
     return None if v is None else r.integer(v, path, 0, 100)
 
 
+def _out_of_tree() -> dict[str, frozenset[str]]:
+    """Plugins optisched models beyond kube-scheduler's in-tree ones (GPU sharing, the FGD policies, a user's
+    package's through the ``optisched.plugins`` entry points) and the extension points each extends."""
+    return {name: frozenset(points) for name, points in REGISTRY.items() if name not in PLUGIN_POINTS}
+
+
 def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
     raw = r.obj(raw, path, _PROFILE_FIELDS, required=True)
     name = raw.get("schedulerName")
@@ -335,10 +343,12 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
         raise r.fail(f"{path}.schedulerName", "required: when there are several profiles, each needs a name")
     name = r.string(name, f"{path}.schedulerName")
     pct = _percentage(r, raw.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore")
-    plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins")
+    plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins", _out_of_tree())
     args, raw_args = _plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig")
     enabled = {n for names in plugins.values() for n in names}
-    not_modelled = tuple(sorted(n for n in enabled if n in NOT_MODELLED or n not in PLUGIN_POINTS))
+    # REGISTRY also holds the out-of-tree rules optisched models (GPU sharing, the FGD policies)
+    not_modelled = tuple(sorted(n for n in enabled
+                                if n in NOT_MODELLED or (n not in PLUGIN_POINTS and n not in REGISTRY)))
     profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled, **args)
     return _Parsed(profile, queue_sort, raw_args)
 

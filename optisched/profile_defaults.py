@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from .errors import InputError
+from .version import KUBE_VERSION
 
 __all__ = [
     "API_VERSION", "DEFAULT_MULTIPOINT", "DEFAULT_PARALLELISM", "DEFAULT_PLUGINS", "DEFAULT_RESOURCES",
@@ -92,10 +93,10 @@ PLUGIN_POINTS: dict[str, frozenset[str]] = {
     "DefaultBinder": frozenset({"bind"}),
 }
 
-# In-tree plugins optisched accepts but does not model (any unknown, out-of-tree name is added per profile).
+# In-tree plugins optisched accepts but does not model. A name that is not in-tree is refused, as the stock
+# kube-scheduler binary refuses it (pkg/scheduler/framework/runtime/framework.go, NewFramework).
 # SchedulingGates is modelled by the greedy engine itself: gated pods stay pending and are reported.
-NOT_MODELLED: frozenset[str] = frozenset({"VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits",
-                                          "DynamicResources"})
+NOT_MODELLED: frozenset[str] = frozenset({"DynamicResources"})
 
 # validation.go invalidPluginsByVersion: removed plugins that a v1 configuration may not name.
 REMOVED_PLUGINS: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
@@ -378,7 +379,8 @@ def _plugin(r: FieldReader, raw: Any, path: str, enabling: bool) -> tuple[str, i
     return name, weight or None  # an unset weight and 0 both mean 1 (getScoreWeights)
 
 
-def _plugin_set(r: FieldReader, raw: Any, path: str, point: str) -> PluginSet:
+def _plugin_set(r: FieldReader, raw: Any, path: str, point: str,
+                extra: Mapping[str, frozenset[str]] = {}) -> PluginSet:
     raw = r.obj(raw, path, ("enabled", "disabled"))
     enabled: list[tuple[str, int | None]] = []
     for i, entry in enumerate(r.seq(raw.get("enabled"), f"{path}.enabled")):
@@ -386,7 +388,10 @@ def _plugin_set(r: FieldReader, raw: Any, path: str, point: str) -> PluginSet:
         name, weight = _plugin(r, entry, p, True)
         if name in (n for n, _ in enabled):  # updatePluginList / expandMultiPointPlugins
             raise r.fail(f"{p}.name", f"plugin {name!r} is already enabled at {point}")
-        if point != MULTI_POINT and name in PLUGIN_POINTS and not implements(name, point):
+        if name not in PLUGIN_POINTS and name not in extra:  # NewFramework: `%s %q does not exist`
+            raise r.fail(f"{p}.name", f"plugin {name!r} does not exist in kube-scheduler {KUBE_VERSION}, "
+                                      "which refuses to start with it")
+        if point != MULTI_POINT and not implements(name, point) and point not in extra.get(name, ()):
             raise r.fail(f"{p}.name", f"plugin {name!r} does not extend {point}")
         enabled.append((name, weight))
     disabled = tuple(_plugin(r, e, f"{path}.disabled[{i}]", False)[0]
@@ -394,12 +399,13 @@ def _plugin_set(r: FieldReader, raw: Any, path: str, point: str) -> PluginSet:
     return PluginSet(tuple(enabled), disabled)
 
 
-def decode_plugins(r: FieldReader, raw: Any, path: str) -> tuple[dict[str, tuple[str, ...]], dict[str, int],
-                                                                PluginSet]:
+def decode_plugins(r: FieldReader, raw: Any, path: str, extra: Mapping[str, frozenset[str]] = {}
+                   ) -> tuple[dict[str, tuple[str, ...]], dict[str, int], PluginSet]:
     """(plugins per point incl. multiPoint, score weights, the configured queueSort set): ``mergePlugins``,
-    then ``NewFramework``'s expansion and its queueSort/bind checks."""
+    then ``NewFramework``'s expansion and its queueSort/bind checks. ``extra``: the out-of-tree plugins
+    optisched models (registered like kube's out-of-tree plugins) and the points each extends."""
     raw = r.obj(raw, path, (*EXTENSION_POINTS, MULTI_POINT))
-    custom = {p: _plugin_set(r, raw.get(p), f"{path}.{p}", p) for p in (MULTI_POINT, *EXTENSION_POINTS)}
+    custom = {p: _plugin_set(r, raw.get(p), f"{path}.{p}", p, extra) for p in (MULTI_POINT, *EXTENSION_POINTS)}
     multipoint = merge_plugin_set(DEFAULT_PLUGINS, custom[MULTI_POINT]).enabled
     lists = {p: expand_point(p, custom[p], multipoint) for p in EXTENSION_POINTS}
     lists[MULTI_POINT] = tuple(n for n, _ in multipoint)

@@ -2,17 +2,13 @@
 
 Each plugin name maps to the rule classes that implement it: a filter side in
 ``constraints/`` and a score side in ``objectives/``. Plugins of the default
-profile that optisched does not model (volumes, DRA, scheduling gates) are
+profile that optisched does not model (DRA, scheduling gates) are
 listed in :data:`optisched.profile.NOT_MODELLED` instead.
 """
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .model.snapshot import Snapshot
-    from .profile import Profile
+from typing import Any
 
 __all__ = ["REGISTRY", "instantiate", "rule_class"]
 
@@ -24,6 +20,10 @@ REGISTRY: dict[str, dict[str, str]] = {
     "NodeAffinity": {"filter": "constraints.node_affinity:NodeAffinity",
                      "score": "constraints.node_affinity:NodeAffinity"},
     "NodePorts": {"filter": "constraints.node_ports:NodePorts"},
+    "VolumeRestrictions": {"filter": "constraints.volume_restrictions:VolumeRestrictions"},
+    "NodeVolumeLimits": {"filter": "constraints.node_volume_limits:NodeVolumeLimits"},
+    "VolumeBinding": {"filter": "constraints.volume_binding:VolumeBinding"},
+    "VolumeZone": {"filter": "constraints.volume_zone:VolumeZone"},
     "NodeResourcesFit": {"filter": "constraints.node_resources_fit:NodeResourcesFit",
                          "score": "objectives.node_resources_fit:NodeResourcesFitScore"},
     "PodTopologySpread": {"filter": "constraints.pod_topology_spread:PodTopologySpread",
@@ -32,6 +32,14 @@ REGISTRY: dict[str, dict[str, str]] = {
                          "score": "objectives.inter_pod_affinity:InterPodAffinityScore"},
     "NodeResourcesBalancedAllocation": {"score": "objectives.balanced_allocation:BalancedAllocation"},
     "ImageLocality": {"score": "objectives.image_locality:ImageLocality"},
+    # GPU sharing and the FGD paper's policies (hkust-adsl/kubernetes-scheduler-simulator)
+    "Open-Gpu-Share": {"filter": "constraints.gpu_share_plugin:GpuShare"},
+    "FGD": {"score": "objectives.gpu_policy_plugin:FGD"},
+    "BestFit": {"score": "objectives.gpu_policy_plugin:BestFit"},
+    "DotProd": {"score": "objectives.gpu_policy_plugin:DotProd"},
+    "GpuPacking": {"score": "objectives.gpu_policy_plugin:GpuPacking"},
+    "GpuClustering": {"score": "objectives.gpu_policy_plugin:GpuClustering"},
+    "Random": {"score": "objectives.gpu_policy_plugin:Random"},
 }
 
 
@@ -40,8 +48,9 @@ def rule_class(path: str) -> Any:
     return getattr(import_module(f"optisched.{module}"), cls)
 
 
-def instantiate(snapshot: Snapshot, profile: Profile) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Build the profile's filter and score rules once each (a class serving both sides is shared)."""
+def instantiate(snapshot: Any, profile: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Build the profile's filter and score rules once each (a class serving both sides is shared) for a
+    ``model.snapshot.Snapshot`` and a ``profile.Profile`` (not imported: the profile reads this registry)."""
     built: dict[str, Any] = {}
     filters: dict[str, Any] = {}
     scores: dict[str, Any] = {}

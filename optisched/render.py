@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from .model.quantity import human_quantity
 from .summaries import optimal_summary
+from .textsafe import plain, safe, safe_text
 from .version import KUBE_VERSION
 
 __all__ = ["render_explain", "render_inspect", "render_optimal_summary", "render_schedule_summary"]
@@ -25,7 +25,7 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
     _name_column(t, "zone")
     t.add_column("nodes", justify="right")
     for z, c in n["byZone"].items():
-        t.add_row(Text(z), str(c))
+        t.add_row(safe_text(z), str(c))
     console.print(t)
     t = Table(title="Node shapes (allocatable)")
     for c in ("cpu", "memory", "nodes"):
@@ -47,7 +47,7 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
         t.add_column(c, justify="right")
     for r in s["resources"]:
         pct = f"{100 * r['requestedBound'] / r['allocatable']:.1f}" if r["allocatable"] else "-"
-        t.add_row(r["resource"], _amount(r["resource"], r["allocatable"]), _amount(r["resource"], r["requestedBound"]),
+        t.add_row(safe_text(r["resource"]), _amount(r["resource"], r["allocatable"]), _amount(r["resource"], r["requestedBound"]),
                   _amount(r["resource"], r["requestedPending"]), pct)
     console.print(t)
     if s["pdbs"]:
@@ -56,7 +56,7 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
         for c in ("pods", "healthy", "desired", "disruptions allowed"):
             t.add_column(c, justify="right")
         for b in s["pdbs"]:
-            t.add_row(Text(b["pdb"]), str(b["pods"]), str(b["currentHealthy"]), str(b["desiredHealthy"]),
+            t.add_row(safe_text(b["pdb"]), str(b["pods"]), str(b["currentHealthy"]), str(b["desiredHealthy"]),
                       str(b["disruptionsAllowed"]))
         console.print(t)
     if s["pendingPods"]:
@@ -66,13 +66,13 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
         t.add_column("requests")
         for pp in s["pendingPods"][:200]:
             req = ", ".join(f"{k} {_amount(k, v)}" for k, v in pp["requests"].items())
-            t.add_row(Text(pp["pod"]), str(pp["priority"]), Text(req))
+            t.add_row(safe_text(pp["pod"]), str(pp["priority"]), safe_text(req))
         if len(s["pendingPods"]) > 200:
             t.caption = f"first 200 of {len(s['pendingPods'])}; --json lists all"
         console.print(t)
     _render_profile(console, s["profile"])
     if s["skippedKinds"]:
-        console.print("Skipped kinds: " + ", ".join(f"{k} ×{v}" for k, v in s["skippedKinds"].items()),
+        console.print("Skipped kinds: " + ", ".join(safe(f"{k} ×{v}") for k, v in s["skippedKinds"].items()),
                       highlight=False)
 
 
@@ -83,18 +83,18 @@ def percentage_text(pct: int) -> str:
 
 def _render_profile(console: Console, prof: dict[str, Any]) -> None:
     """The profile as plugin/weight rows, its NodeResourcesFit scoring strategy named."""
-    t = Table(title=Text(f"Profile {prof['schedulerName']} ({prof['source']})"))
+    t = Table(title=safe_text(f"Profile {prof['schedulerName']} ({prof['source']})"))
     t.add_column("score plugin")
     t.add_column("weight", justify="right")
     for plugin, weight in prof["scoreWeights"].items():
-        t.add_row(plugin, str(weight))
+        t.add_row(safe_text(plugin), str(weight))
     ss = prof["scoringStrategy"]
-    t.caption = Text(f"NodeResourcesFit scoring strategy {ss['type']} ("
+    t.caption = safe_text(f"NodeResourcesFit scoring strategy {ss['type']} ("
                      + ", ".join(f"{r} weight {w}" for r, w in ss["resources"].items())
                      + f"); percentageOfNodesToScore {percentage_text(prof['percentageOfNodesToScore'])}")
     console.print(t)
     if prof["notModelled"]:
-        console.print(Text(f"Not modelled (accepted, no effect): {', '.join(prof['notModelled'])}"))
+        console.print(safe_text(f"Not modelled (accepted, no effect): {', '.join(prof['notModelled'])}"))
 
 
 def render_schedule_summary(console: Console, summary: dict[str, Any]) -> None:
@@ -116,12 +116,12 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
     for tier, name in zip(cert.tiers, shown):
         d = tier.to_dict()  # in the tier's unit, as JSON and the report show it
         gap = "no useful bound" if d["gap"] is None else f"{100 * d['gap']:.2f}%"
-        t.add_row(escape(name), f"{d['objective']:,}", f"{d['bound']:,}", gap,
+        t.add_row(safe(name), f"{d['objective']:,}", f"{d['bound']:,}", gap,
                   "" if d["greedy"] is None else f"{d['greedy']:,}", tier.status, f"{tier.seconds:.1f}")
         units.setdefault(d["unit"], []).append(tier.name.split("[")[0])
     console.print(t)
     for unit, names in units.items():
-        console.print(f"  {escape(', '.join(dict.fromkeys(names)))}: {unit}")
+        console.print(f"  {safe(', '.join(dict.fromkeys(names)))}: {unit}")
     if cert.greedy_optimal:
         console.print("kube-scheduler's placement is optimal for this batch.")
     if result.explanations:
@@ -130,7 +130,7 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
             t.add_column(c)
         for e in result.explanations[:50]:
             pods = ", ".join(e.pods[:3]) + (f" (+{len(e.pods) - 3})" if len(e.pods) > 3 else "")
-            t.add_row(escape(pods), str(e.priority), e.kind, escape(e.detail))
+            t.add_row(safe(pods), str(e.priority), e.kind, safe(e.detail))
         console.print(t)
     from .metrics import evicted, moved
     from .preemption.pdb_model import budget_use
@@ -140,11 +140,11 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
         console.print(f"running pods: {ev} evicted, {mv} moved")
     render_budgets(console, budget_use(result.batch, result.node_of))
     for note in cert.notes:
-        console.print(f"note: {escape(note)}")
+        console.print(f"note: {safe(note)}")
     if result.violations:
         console.print(f"[bold red]{len(result.violations)} placement(s) fail the greedy filters:[/]")
         for v in result.violations[:20]:
-            console.print(f"  {escape(str(v))}")
+            console.print(f"  {safe(str(v))}")
 
 
 def _name_column(t: Table, header: str) -> None:
@@ -168,7 +168,7 @@ def _render_placement(console: Console, s: dict[str, Any], title: str) -> None:
         t.add_column("priority", justify="right")
         t.add_column("reason", overflow="fold")
         for key, u in list(s["unschedulable"].items())[:50]:
-            t.add_row(Text(key), str(u["priority"]), Text(u["reason"]))
+            t.add_row(safe_text(key), str(u["priority"]), safe_text(u["reason"]))
         if len(s["unschedulable"]) > 50:
             t.caption = f"first 50 of {len(s['unschedulable'])}; --json lists all"
         console.print(t)
@@ -177,7 +177,7 @@ def _render_placement(console: Console, s: dict[str, Any], title: str) -> None:
         t.add_column(col, justify="right")
     for u in s["utilization"]:
         r = u["resource"]
-        t.add_row(r, _amount(r, u["requested"]), _amount(r, u["allocatable"]), f"{u['percent']:.1f}",
+        t.add_row(safe_text(r), _amount(r, u["requested"]), _amount(r, u["allocatable"]), f"{u['percent']:.1f}",
                   f"{u['maxNodePercent']:.1f}")
     console.print(t)
 
@@ -192,14 +192,14 @@ def _render_evicted(console: Console, evicted: dict[str, Any]) -> None:
     _name_column(t, "node")
     _name_column(t, "for")
     for key, e in evicted.items():
-        t.add_row(Text(key), str(e["priority"]), Text(e["node"]), Text(e["preemptor"] or "the optimal batch"))
+        t.add_row(safe_text(key), str(e["priority"]), safe_text(e["node"]), safe_text(e["preemptor"] or "the optimal batch"))
     console.print(t)
 
 
 def render_explain(console: Console, ex: dict[str, Any]) -> None:
     """One pod's cycles (:func:`optisched.greedy.explain.explain_pod`): a table of nodes per attempt."""
     where = f"bound to {ex['node']}" if ex["node"] else "left pending"
-    console.print(Text.assemble((ex["pod"], "bold"), f" priority {ex['priority']}, {len(ex['attempts'])} "
+    console.print(Text.assemble((plain(ex["pod"]), "bold"), f" priority {ex['priority']}, {len(ex['attempts'])} "
                                 f"attempt(s), {where}"))
     for at in ex["attempts"]:
         _render_attempt(console, at)
@@ -207,13 +207,13 @@ def render_explain(console: Console, ex: dict[str, Any]) -> None:
 
 def _render_attempt(console: Console, at: dict[str, Any]) -> None:
     nominated = f", nominated node {at['nominatedNode']}" if at["nominatedNode"] else ""
-    console.print(Text(f"Attempt {at['attempt']}{nominated}", style="bold"))
+    console.print(safe_text(f"Attempt {at['attempt']}{nominated}", style="bold"))
     if at["preFilter"] is not None:
         pf = at["preFilter"]
-        console.print(Text(f"PreFilter {pf['plugin']} rejected the pod on every node: {', '.join(pf['reasons'])}"))
+        console.print(safe_text(f"PreFilter {pf['plugin']} rejected the pod on every node: {', '.join(pf['reasons'])}"))
     if at.get("absentNodes"):
         ab = at["absentNodes"]
-        console.print(Text(f"PreFilter result of {', '.join(ab['plugins'])} left out {len(ab['nodes'])} node(s) "
+        console.print(safe_text(f"PreFilter result of {', '.join(ab['plugins'])} left out {len(ab['nodes'])} node(s) "
                            f"({'; '.join(ab['reasons'])}): {', '.join(ab['nodes'])}"))
     plugins = next((list(n["scores"]) for n in at["nodes"] if n.get("scores")), [])
     t = Table(title=f"Nodes (evaluation order), attempt {at['attempt']}")
@@ -225,25 +225,25 @@ def _render_attempt(console: Console, at: dict[str, Any]) -> None:
     for n in at["nodes"]:
         cells: list[Text | str]
         if n["result"] == "rejected":
-            cells = [Text.assemble((n["plugin"], "red"), ": " + "; ".join(n["reasons"]))]
+            cells = [Text.assemble((plain(n["plugin"]), "red"), plain(": " + "; ".join(n["reasons"])))]
             cells += [""] * len(plugins) + [""]
         else:
             style = {"chosen": "green", "not evaluated": "dim"}.get(n["result"], "")
             scores = n.get("scores") or {}
-            cells = [Text(n["result"], style=style), *(str(scores.get(p, "")) for p in plugins),
+            cells = [safe_text(n["result"], style=style), *(str(scores.get(p, "")) for p in plugins),
                      "" if n.get("total") is None else str(n["total"])]
-        t.add_row(Text(n["node"]), *cells)
+        t.add_row(safe_text(n["node"]), *cells)
     console.print(t)
     if at["scorePluginsSkipped"]:
-        console.print(Text(f"Score plugins skipped: {', '.join(at['scorePluginsSkipped'])}"))
+        console.print(safe_text(f"Score plugins skipped: {', '.join(at['scorePluginsSkipped'])}"))
     if at["message"]:
-        console.print(Text(at["message"]))
+        console.print(safe_text(at["message"]))
     pre = at["preemption"]
     if pre is not None and pre["node"] is not None:
         victims = ", ".join(f"{v['pod']} (priority {v['priority']})" for v in pre["victims"]) or "none"
-        console.print(Text(f"Preemption: nominated {pre['node']}, evicting {victims}"))
+        console.print(safe_text(f"Preemption: nominated {pre['node']}, evicting {victims}"))
     elif pre is not None and pre["message"]:
-        console.print(Text(pre["message"]))
+        console.print(safe_text(pre["message"]))
 
 
 def render_preemptions(console: Console, plan: list) -> None:
@@ -258,7 +258,7 @@ def render_preemptions(console: Console, plan: list) -> None:
     t.add_column("placed")
     for p in plan:
         victims = "\n".join(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})" for v, prio, pdbs in p.victims)
-        t.add_row(Text(p.preemptor), str(p.priority), Text(p.node), Text(victims), "yes" if p.placed else "no")
+        t.add_row(safe_text(p.preemptor), str(p.priority), safe_text(p.node), safe_text(victims), "yes" if p.placed else "no")
     console.print(t)
 
 
@@ -271,22 +271,22 @@ def _key_text(key: tuple | None, n_victims: int) -> str:
 def render_minimal_preemption(console: Console, answers: list) -> None:
     """Optimal single-pod preemption: the minimal victims beside kube-scheduler's for the same pod."""
     for a in answers:
-        console.print(Text(f"{a.preemptor} is treated as the head of the queue: the other pending pods are not "
+        console.print(safe_text(f"{a.preemptor} is treated as the head of the queue: the other pending pods are not "
                            "placed first (kube-scheduler would preempt for it only when its turn comes)."))
-        t = Table(title=f"Preemption for {escape(a.preemptor)} (priority {a.priority}"
+        t = Table(title=f"Preemption for {safe(a.preemptor)} (priority {a.priority}"
                         f"{', cross-node' if a.cross_node else ''})")
         for c in ("mode", "node", "victims (priority, node, PDBs)", "key", "status"):
             t.add_column(c, overflow="fold")
 
         def victims(vs: tuple) -> str:
-            return "\n".join(escape(f"{v.pod} ({v.priority}, {v.node}{', ' + ', '.join(v.pdbs) if v.pdbs else ''})")
+            return "\n".join(safe(f"{v.pod} ({v.priority}, {v.node}{', ' + ', '.join(v.pdbs) if v.pdbs else ''})")
                              for v in vs) or "-"
 
         note = a.message if a.status != "OPTIMAL" or not a.victims else ""
-        t.add_row("optimal", a.node or "-", victims(a.victims), _key_text(a.key, len(a.victims)),
-                  escape(a.status + (f": {note}" if note else "")))
-        t.add_row("kube-scheduler", a.greedy_node or "-", victims(a.greedy_victims),
-                  _key_text(a.greedy_key, len(a.greedy_victims)), escape(a.greedy_message or ""))
+        t.add_row("optimal", safe_text(a.node or "-"), victims(a.victims), _key_text(a.key, len(a.victims)),
+                  safe(a.status + (f": {note}" if note else "")))
+        t.add_row("kube-scheduler", safe_text(a.greedy_node or "-"), victims(a.greedy_victims),
+                  _key_text(a.greedy_key, len(a.greedy_victims)), safe(a.greedy_message or ""))
         console.print(t)
         if a.tiers:
             def shown(tier: Any, v: int) -> int | str:  # no victim: no highest priority
@@ -296,7 +296,7 @@ def render_minimal_preemption(console: Console, answers: list) -> None:
                 f"{tier.name} {shown(tier, tier.objective)} / {shown(tier, tier.bound)} {tier.status}"
                 for tier in a.tiers), highlight=False)
         if a.violations:
-            console.print(f"[bold red]the answer fails the greedy filters:[/] {escape(a.message)}")
+            console.print(f"[bold red]the answer fails the greedy filters:[/] {safe(a.message)}")
 
 
 def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
@@ -308,10 +308,10 @@ def render_batch_preemptions(console: Console, plan: list, result: Any) -> None:
         for c in ("node", "preemptors placed (priority)", "victims (priority, PDBs)", "outcome"):
             t.add_column(c, overflow="fold")
         for b in plan:
-            pre = "\n".join(escape(f"{p} ({prio})") for p, prio in b.preemptors) or "-"
-            vs = "\n".join(escape(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs, _ in b.victims)
-            outcome = "\n".join("evicted" if m is None else f"moved to {escape(m)}" for *_, m in b.victims)
-            t.add_row(escape(b.node), pre, vs, outcome)
+            pre = "\n".join(safe(f"{p} ({prio})") for p, prio in b.preemptors) or "-"
+            vs = "\n".join(safe(f"{v} ({prio}{', ' + ', '.join(pdbs) if pdbs else ''})") for v, prio, pdbs, _ in b.victims)
+            outcome = "\n".join("evicted" if m is None else f"moved to {safe(m)}" for *_, m in b.victims)
+            t.add_row(safe(b.node), pre, vs, outcome)
         console.print(t)
         ev, mv = sum(b.evictions for b in plan), sum(b.moves for b in plan)
         console.print(f"{ev} eviction(s), {mv} move(s) on {len(plan)} node(s)")
@@ -326,7 +326,7 @@ def render_budgets(console: Console, budgets: list) -> None:
     for c in ("budget", "disruptionsAllowed", "moves", "preemption victims", "violated"):
         t.add_column(c, justify="left" if c == "budget" else "right")
     for u in budgets:
-        t.add_row(escape(u.name), str(u.allowed), str(u.moves), str(u.victims),
+        t.add_row(safe(u.name), str(u.allowed), str(u.moves), str(u.victims),
                   f"[red]{u.violated}[/]" if u.violated else "0")
     console.print(t)
 
@@ -342,5 +342,5 @@ def render_landing(console: Console, landing: Any) -> None:
         for c in ("pod", "plan", "kube-scheduler"):
             t.add_column(c)
         for k, (want, got) in list(differs.items())[:50]:
-            t.add_row(escape(k), want or "(pending)", got or "(pending)")
+            t.add_row(safe(k), safe(want or "(pending)"), safe(got or "(pending)"))
         console.print(t)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .model.state import ClusterState
+from .outputs import csv_text
 
 __all__ = ["greedy_summary", "optimal_summary", "placement_summary", "placements_out", "placements_text",
            "pod_status"]
@@ -104,9 +105,9 @@ def placements_text(fmt: str, mode: str, state: ClusterState, node_of: np.ndarra
     :func:`pod_status`); else a JSON document ``{"mode", "placements", **extra}``."""
     if fmt == "csv":
         names, status = state.node_names, pod_status(state, node_of, not_handled)
-        rows = [f"{pod.key},{names[int(node_of[p])] if node_of[p] >= 0 else ''},{status[p]}"
+        rows = [(pod.key, names[int(node_of[p])] if node_of[p] >= 0 else "", status[p])
                 for p, pod in enumerate(state.pods)]
-        return "\n".join(["pod,node,status", *rows]) + "\n"
+        return csv_text(["pod", "node", "status"], rows)  # every field quoted, formulas neutralized
     doc = {"mode": mode, "placements": placements_out(state, node_of, not_handled), **extra}
     return json.dumps(doc, indent=1) + "\n"
 

@@ -7,6 +7,10 @@ elsewhere) and a Chromium binary for the report's browser test. A test asks for 
 ``shared_datasets`` and ``chromium`` fixtures: when one is missing the test is skipped with the reason
 (``-rs`` in ``pyproject.toml`` prints it), and with ``OPTISCHED_REQUIRE_ALL=1`` (set by ``.ci/run``) it
 fails instead, so CI always runs every test.
+
+Hypothesis draws new examples on every run; ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) draws the
+same ones every time (``derandomize``), so a property can fail CI only through a change, never by
+chance. A failure found locally is kept as an explicit example or test beside its property.
 """
 from __future__ import annotations
 
@@ -15,6 +19,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIRE_ALL_ENV = "OPTISCHED_REQUIRE_ALL"

@@ -189,18 +189,18 @@ def test_a_folder_without_manifests(tmp_path, capsys):
 
 def test_an_unreadable_file(tmp_path, capsys, monkeypatch):
     """Permission denied (simulated: tests run as root, who can read any file)."""
-    import pathlib
+    import builtins
 
     f = tmp_path / "secret.yaml"
     f.write_text(NODE)
-    real = pathlib.Path.read_text
+    real = builtins.open
 
-    def denied(self, *a, **k):
-        if self.name == "secret.yaml":
+    def denied(file, *a, **k):
+        if str(file).endswith("secret.yaml"):
             raise PermissionError(13, "Permission denied")
-        return real(self, *a, **k)
+        return real(file, *a, **k)
 
-    monkeypatch.setattr(pathlib.Path, "read_text", denied)
+    monkeypatch.setattr(builtins, "open", denied)
     code, _, err = run_cli(["inspect", str(f)], capsys)
     assert code == 2 and "secret.yaml: cannot read: Permission denied" in " ".join(err.split())
 

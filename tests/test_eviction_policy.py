@@ -145,3 +145,15 @@ def test_node_bound_kinds_are_one_rule_for_replays_and_policies():
     st = state_of(node("n"), ds)
     assert node_bound(st.pods[0]) == Keep.DAEMONSET == EvictionPolicy(evict_bare_pods=True).verdicts(st).why(0)
     assert stays_reason(st.pods[0], {"default-scheduler"}) == Keep.DAEMONSET.value
+
+
+def test_a_pod_with_a_claim_may_leave_when_the_input_describes_its_volume():
+    """With PersistentVolumes, claims or classes in the input the volume rules hold a moved pod to its
+    volume's nodes, so the claim no longer keeps it in place; without them it stays (the rules skip)."""
+    from storage_builders import pv, pvc
+
+    claimed = _owned("p").set("spec.volumes", [{"name": "d", "persistentVolumeClaim": {"claimName": "data-0"}}])
+    assert EvictionPolicy().verdicts(state_of(node("n"), claimed)).why(0) == Keep.PVC
+    described = state_of(node("n"), claimed, pv("vol-1").claimed("data-0"), pvc("data-0").bound("vol-1"))
+    v = EvictionPolicy().verdicts(described)
+    assert v.why(described.pod_index["default/p"]) is None

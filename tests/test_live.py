@@ -32,7 +32,7 @@ def fake_kubernetes(objects: list[dict], calls: list[str]) -> types.ModuleType:
             return call
 
     mod.client = types.SimpleNamespace(ApiClient=lambda: None, CoreV1Api=Api, SchedulingV1Api=Api, PolicyV1Api=Api,
-                                       AppsV1Api=Api)
+                                       AppsV1Api=Api, StorageV1Api=Api)
     return mod
 
 

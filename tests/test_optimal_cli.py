@@ -37,7 +37,7 @@ def test_schedule_optimal_csv_and_greedy_optimal_message(tmp_path, capsys) -> No
     code, stdout, _ = run_cli(["schedule", f"{EXAMPLES}/quickstart.yaml", "--mode", "optimal", "--time-limit", "10",
                                "--output", str(out)], capsys)
     assert code == 0
-    assert out.read_text().splitlines()[0] == "pod,node,status"
+    assert out.read_text().splitlines()[0] == '"pod","node","status"'
     assert "kube-scheduler's placement is optimal for this batch." in stdout
 
 

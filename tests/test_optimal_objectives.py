@@ -66,8 +66,10 @@ def test_node_costs_in_thousandths_and_a_bad_cost_is_refused() -> None:
     state = state_of(node("n1").label(**{COST_KEY: "1.5"}), node("n2"))
     assert node_costs(state).tolist() == [1500, 1500]
     assert node_costs(state_of(node("n1"))) is None
-    with pytest.raises(InputError, match=r"Node/n1: optisched.io/hourly-cost: 'cheap' is not a non-negative number"):
-        node_costs(state_of(node("n1").label(**{COST_KEY: "cheap"})))
+    for bad in ("cheap", "-1", "1e30", "NaN", "Infinity"):
+        with pytest.raises(InputError, match=r"Node/n1 \.metadata\.labels\['optisched.io/hourly-cost'\]: "
+                                             rf"'{bad}' is not a number from 0 to 1000000"):
+            node_costs(state_of(node("n1").label(**{COST_KEY: bad})))
 
 
 def prefer(name: str) -> dict:

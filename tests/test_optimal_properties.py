@@ -3,15 +3,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from builders import node, pod
 from helpers.mixed import mixed_cluster
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optisched.datasets.generate import GenerateSpec, generate
+from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.loader import cluster_from_objects
 from optisched.model.objects import PreemptionPolicy
 from optisched.model.state import compile_cluster
-from optisched.optimal.check import check_answer
+from optisched.optimal import solve
+from optisched.optimal.check import check_answer, check_placement
+from optisched.optimal.classes import build_batch
+from optisched.optimal.hint import repair_placement
 from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
 from optisched.profile import default_config
 
@@ -32,6 +37,48 @@ def _victims(state, node_of):  # type: ignore[no-untyped-def]
     """Bound pods that lost their node: (pod row, its input node)."""
     gone = (state.pod_node >= 0) & (node_of != state.pod_node)
     return [(int(p), int(state.pod_node[p])) for p in np.flatnonzero(gone)]
+
+
+def _greedy_run(objs: list[dict]):  # type: ignore[no-untyped-def]
+    cluster = cluster_from_objects(objs)
+    state = compile_cluster(cluster)
+    config = cluster.config or default_config()
+    return state, config, build_batch(state, config), GreedyScheduler(state, config, GreedyOptions(record=False)).run()
+
+
+def test_a_victim_put_back_gets_the_pods_of_its_whole_zone_rechecked() -> None:
+    """Mixed cluster 782: batch semantics puts preemption victim b29 back on n01 (zone b); its required
+    anti-affinity keeps ``tier=web`` pods out of the whole zone, so p14 (``tier=web``, placed on n04 in
+    zone b, itself not fragile) must leave as well. Re-checking only the pods of n01 kept p14, and the
+    repaired copy failed the checker."""
+    state, config, batch, greedy = _greedy_run(mixed_cluster(782))
+    raw = greedy.snapshot.node_of
+    fixed = repair_placement(batch, config, raw)
+    b29, p14 = state.pod_index["default/b29"], state.pod_index["default/p14"]
+    assert raw[b29] == -1 and fixed[b29] == state.pod_node[b29] == state.node_index["n01"]
+    assert raw[p14] == state.node_index["n04"] and fixed[p14] == -1
+    assert check_placement(state, config, fixed, batch.class_of) == []
+
+
+def test_the_violations_describe_the_placement_returned_not_the_repaired_copy() -> None:
+    """When a part has no solution in time, kube-scheduler's own placement is returned; the violations
+    must be that placement's (none), not those of the repaired copy the check saw first (here one that
+    puts the pod on a tainted node)."""
+    from types import SimpleNamespace
+
+    objs = [node("n1", cpu="2").build(), node("n2", cpu="2").taint("dedicated", "x").build(),
+            pod("p").req(cpu="1").build()]
+    state, config, batch, greedy = _greedy_run(objs)
+    raw = greedy.snapshot.node_of.copy()
+    p, n2 = state.pod_index["default/p"], state.node_index["n2"]
+    assert raw[p] == state.node_index["n1"]
+    broken = raw.copy()
+    broken[p] = n2
+    assert check_placement(state, config, broken, batch.class_of) != []
+    unsolved = SimpleNamespace(solver=SimpleNamespace(full=None), reached=None, lns=False, skipped=[])
+    r = solve._answer(state, config, batch, [unsolved], [], greedy, broken, raw, 0.0, lambda *_: None)
+    assert r.certificate.source == "greedy" and np.array_equal(r.node_of, raw)
+    assert r.violations == [] == check_answer(state, config, r.node_of, raw)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

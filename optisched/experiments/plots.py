@@ -7,9 +7,12 @@ module sits below the one whose ``plot_*`` methods call it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec, Protocol
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -27,8 +30,20 @@ if TYPE_CHECKING:
 __all__ = ["Compared", "plot_budgets", "plot_fragmentation", "plot_placed_by_priority", "plot_spread",
            "plot_utilization"]
 
+P = ParamSpec("P")
 MAX_BARS = 40  # per-node bar plots show at most this many nodes
 MAX_SPREAD_PANELS = 6
+
+
+def literal_text(plot: Callable[P, Figure]) -> Callable[P, Figure]:
+    """Draw names from the input as typed: ``$...$`` in a zone or resource name is not parsed as
+    mathtext (a malformed formula would raise while the figure is drawn)."""
+    @functools.wraps(plot)
+    def drawn(*args: P.args, **kwargs: P.kwargs) -> Figure:
+        with rc_context({"text.parse_math": False}):
+            return plot(*args, **kwargs)
+
+    return drawn
 
 
 class Compared(Protocol):
@@ -67,6 +82,7 @@ def _empty(ax: Axes, text: str) -> None:
     ax.set_axis_off()
 
 
+@literal_text
 def plot_utilization(c: Compared) -> Figure:
     """Per resource, each run's per-node utilization sorted from the fullest node down: packing shows
     as a few full nodes and a tail of empty ones, spreading as a flat line."""
@@ -98,6 +114,7 @@ def plot_utilization(c: Compared) -> Figure:
     return fig
 
 
+@literal_text
 def plot_placed_by_priority(c: Compared) -> Figure:
     """Pending pods placed by each run per priority level, against how many were pending."""
     state = c.state
@@ -137,6 +154,7 @@ def _frag_nodes(c: Compared, j: int) -> np.ndarray:
     return np.sort(nodes[np.argsort(-most, kind="stable")[:MAX_BARS]])
 
 
+@literal_text
 def plot_fragmentation(c: Compared) -> Figure:
     """Per resource and node, each run's free capacity split into what some workload shape can use
     (solid) and what none can (hatched): fragmentation as defined in :mod:`optisched.metrics`."""
@@ -181,6 +199,7 @@ def _unit(res: str) -> tuple[float, str]:
     return 1.0, ""
 
 
+@literal_text
 def plot_spread(c: Compared) -> Figure:
     """Matching pods per topology domain for the spread constraints, worst first (as ``spread_skews``)."""
     state = c.state

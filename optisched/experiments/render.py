@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from ..textsafe import safe
 from .compare import Comparison
 from .tables import format_value
 
@@ -26,24 +26,24 @@ def render_comparison(console: Console, c: Comparison, max_pod_rows: int = MAX_P
                     f"{c.state.num_nodes} nodes)")
     t.add_column("metric")
     for r in c.runs:
-        t.add_column(r.name, justify="right")
+        t.add_column(safe(r.name), justify="right")
     for metric, row in c.summary.iterrows():
         kind = c.formats.get(str(metric), "text")
-        cells = [escape(format_value(kind, v)) for v in row.tolist()]
+        cells = [safe(format_value(kind, v)) for v in row.tolist()]
         marked = [cells[0]] + [f"[bold]{x}[/]" if x != cells[0] else x for x in cells[1:]]
-        t.add_row(escape(str(metric)), *marked)
+        t.add_row(safe(str(metric)), *marked)
     console.print(t)
     _render_budgets(console, c)
     if c.pods.empty:
         console.print("Every run places every pod as the first run does.")
         return
     first = c.runs[0].name
-    p = Table(title=f"Pods placed differently from {first}")
+    p = Table(title=f"Pods placed differently from {safe(first)}")
     cols = ["pod", "priority", *(f"node:{r.name}" for r in c.runs), "change", f"reason:{first}"]
     for col in cols:
-        p.add_column(escape(col.removeprefix("node:")), overflow="fold")
+        p.add_column(safe(col.removeprefix("node:")), overflow="fold")
     for _, rec in c.pods.head(max_pod_rows).iterrows():
-        p.add_row(*(escape(_cell(rec[col])) for col in cols))
+        p.add_row(*(safe(_cell(rec[col])) for col in cols))
     if len(c.pods) > max_pod_rows:
         p.caption = f"first {max_pod_rows} of {len(c.pods)}; the report's pods.csv lists all"
     console.print(p)
@@ -58,6 +58,6 @@ def _render_budgets(console: Console, c: Comparison) -> None:
     for col in ("run", "budget", "disruptionsAllowed", "moves", "preemption victims", "violated"):
         t.add_column(col, justify="left" if col in ("run", "budget") else "right")
     for name, u in rows:
-        t.add_row(escape(name), escape(u["budget"]), str(u["disruptionsAllowed"]), str(u["moves"]), str(u["victims"]),
+        t.add_row(safe(name), safe(u["budget"]), str(u["disruptionsAllowed"]), str(u["moves"]), str(u["victims"]),
                   f"[red]{u['violated']}[/]" if u["violated"] else "0")
     console.print(t)

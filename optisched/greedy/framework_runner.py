@@ -110,6 +110,7 @@ class Framework:
         """
         skipped: set[str] = set()
         restrict: np.ndarray | None = None
+        narrowed: list[str] = []
         previous: dict[str, Status] = cycle.data.setdefault("__prefilter__", {})
         for name in self.pre_filter_names:
             rule = self.filter_rules[name]
@@ -124,7 +125,9 @@ class Framework:
                 return st, name, skipped
             if st.nodes is not None:
                 restrict = st.nodes if restrict is None else (restrict & st.nodes)
-        return Status(nodes=restrict), "", skipped
+                narrowed.append(name)
+        # a success's reasons name the plugins that narrowed the nodes (kube's absent-node message)
+        return Status(reasons=tuple(narrowed), nodes=restrict), "", skipped
 
     def filter(self, cycle: CycleState, nodes: np.ndarray, skipped: set[str]) -> FilterPass:
         """Run every Filter plugin over ``nodes``; each node stops at its first failing plugin."""

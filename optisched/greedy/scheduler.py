@@ -230,8 +230,11 @@ class GreedyScheduler:
         key = self._shapes.get(pod)
         if key is None:
             obj = self.state.pods[pod]
+            # an ephemeral volume's claim is named after the pod: there the name is part of the shape
+            meta = {"uid", "creation_timestamp"} | (set() if any(v.ephemeral is not None for v in obj.spec.volumes)
+                                                    else {"name"})
             key = self._shapes[pod] = (
-                obj.model_dump_json(exclude={"metadata": {"name", "uid", "creation_timestamp"}}),
+                obj.model_dump_json(exclude={"metadata": meta}),
                 self.state.pod_requests[pod].tobytes(), self.state.pod_nonzero[pod].tobytes(),
                 int(self.state.pod_priority[pod]))
         return key

@@ -1,7 +1,7 @@
 """What the nodes a placement uses cost per hour, from the node label or annotation :data:`COST_KEY`.
 
-The price is a decimal number of any currency per hour (``"0.192"``), the same on every node of a
-cluster; optimal mode's ``pack`` objective reads it through :func:`node_costs` too.
+The price is a decimal number of any currency per hour (``"0.192"``) from 0 to :data:`MAX_COST`, the
+same on every node of a cluster; optimal mode's ``pack`` objective reads it through :func:`node_costs` too.
 """
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from ..errors import InputError
 from ..model.state import ClusterState
 from .resources import pods_per_node
 
-__all__ = ["COST_KEY", "hourly_cost", "node_costs"]
+__all__ = ["COST_KEY", "MAX_COST", "hourly_cost", "node_costs"]
 
 COST_KEY = "optisched.io/hourly-cost"
+MAX_COST = Decimal(1_000_000)  # per node and hour: thousandths summed over 10^5 nodes stay far within int64
 
 
 def node_costs(state: ClusterState) -> np.ndarray | None:
@@ -32,8 +33,10 @@ def node_costs(state: ClusterState) -> np.ndarray | None:
             value = Decimal(text)
         except InvalidOperation:
             value = Decimal("NaN")
-        if not value.is_finite() or value < 0:
-            raise InputError(f"{COST_KEY}: {text!r} is not a non-negative number", obj=f"Node/{node.metadata.name}")
+        if not value.is_finite() or not 0 <= value <= MAX_COST:
+            where = "labels" if COST_KEY in node.metadata.labels else "annotations"
+            raise InputError(f"{text!r} is not a number from 0 to {MAX_COST}", obj=f"Node/{node.metadata.name}",
+                             path=f".metadata.{where}[{COST_KEY!r}]")
         raw.append(value)
     known = [v for v in raw if v is not None]
     if not known:

@@ -20,6 +20,7 @@ from .objects import (
 
 if TYPE_CHECKING:
     from ..profile import SchedulerConfig
+    from .storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "Cluster"]
 
@@ -40,6 +41,11 @@ class Cluster:
     replica_sets: list[ReplicaSet] = field(default_factory=list)
     stateful_sets: list[StatefulSet] = field(default_factory=list)
     replication_controllers: list[ReplicationController] = field(default_factory=list)
+    persistent_volumes: list[PersistentVolume] = field(default_factory=list)
+    persistent_volume_claims: list[PersistentVolumeClaim] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    csi_nodes: list[CSINode] = field(default_factory=list)
+    csi_drivers: list[CSIDriver] = field(default_factory=list)
     config: SchedulerConfig | None = None
     skipped: Counter = field(default_factory=Counter)
     sources: list[str] = field(default_factory=list)

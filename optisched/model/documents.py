@@ -7,51 +7,43 @@ scheduler configuration (:mod:`optisched.profile`) read their files through it, 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
 from ..errors import InputError
+from .bounded import DEFAULT_MAX_INPUT, check_parsed, parse_json, parse_yaml, read_bounded
 
 __all__ = ["load_documents", "read_source", "validation_message"]
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def read_source(path: str) -> tuple[str, str]:
-    """(name, text) of a file or ``-``; unreadable input becomes an :class:`InputError` naming it."""
-    if path == "-":
-        return "<stdin>", sys.stdin.read()
-    p = Path(path)
-    try:
-        return path, p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file or folder", source=path) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", source=path) from None
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=path) from None
+def read_source(path: str, limit: int = DEFAULT_MAX_INPUT) -> tuple[str, str]:
+    """(name, text) of a regular file or ``-``, at most ``limit`` bytes; unreadable input becomes an
+    :class:`InputError` naming it (:func:`optisched.model.bounded.read_bounded`)."""
+    return read_bounded(path, limit)
 
 
 def load_documents(source: str, text: str) -> list[Any]:
-    """Parse one file's text: JSON when it looks like JSON, else (multi-document) YAML."""
+    """Parse one file's text: JSON when it looks like JSON, else (multi-document) YAML; bounded in
+    expansion, depth and number length (:mod:`optisched.model.bounded`)."""
     stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
-        try:
-            doc = json.loads(text)
-            return doc if isinstance(doc, list) else [doc]
-        except json.JSONDecodeError:
-            pass  # YAML flow style also starts with '{'
+    docs: list[Any] | None = None
     try:
-        return list(yaml.load_all(text, Loader=_Loader))
+        if stripped[:1] in ("{", "["):
+            try:
+                doc = parse_json(text, source)
+                docs = doc if isinstance(doc, list) else [doc]
+            except json.JSONDecodeError:
+                pass  # YAML flow style also starts with '{'
+        if docs is None:
+            docs = list(parse_yaml(text))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"invalid YAML{where}: {problem}", source=source) from None
+    check_parsed(docs, text, source)
+    return docs
 
 
 def validation_message(err: ValidationError) -> tuple[str, str]:

@@ -1,9 +1,10 @@
 """Read the scheduler's inputs from a live cluster, read-only (the ``kube`` extra: the kubernetes client).
 
 The same objects ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets,
-statefulsets,replicationcontrollers -A -o json`` would list, fetched as raw JSON so they go through
-the same validation as files. Only ``list`` calls are made, never for Secrets. :func:`snapshot_list`
-keeps what such a read returned as one ``kind: List`` document, so a run can be repeated offline.
+statefulsets,replicationcontrollers,pv,pvc,storageclass,csinode,csidriver -A -o json`` would list, fetched
+as raw JSON so they go through the same validation as files. Only ``list`` calls are made, never for
+Secrets. :func:`snapshot_list` keeps what such a read returned as one ``kind: List`` document, so a run
+can be repeated offline.
 """
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ LISTS = [
     ("PodDisruptionBudget", "policy/v1", "PolicyV1Api", "list_pod_disruption_budget_for_all_namespaces"),
     ("ReplicaSet", "apps/v1", "AppsV1Api", "list_replica_set_for_all_namespaces"),
     ("StatefulSet", "apps/v1", "AppsV1Api", "list_stateful_set_for_all_namespaces"),
+    ("PersistentVolume", "v1", "CoreV1Api", "list_persistent_volume"),
+    ("PersistentVolumeClaim", "v1", "CoreV1Api", "list_persistent_volume_claim_for_all_namespaces"),
+    ("StorageClass", "storage.k8s.io/v1", "StorageV1Api", "list_storage_class"),
+    ("CSINode", "storage.k8s.io/v1", "StorageV1Api", "list_csi_node"),
+    ("CSIDriver", "storage.k8s.io/v1", "StorageV1Api", "list_csi_driver"),
 ]
 
 

@@ -1,13 +1,14 @@
 """Read clusters from files, folders, stdin or a live cluster.
 
 Accepts what ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets -A -o yaml``
-writes (``kind: List``), multi-document YAML manifests and JSON. Any problem
+(and ``pv,pvc,storageclass,csinode,csidriver``) writes (``kind: List``), multi-document YAML manifests and JSON. Any problem
 becomes an :class:`~optisched.errors.InputError` naming the file, the object
 and the field; input files are only ever read.
 """
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,8 +17,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
+from .bounded import DEFAULT_MAX_INPUT
 from .cluster import Cluster, resolve_priority
 from .documents import load_documents, read_source, validation_message
+from .names import check_object_name
 from .objects import (
     Namespace,
     Node,
@@ -28,6 +31,14 @@ from .objects import (
     ReplicationController,
     Service,
     StatefulSet,
+)
+from .storage import (
+    CSIDriver,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    storage_warnings,
 )
 
 __all__ = ["cluster_from_objects", "load_cluster", "load_documents", "read_source", "validation_message"]
@@ -43,19 +54,38 @@ _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
     "ReplicaSet": (ReplicaSet, ("apps/v1",), "replica_sets"),
     "StatefulSet": (StatefulSet, ("apps/v1",), "stateful_sets"),
     "ReplicationController": (ReplicationController, ("v1",), "replication_controllers"),
+    "PersistentVolume": (PersistentVolume, ("v1",), "persistent_volumes"),
+    "PersistentVolumeClaim": (PersistentVolumeClaim, ("v1",), "persistent_volume_claims"),
+    "StorageClass": (StorageClass, ("storage.k8s.io/v1",), "storage_classes"),
+    "CSINode": (CSINode, ("storage.k8s.io/v1",), "csi_nodes"),
+    "CSIDriver": (CSIDriver, ("storage.k8s.io/v1",), "csi_drivers"),
 }
-_NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController"}
+_NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+               "PersistentVolumeClaim"}
 _SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _walk_error(e: OSError) -> None:
+    raise InputError(f"cannot read: {e.strerror}", source=str(e.filename)) from None
+
+
+def _folder_files(folder: str) -> list[str]:
+    """The manifests under ``folder``, recursively; a sub-folder that cannot be listed is an error, not a
+    silently empty part of the input."""
+    files = []
+    for root, dirs, names in os.walk(folder, onerror=_walk_error):
+        dirs.sort()
+        files += [os.path.join(root, n) for n in names if n.endswith(_SUFFIXES)]
+    return sorted(files)
 
 
 def _expand(paths: Iterable[str]) -> Iterator[str]:
     for path in paths:
-        p = Path(path)
-        if path != "-" and p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in _SUFFIXES)
+        if path != "-" and Path(path).is_dir():
+            files = _folder_files(path)
             if not files:
                 raise InputError("folder holds no .yaml, .yml or .json file", source=path)
-            yield from (str(f) for f in files)
+            yield from files
         else:
             yield path
 
@@ -109,7 +139,9 @@ def _add_object(cluster: Cluster, source: str, raw: Any, index: int, seen: set) 
     except ValidationError as err:
         path, msg = validation_message(err)
         raise InputError(msg, source=source, obj=ref, path=path) from None
-    key = (kind, obj.metadata.namespace if kind in _NAMESPACED else None, obj.metadata.name)  # type: ignore
+    namespace = obj.metadata.namespace if kind in _NAMESPACED else None  # type: ignore[attr-defined]
+    check_object_name(kind, obj.metadata.name, namespace, source=source, ref=ref)  # type: ignore[attr-defined]
+    key = (kind, namespace, obj.metadata.name)  # type: ignore[attr-defined]
     if key in seen:
         raise InputError("duplicate object: the same kind, namespace and name appear twice",
                          source=source, obj=obj.ref)  # type: ignore[attr-defined]
@@ -143,6 +175,7 @@ def _finish(cluster: Cluster) -> Cluster:
             raise InputError(f"PriorityClass {pod.spec.priority_class_name!r} does not exist",
                              source=src, obj=pod.ref, path=".spec.priorityClassName") from None
     cluster.pods = resolved
+    cluster.warnings.extend(storage_warnings(cluster))
     return cluster
 
 
@@ -168,12 +201,13 @@ def cluster_from_objects(objects: Iterable[dict], source: str = "<objects>") -> 
         return _finish(cluster)
 
 
-def load_cluster(paths: Iterable[str]) -> Cluster:
-    """Load one or more files, folders (``*.yaml``, ``*.yml``, ``*.json``, recursively) or ``-`` (stdin)."""
+def load_cluster(paths: Iterable[str], max_bytes: int = DEFAULT_MAX_INPUT) -> Cluster:
+    """Load one or more files, folders (``*.yaml``, ``*.yml``, ``*.json``, recursively) or ``-`` (stdin),
+    each at most ``max_bytes`` long."""
     cluster, seen = Cluster(), set()
     with _no_gc():
         for path in _expand(paths):
-            source, text = read_source(path)
+            source, text = read_source(path, max_bytes)
             cluster.sources.append(source)
             for i, raw in enumerate(load_documents(source, text)):
                 _add_object(cluster, source, raw, i, seen)

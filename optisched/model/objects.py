@@ -7,6 +7,7 @@ what the scheduler would choke on; quantities become integer nano units.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -14,13 +15,14 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from .quantity import QuantityError, parse_quantity
+from .quantity import INT64_MAX, QuantityError, parse_quantity, to_scheduler_units
 
 __all__ = [
     "Affinity",
     "Container",
     "ContainerImage",
     "ContainerPort",
+    "DiskSource",
     "KubeObject",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -51,8 +53,12 @@ __all__ = [
     "TaintEffect",
     "Toleration",
     "TopologySpreadConstraint",
+    "Volume",
     "WeightedPodAffinityTerm",
 ]
+
+
+_PERCENT = re.compile(r"[0-9]+%")
 
 
 class _M(BaseModel):
@@ -74,11 +80,18 @@ def _resource_list(v: Any) -> dict[str, int]:
             raise ValueError(f"{k}: {q!r} is not a quantity") from None
         if n < 0:
             raise ValueError(f"{k}: {q!r} must not be negative")
+        if to_scheduler_units(str(k), n) > INT64_MAX:
+            unit = "millicores" if k == "cpu" else "units"
+            raise ValueError(f"{k}: {q!r} is beyond the int64 range in {unit}")
         out[str(k)] = n
     return out
 
 
 ResourceList = Annotated[dict[str, int], BeforeValidator(_resource_list)]
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+"""An API ``int32`` field."""
+Int64 = Annotated[int, Field(ge=-(2**63), le=INT64_MAX)]
+"""An API ``int64`` field."""
 """Resource name -> quantity in nano units (see :mod:`optisched.model.quantity`)."""
 
 
@@ -254,7 +267,7 @@ class Toleration(_M):
     operator: TolerationOperator = TolerationOperator.EQUAL
     value: str = ""
     effect: TaintEffect | None = None
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
     @field_validator("effect", mode="before")
     @classmethod
@@ -282,11 +295,11 @@ class Toleration(_M):
 
 # ---------------------------------------------------------------- spread
 class TopologySpreadConstraint(_M):
-    max_skew: int = Field(ge=1)
+    max_skew: int = Field(ge=1, le=2**31 - 1)  # int32
     topology_key: str = Field(min_length=1)
     when_unsatisfiable: str
     label_selector: LabelSelector | None = None
-    min_domains: int | None = Field(default=None, ge=1)
+    min_domains: int | None = Field(default=None, ge=1, le=2**31 - 1)  # int32
     match_label_keys: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     node_affinity_policy: str = "Honor"
     node_taints_policy: str = "Ignore"
@@ -354,7 +367,21 @@ class PreemptionPolicy(StrEnum):
 
 
 class PVCSource(_M):
-    claim_name: str
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class DiskSource(_M):
+    """The in-tree disk sources VolumeRestrictions compares: GCE PD (``pdName``), AWS EBS (``volumeID``),
+    iSCSI (``iqn``) and Ceph RBD (``monitors``, ``pool``, ``image``)."""
+
+    pd_name: str = ""
+    volume_id: str = Field("", alias="volumeID")
+    iqn: str = ""
+    monitors: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    pool: str = "rbd"
+    image: str = ""
+    read_only: bool = False
 
 
 class Volume(_M):
@@ -363,6 +390,10 @@ class Volume(_M):
     ephemeral: dict | None = None
     empty_dir: dict | None = None  # local storage: a pod with it is protected from eviction by default
     host_path: dict | None = None
+    gce_persistent_disk: DiskSource | None = None
+    aws_elastic_block_store: DiskSource | None = None
+    iscsi: DiskSource | None = Field(None, alias="iscsi")
+    rbd: DiskSource | None = Field(None, alias="rbd")
 
 
 class PodSpec(_M):
@@ -376,12 +407,27 @@ class PodSpec(_M):
     affinity: Affinity | None = None
     tolerations: Annotated[list[Toleration], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     topology_spread_constraints: Annotated[list[TopologySpreadConstraint], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str | None = None
     preemption_policy: PreemptionPolicy | None = None
     volumes: Annotated[list[Volume], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     resource_claims: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     scheduling_gates: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _sums_fit_int64(self) -> PodSpec:
+        """The requests of all containers and the overhead, added up, stay within int64 in scheduler units
+        (an upper bound of ``PodRequests``; Go's int64 would wrap where Python's integers do not)."""
+        total: dict[str, int] = {}
+        for c in (*self.containers, *self.init_containers):
+            for k, n in {**c.resources.limits, **c.resources.requests}.items():
+                total[k] = total.get(k, 0) + n
+        for k, n in self.overhead.items():
+            total[k] = total.get(k, 0) + n
+        for k, n in total.items():
+            if to_scheduler_units(k, n) > INT64_MAX:
+                raise ValueError(f"the {k} requests of the containers add up beyond the int64 range")
+        return self
 
     @field_validator("scheduler_name", mode="before")
     @classmethod
@@ -428,7 +474,7 @@ class Pod(KubeObject):
 # ---------------------------------------------------------------- node
 class ContainerImage(_M):
     names: Annotated[list[str], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
-    size_bytes: int = 0
+    size_bytes: int = Field(default=0, ge=0, le=INT64_MAX)  # int64
 
 
 class NodeSpec(_M):
@@ -467,16 +513,20 @@ class PriorityClass(KubeObject):
 
 
 class PDBSpec(_M):
-    min_available: int | str | None = None
-    max_unavailable: int | str | None = None
+    min_available: Int32 | str | None = None
+    max_unavailable: Int32 | str | None = None
     selector: LabelSelector | None = None
 
     @field_validator("min_available", "max_unavailable")
     @classmethod
     def _int_or_percent(cls, v: int | str | None) -> int | str | None:
+        # policy/validation ValidatePodDisruptionBudgetSpec: ValidatePositiveIntOrPercent, IsNotMoreThan100Percent
         if isinstance(v, str):
-            if not (v.endswith("%") and v[:-1].isdigit()):
+            if _PERCENT.fullmatch(v) is None:
                 raise ValueError(f"{v!r} is neither an integer nor a percentage like '50%'")
+            digits = v[:-1].lstrip("0")
+            if len(digits) > 3 or int(digits or "0") > 100:
+                raise ValueError(f"{v!r} must not be greater than 100%")
         elif isinstance(v, int) and v < 0:
             raise ValueError(f"{v} must not be negative")
         return v
@@ -489,10 +539,10 @@ class PDBSpec(_M):
 
 
 class PDBStatus(_M):
-    disruptions_allowed: int | None = None
-    current_healthy: int | None = None
-    desired_healthy: int | None = None
-    expected_pods: int | None = None
+    disruptions_allowed: Int32 | None = None
+    current_healthy: Int32 | None = None
+    desired_healthy: Int32 | None = None
+    expected_pods: Int32 | None = None
 
 
 class PodDisruptionBudget(KubeObject):

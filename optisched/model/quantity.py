@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["NANO", "format_quantity", "human_quantity", "milli_value", "parse_quantity", "to_scheduler_units", "value"]
+__all__ = ["INT64_MAX", "MAX_DIGITS", "NANO", "format_quantity", "human_quantity", "milli_value", "parse_quantity",
+           "to_scheduler_units", "value"]
 
 NANO = 10**9
+INT64_MAX = 2**63 - 1
+MAX_DIGITS = 100  # digits of a quantity's number; int64 needs 19, nano precision 9 more
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_EXP = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(.*)$")
@@ -46,6 +49,8 @@ def parse_quantity(text: str | float) -> int:
     if m is None or s != text:
         raise QuantityError(f"{text!r} is not a quantity")
     sign, number, suffix = m.groups()
+    if len(number) > MAX_DIGITS or len(suffix) > MAX_DIGITS:
+        raise QuantityError(f"{text[:20]!r}… is not a quantity (more than {MAX_DIGITS} digits)")
     whole, _, frac = number.partition(".")
     mantissa = int((whole or "0") + frac)
     exp10 = -len(frac)
@@ -60,7 +65,11 @@ def parse_quantity(text: str | float) -> int:
         raise QuantityError(f"{text!r} is not a quantity (unknown suffix {suffix!r})")
     # value in nano units = mantissa * mult * 10**(exp10 + 9), rounded up (away from zero, as Kubernetes does)
     exp10 += 9
-    if exp10 >= 0:
+    if mantissa and exp10 + len(str(mantissa)) > 40:  # beyond 2**63 * NANO: do not build a huge integer
+        raise QuantityError(f"{text!r} is too large")
+    if exp10 < -2 * MAX_DIGITS - 40:  # a tiny positive amount: rounds up to one nano unit
+        nanos = 1 if mantissa else 0
+    elif exp10 >= 0:
         nanos = mantissa * mult * 10**exp10
     else:
         nanos = _ceil_div(mantissa * mult, 10**-exp10)

@@ -33,9 +33,11 @@ __all__ = ["Batch", "PodClass", "build_batch", "signature"]
 def signature(pod: Pod) -> tuple:
     """What makes two pods interchangeable for every scheduling rule."""
     owner = next(((o.kind, o.name) for o in pod.metadata.owner_references if o.controller), None)
+    # an ephemeral volume's claim is named after the pod, so such a pod is a class of its own
+    own = pod.metadata.name if any(v.ephemeral is not None for v in pod.spec.volumes) else None
     return (pod.metadata.namespace or "default", tuple(sorted(pod.metadata.labels.items())), owner,
             pod.metadata.deletion_timestamp is not None,
-            pod.spec.model_dump_json(exclude={"node_name"}))
+            pod.spec.model_dump_json(exclude={"node_name"}), own)
 
 
 @dataclass

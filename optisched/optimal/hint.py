@@ -57,8 +57,9 @@ def fragile(state: ClusterState) -> np.ndarray:
 def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray, *, rounds: int = 6) -> np.ndarray:
     """A copy of the greedy placement ``node_of`` that batch semantics and the batch preemption rule
     accept: rejected pods unplaced, unjustified victims and voluntary departures beyond a
-    PodDisruptionBudget put back. Only
-    :func:`fragile` pods, and pods on nodes a victim came back to, are re-checked."""
+    PodDisruptionBudget put back. Only :func:`fragile` pods are re-checked until a victim comes back;
+    from then on every pod: a returning pod's required anti-affinity (and an arriving pod's against it)
+    reaches over its whole topology domain, a zone as well as its own node."""
     state = batch.state
     node_of = node_of.copy()
     suspects = fragile(state)
@@ -66,7 +67,7 @@ def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray,
         changed = False
         for p in _victims_without_preemptor(batch, node_of) + beyond_budgets(batch, node_of):
             node_of[p] = state.pod_node[p]
-            suspects |= node_of == state.pod_node[p]
+            suspects[:] = True
             changed = True
         bad = check_placement(state, config, node_of, batch.class_of, only=suspects)
         if bad:

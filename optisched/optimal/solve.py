@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
+from ..options import check_weight
 from ..policy.eviction import EvictionPolicy, kept_notes
 from ..preemption.batch import encode_eviction_rules
 from ..preemption.pdb_model import budget_use, victim_budgets, violation_objective
@@ -220,9 +221,10 @@ def parse_weights(text: str | dict[str, int] | None) -> tuple[tuple[str, int], .
         if name not in WEIGHT_KEYS and not level:
             raise InputError(f"--weights: {name!r} is not a tier; tiers: {', '.join(WEIGHT_KEYS)}, placed[priority=N]")
         try:
-            out.append((name, int(value)))
+            weight = int(value)
         except ValueError:
             raise InputError(f"--weights: {name}={value!r} is not an integer") from None
+        out.append((name, check_weight(weight, f"--weights {name}")))
     return tuple(out)
 
 
@@ -651,11 +653,11 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     # With weights, the solver kept the better of the hint and its search by the weighted objective.
     worse = not weighted and _lex_key(batch, raw, goal_first, staged) > _lex_key(batch, node_of, goal_first, staged)
     if source == "solver" and (violations or worse):
-        node_of, source, violations = raw.copy(), "greedy", []
+        source = "greedy"
         notes.append("kube-scheduler's placement (greedy mode) is returned: it is at least as good as the solver's")
-        _as_greedy(tiers)
-    elif source == "greedy":
+    if source == "greedy":  # the violations always describe the placement returned, never the one replaced
         node_of = raw.copy()
+        violations = check_answer(state, config, node_of, raw) + check_budgets(batch, node_of)
         _as_greedy(tiers)
     statuses = {t.status for t in tiers} - {"VALUE"}
     status = "OPTIMAL" if statuses <= {"OPTIMAL"} else \

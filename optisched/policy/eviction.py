@@ -9,8 +9,9 @@ The rules follow the descheduler's ``DefaultEvictor`` (kubernetes-sigs/deschedul
   ``Node``) and DaemonSet pods (an owner of kind ``DaemonSet``). Upstream's ``descheduler.alpha.kubernetes.io/evict``
   annotation lifts even these; here it does not, because none of them can land on another node (kubelet owns
   static pods, the DaemonSet controller re-creates its pod on the same node);
-- never, until volumes are modelled: pods with a PersistentVolumeClaim (the volume binds the pod to a node
-  or a zone that optisched does not know);
+- pods with a PersistentVolumeClaim (or an ephemeral volume's claim) move when the input holds storage
+  objects, held to their volume's nodes by the volume rules; never when it holds none (the rules then skip,
+  and the volume's node or zone is unknown);
 - only when the user allows the kind (each by its own flag): system-critical priority (>= 2,000,000,000,
   ``IsCriticalPriorityPod``), pods annotated ``karpenter.sh/do-not-disrupt: "true"`` or
   ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``, pods with local storage (an ``emptyDir`` or
@@ -37,6 +38,7 @@ from ..constraints.selectors import parse_label_selector
 from ..errors import InputError
 from ..model.objects import Pod
 from ..model.state import ClusterState
+from ..model.storage import catalog
 
 __all__ = ["CRITICAL_PRIORITY", "EVICT_KINDS", "KINDS", "EvictionPolicy", "Keep", "Verdicts", "kept_notes", "node_bound",
            "pod_kinds"]
@@ -53,7 +55,7 @@ class Keep(StrEnum):
     TERMINATING = "terminating"
     STATIC = "mirror or static pod"
     DAEMONSET = "DaemonSet pod"
-    PVC = "has a PersistentVolumeClaim (volumes are not modelled)"
+    PVC = "has a PersistentVolumeClaim and the input holds no storage objects to keep it by its volume"
     CRITICAL = "system-critical priority (--evict system-critical)"
     PROTECTED = "annotated do-not-disrupt or safe-to-evict: false (--evict protected)"
     LOCAL_STORAGE = "has emptyDir or hostPath storage (--evict local-storage)"
@@ -70,8 +72,11 @@ ALWAYS = {Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET, Keep.PVC, Keep.NAMESPAC
 NARROWING = (Keep.NAMESPACE, Keep.UNSELECTED, Keep.NODE)  # computed per policy, not per pod (EvictionPolicy.scope)
 
 
-def _features(pod: Pod, priority: int) -> list[bool]:
-    """One flag per :class:`Keep` kind: whether the pod is of that kind (whatever the flags say)."""
+def _features(pod: Pod, priority: int, storage: bool) -> list[bool]:
+    """One flag per :class:`Keep` kind: whether the pod is of that kind (whatever the flags say). A pod
+    with a claim may move when the input holds storage objects (``storage``): VolumeBinding, VolumeZone,
+    VolumeRestrictions and NodeVolumeLimits then hold its target to its volume's nodes (docs/volumes.md);
+    without them those rules skip, so such a pod stays."""
     meta, spec = pod.metadata, pod.spec
     ann = meta.annotations
     kinds = {o.kind for o in meta.owner_references}
@@ -79,7 +84,7 @@ def _features(pod: Pod, priority: int) -> list[bool]:
         meta.deletion_timestamp is not None,
         MIRROR in ann or ann.get(SOURCE, "api") != "api" or "Node" in kinds,
         "DaemonSet" in kinds,
-        any(v.persistent_volume_claim is not None for v in spec.volumes),
+        not storage and any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in spec.volumes),
         priority >= CRITICAL_PRIORITY,
         ann.get("karpenter.sh/do-not-disrupt") == "true" or
         ann.get("cluster-autoscaler.kubernetes.io/safe-to-evict") == "false",
@@ -95,7 +100,7 @@ NODE_BOUND = (Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET)
 def node_bound(pod: Pod) -> Keep | None:
     """The first reason a pod can never be placed anew (terminating, mirror/static, DaemonSet), whatever
     any flag or annotation says; None for any other pod. Replays and the consolidation goal ask this."""
-    flags = _features(pod, 0)
+    flags = _features(pod, 0, False)
     return next((k for k in NODE_BOUND if flags[KINDS.index(k)]), None)
 
 
@@ -103,7 +108,8 @@ def pod_kinds(state: ClusterState) -> np.ndarray:
     """bool [P, len(Keep)]: each pod's kinds, computed once per state."""
     hit = state.memo.get(("eviction-kinds",))
     if hit is None:
-        rows = [_features(p, int(state.pod_priority[i])) for i, p in enumerate(state.pods)]
+        storage = catalog(state.cluster).present
+        rows = [_features(p, int(state.pod_priority[i]), storage) for i, p in enumerate(state.pods)]
         hit = np.array(rows, dtype=bool).reshape(len(state.pods), len(KINDS))
         state.memo[("eviction-kinds",)] = hit
     return hit
@@ -199,8 +205,8 @@ def kept_notes(state: ClusterState, kept: dict[int, Keep], in_batch: np.ndarray,
         claims = sorted(state.pods[p].key for p in rows if kept[p] == Keep.PVC)
         if claims:
             more = f" and {len(claims) - shown} more" if len(claims) > shown else ""
-            notes.append(f"warning: {len(claims)} pod(s) with a PersistentVolumeClaim {what} (volumes are not "
-                         f"modelled): {', '.join(claims[:shown])}{more}")
+            notes.append(f"warning: {len(claims)} pod(s) with a PersistentVolumeClaim {what} (the input holds no "
+                         f"PersistentVolumes, claims or storage classes): {', '.join(claims[:shown])}{more}")
         counts: dict[Keep, int] = {}
         for p in rows:
             if kept[p] != Keep.PVC:

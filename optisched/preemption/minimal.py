@@ -89,6 +89,7 @@ class MinimalPreemption:
     greedy_victims: tuple[Victim, ...] = ()
     greedy_key: tuple[int, int, int, int] | None = None
     greedy_message: str = ""
+    greedy_violations: list[Violation] = field(default_factory=list)  # kube-scheduler's answer, re-checked
     violations: list[Violation] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -110,7 +111,8 @@ class MinimalPreemption:
                 "node": self.node, "victims": vs(self.victims), "key": key(self.key), "status": self.status,
                 "message": self.message, "tiers": [t.to_dict() for t in self.tiers],
                 "greedy": {"node": self.greedy_node, "victims": vs(self.greedy_victims), "key": key(self.greedy_key),
-                           "message": self.greedy_message},
+                           "message": self.greedy_message,
+                           "violations": [str(v) for v in self.greedy_violations]},
                 "seconds": round(self.seconds, 3)}
 
 
@@ -147,6 +149,7 @@ def _greedy(sub: ClusterState, config: SchedulerConfig, row: int,
         out.greedy_victims = tuple(Victim(sub.pods[v].key, int(sub.pod_priority[v]), names[int(sub.pod_node[v])],
                                           tuple(sched.pdbs.names[i] for i in sched.pdbs.budgets_of(v))) for v in rows)
         out.greedy_key = victim_key(sub, sched.pdbs, sched.start_time, rows)
+        out.greedy_violations = _recheck(sub, config, row, out.greedy_node, rows)
     elif result.snapshot.node_of[row] >= 0:
         out.greedy_node = sub.node_names[int(result.snapshot.node_of[row])]
         out.greedy_key = (0, -SHIFT, 0, 0)
@@ -159,6 +162,19 @@ def _greedy(sub: ClusterState, config: SchedulerConfig, row: int,
     mask = np.zeros(sub.num_nodes, dtype=bool)
     mask[f.evaluated[f.fail_code == Code.UNSCHEDULABLE]] = True
     return mask, rule
+
+
+def _recheck(state: ClusterState, config: SchedulerConfig, row: int, node: str, victims: list[int]) -> list[Violation]:
+    """kube-scheduler's answer under the checker's rules. Its dry run removes a victim's host ports from
+    the node as a set (``HostPortInfo.Remove``, v1.35 ``pkg/scheduler/framework/types.go``), so on an
+    input where two running pods already share a host port, evicting the lower-priority one frees the
+    port although the other still holds it; the model, like the checker and kubelet's admission, counts
+    the ports of the pods that stay. There kube-scheduler's answer fails NodePorts and may lie outside
+    the model (:func:`_kube_floor`)."""
+    node_of = state.pod_node.copy()
+    node_of[row] = state.node_index[node]
+    node_of[victims] = -1
+    return check_placement(state, config, node_of)
 
 
 INFEASIBLE_KEY = (1 << 62, 1 << 62, 1 << 62, 1 << 62)
@@ -351,7 +367,22 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
     elif out.key is not None and not proven:
         out.status = "FEASIBLE"
         out.message = f"nodes left out may hold a better answer (their bound: {rest})"
+    _kube_floor(out)
     return _done(out, t0)
+
+
+def _kube_floor(out: MinimalPreemption) -> None:
+    """kube-scheduler's own answer when the model has none as good and it lies outside the model (it
+    fails the re-check, :func:`_recheck`): kube-scheduler reaches it by its own dry run, so it is a
+    valid answer, the floor, as greedy mode's placement is optimal mode's (``optimal.check.check_answer``).
+    Not proven minimal: a smaller victim set outside the model may exist."""
+    if not out.greedy_violations or out.greedy_key is None or (out.key is not None and out.key <= out.greedy_key):
+        return
+    failed = "; ".join(str(v) for v in out.greedy_violations)
+    out.node, out.victims, out.key, out.violations = out.greedy_node, out.greedy_victims, out.greedy_key, []
+    out.status = "FEASIBLE"
+    out.message = (f"kube-scheduler's answer, reached by its dry run, which frees a victim's host ports as a set; "
+                   f"with the ports of the pods that stay counted it fails ({failed}) and no victim set makes room")
 
 
 def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.ndarray, cross_node: bool,

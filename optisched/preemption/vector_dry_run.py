@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..constraints.node_volume_limits import LimitsWorld
 from ..framework import Code, CycleState, FilterResult
 from ..greedy.fiterror import fit_error_message
 from ..greedy.framework_runner import FilterPass
@@ -63,6 +64,9 @@ class VectorPreemption(DefaultPreemption):
             if name in skipped:
                 continue
             rule = fw.filter_rules[name]
+            if getattr(rule, "placement_free", False):
+                checks.append((name, _static_check(rule.filter(cycle, nodes))))
+                continue
             if name in STATIC_FILTERS:
                 if dynamic_seen:  # otherwise the node passed it in the cycle's filter pass
                     checks.append((name, _static_check(rule.filter(cycle, nodes))))
@@ -76,6 +80,8 @@ class VectorPreemption(DefaultPreemption):
                 world = SpreadWorld(rule, cycle, nodes, index)
             elif name == "InterPodAffinity":
                 world = AffinityWorld(rule, cycle, nodes, index)
+            elif name == "NodeVolumeLimits":
+                world = LimitsWorld(rule, cycle, nodes)
             else:
                 return None
             worlds.append(world)

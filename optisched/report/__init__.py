@@ -3,29 +3,74 @@
 ``report.html`` (self-contained: opens from disk, plots embedded), the plots as PNG files,
 ``summary.json`` (the summary and each run's facts), ``pods.csv`` (the per-pod diff), ``nodes.csv``
 (one row per run and node) and ``spread.csv`` (the skew of every topology spread constraint per run).
+
+The folder keeps a manifest, ``.optisched-report``, of the files written there. A later report may
+overwrite those, and nothing else: a folder holding a file of one of the report's names that the manifest
+does not list (a user's own ``nodes.csv``) is refused before the run (:func:`check_report_dir`). Nothing is
+ever deleted. CSV files quote every field and neutralize formula-leading cells.
 """
 from __future__ import annotations
 
+import csv
 import io
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import InputError
+from ..textsafe import csv_cell
 from .html import render_html
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
     from ..experiments.compare import Comparison
 
-__all__ = ["write_report"]
+__all__ = ["REPORT_FILES", "check_report_dir", "write_report"]
 
 DPI = 100
+MANIFEST = ".optisched-report"
+REPORT_FILES = ("report.html", "summary.json", "pods.csv", "nodes.csv", "spread.csv", "placed-by-priority.png",
+                "utilization.png", "fragmentation.png", "spread.png")
+
+
+def _owned(out: Path) -> set[str]:
+    """The file names an earlier report wrote in ``out`` (from its manifest)."""
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        return {str(f) for f in manifest["files"]} if manifest.get("writtenBy") == "optisched" else set()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
+
+
+def check_report_dir(out_dir: str | Path) -> None:
+    """Refuse a report folder holding files of the report's names that optisched did not write there."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return
+    foreign = [n for n in (MANIFEST, *REPORT_FILES) if (out / n).exists() or (out / n).is_symlink()]
+    if (out / MANIFEST).exists() and _owned(out):
+        foreign = [n for n in foreign if n != MANIFEST and n not in _owned(out)]
+    if foreign:
+        raise InputError(f"the folder holds {', '.join(foreign)}, not written by an earlier report; "
+                         "give an empty or new folder (nothing is overwritten)", source="--report")
+
+
+def _csv(frame: pd.DataFrame, path: Path) -> None:
+    """Every field quoted; text cells that a spreadsheet would run as a formula get a leading '."""
+    safe = frame.copy()
+    for col in safe.columns[safe.dtypes == object]:
+        safe[col] = safe[col].map(csv_cell)
+    safe.to_csv(path, index=False, quoting=csv.QUOTE_ALL)
 
 
 def _png(fig: Figure) -> bytes:
+    from matplotlib import rc_context
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    with rc_context({"text.parse_math": False}):  # tick labels are made while drawing: names as typed
+        fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
 
 
@@ -54,20 +99,29 @@ def _plots(c: Comparison) -> dict[str, tuple[str, Figure, str]]:
 
 
 def write_report(comparison: Comparison, out_dir: str | Path) -> dict[str, Path]:
-    """Write the report files into ``out_dir`` (created if missing); returns file name -> path."""
+    """Write the report files into ``out_dir`` (created if missing); returns file name -> path.
+
+    The manifest is written first, so a report interrupted half-way can be written again in its folder.
+    """
     out = Path(out_dir)
+    check_report_dir(out)
+    plots = _plots(comparison)
+    names = [name for name, _, _ in plots.values()] + ["summary.json", "pods.csv", "nodes.csv", "spread.csv",
+                                                       "report.html"]
     out.mkdir(parents=True, exist_ok=True)
+    manifest = {"writtenBy": "optisched", "files": sorted(set(names) | _owned(out))}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     written: dict[str, Path] = {}
     pngs: dict[str, tuple[bytes, str]] = {}
-    for title, (name, fig, caption) in _plots(comparison).items():
+    for title, (name, fig, caption) in plots.items():
         data = _png(fig)
         (out / name).write_bytes(data)
         written[name] = out / name
         pngs[title] = (data, caption)
     (out / "summary.json").write_text(json.dumps(comparison.to_json(), indent=1) + "\n", encoding="utf-8")
-    comparison.pods.to_csv(out / "pods.csv", index=False)
-    comparison.nodes.to_csv(out / "nodes.csv", index=False)
-    comparison.spread_skews.to_csv(out / "spread.csv", index=False)
+    _csv(comparison.pods, out / "pods.csv")
+    _csv(comparison.nodes, out / "nodes.csv")
+    _csv(comparison.spread_skews, out / "spread.csv")
     for name in ("summary.json", "pods.csv", "nodes.csv", "spread.csv"):
         written[name] = out / name
     page = render_html(comparison, pngs, list(written))

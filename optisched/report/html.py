@@ -3,7 +3,6 @@ scripts and no external references, so it opens from disk and can be mailed as a
 from __future__ import annotations
 
 import base64
-import html
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from ..experiments.tables import format_value, shown_resources
 from ..metrics import evicted, moved
+from ..textsafe import html_text
 from ..version import KUBE_VERSION
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ DEFINITIONS = [
 
 
 def _e(v: Any) -> str:
-    return html.escape(str(v), quote=True)
+    return html_text(v)
 
 
 def _is_number(v: Any) -> bool:

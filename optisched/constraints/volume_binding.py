@@ -1,0 +1,282 @@
+"""VolumeBinding: a pod's claims must be bound, or bindable, on the node.
+
+Upstream: ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go`` and ``binder.go`` (v1.35).
+PreFilter skips pods without claims, stops a pod with a missing claim, a lost claim or an unbound claim
+of an ``Immediate`` class (a missing class counts as Immediate, ``IsDelayBindingMode``). Filter: a bound
+claim's PV must exist and its node affinity admit the node; each unbound ``WaitForFirstConsumer`` claim,
+smallest request first, takes the smallest available PV of its class that fits the node (capacity,
+access modes, volume mode, selector, node affinity; a PV pre-bound to the claim wins) or needs dynamic
+provisioning the class allows there (``allowedTopologies``; not ``kubernetes.io/no-provisioner``).
+Reserve/assume: when the pod lands, the PVs it matched are taken, so later pods cannot match them.
+Score: with StorageCapacityScoring off (v1.35 default) the plugin scores nothing (PreScore skips).
+PreFilter narrows the nodes to those local PVs name (``GetEligibleNodes``). Not modelled:
+CSIStorageCapacity, claims with ``volumeName`` set but not yet bound (treated as bound).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..model.objects import Pod
+from ..model.snapshot import Snapshot
+from ..model.state import HOSTNAME_LABEL
+from ..model.storage import BindingMode, PersistentVolume, PersistentVolumeClaim, pod_claims
+from .selectors import label_selector_matches, node_selector_mask
+from .volume_common import claim_not_found, storage_of, unresolvable, uses_volumes
+
+if TYPE_CHECKING:
+    from ..optimal.classes import PodClass
+    from ..optimal.model import BatchModel
+
+__all__ = ["REASON_BIND", "REASON_IMMEDIATE", "REASON_NODE", "REASON_PV_MISSING", "VolumeBinding"]
+
+REASON_BIND = "node(s) didn't find available persistent volumes to bind"
+REASON_NODE = "node(s) didn't match PersistentVolume's node affinity"
+REASON_PV_MISSING = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+REASON_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+PV_KEY = tuple[int, str]  # (class index, claim name)
+
+
+class VolumeBinding:
+    name = "VolumeBinding"
+    placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
+
+    def __init__(self, snapshot: Snapshot, profile: object) -> None:
+        self.state = snapshot.state
+        self.storage = storage_of(snapshot)
+        self.taken: dict[str, str] = {}  # PV name -> "ns/claim" it was assumed for
+        self.assumed: dict[str, str] = {}  # "ns/claim" -> PV name
+        self._masks: dict[str, np.ndarray] = {}
+        self._cands: dict[tuple[str, str, int], list[PersistentVolume]] = {}
+        self._settled: set[int] = set()  # pods whose claims are all bound
+        snapshot.subscribe(self)
+
+    # ------------------------------------------------------------------ node masks
+    def pv_mask(self, pv: PersistentVolume) -> np.ndarray:
+        """Nodes the PV's required node affinity admits (``CheckNodeAffinity``), cached per PV."""
+        m = self._masks.get(pv.metadata.name)
+        if m is None:
+            aff = pv.spec.node_affinity
+            m = np.ones(self.state.num_nodes, dtype=bool)
+            if aff is not None and aff.required is not None:
+                m = node_selector_mask(self.state, aff.required)
+            self._masks[pv.metadata.name] = m
+        return m
+
+    def provision_mask(self, class_name: str) -> np.ndarray:
+        """Nodes where the class may provision (``checkVolumeProvisions``): ``allowedTopologies`` terms ORed,
+        each term's requirements ANDed; none where the class has no provisioner."""
+        key = f"class:{class_name}"
+        m = self._masks.get(key)
+        if m is None:
+            sc = self.storage.classes[class_name]
+            n = self.state.num_nodes
+            if sc.provisioner in ("", NO_PROVISIONER):
+                m = np.zeros(n, dtype=bool)
+            elif not sc.allowed_topologies:
+                m = np.ones(n, dtype=bool)
+            else:
+                m = np.zeros(n, dtype=bool)
+                for term in sc.allowed_topologies:
+                    t = np.ones(n, dtype=bool)
+                    for req in term.match_label_expressions:
+                        t &= self.state.label(req.key).isin(req.values)
+                    m |= t
+            self._masks[key] = m
+        return m
+
+    # ------------------------------------------------------------------ claims
+    def _bound(self, ns: str, pvc: PersistentVolumeClaim) -> str:
+        return pvc.spec.volume_name or self.assumed.get(f"{ns}/{pvc.metadata.name}", "")
+
+    def classify(self, pod: Pod) -> tuple[list, list, Status]:
+        """``GetPodVolumeClaims``: (bound PV names, unbound delayed claims) or the status stopping the pod."""
+        cat = self.storage
+        ns = pod.metadata.namespace or "default"
+        bound, delayed, immediate = [], [], False
+        for claim in pod_claims(pod):
+            pvc = cat.claim(ns, claim.name)
+            if pvc is None:
+                return [], [], unresolvable(claim_not_found(claim.name))
+            volume = self._bound(ns, pvc)
+            if volume and pvc.status.phase == "Lost":
+                return [], [], unresolvable(f'persistentvolumeclaim "{claim.name}" bound to non-existent '
+                                            f'persistentvolume "{volume}"')
+            if volume:
+                bound.append(volume)
+                continue
+            sc = cat.classes.get(pvc.class_name) if pvc.class_name else None
+            if sc is not None and sc.volume_binding_mode == BindingMode.WAIT_FOR_FIRST_CONSUMER:
+                delayed.append(pvc)
+            else:
+                immediate = True
+        if immediate:
+            return [], [], unresolvable(REASON_IMMEDIATE)
+        delayed.sort(key=lambda c: c.storage)  # byPVCSize: smallest request first (stable)
+        return bound, delayed, Status()
+
+    def pre_filter(self, cycle: CycleState) -> Status:
+        pod = cycle.pod_obj
+        if not uses_volumes(pod, self.storage) or not pod_claims(pod):
+            return Status.skip()
+        bound, delayed, status = self.classify(pod)
+        if not status.ok:
+            return status
+        cycle.data[self.name] = (bound, delayed)
+        eligible = self.eligible_nodes(bound)
+        return Status() if eligible is None else Status(nodes=np.isin(self.state.node_names, sorted(eligible)))
+
+    def eligible_nodes(self, bound: list[str]) -> set[str] | None:
+        """``GetEligibleNodes``: the node names local PVs (``kubernetes.io/hostname In`` terms) allow, or
+        None (every node) when no bound PV is local or one is missing."""
+        out: set[str] | None = None
+        for name in bound:
+            pv = self.storage.volumes.get(name)
+            if pv is None:
+                return None
+            aff = pv.spec.node_affinity
+            names: set[str] = set()
+            for term in aff.required.node_selector_terms if aff and aff.required else ():
+                hosts: set[str] | None = None
+                for e in term.match_expressions:
+                    if e.key == HOSTNAME_LABEL and e.operator == "In":
+                        hosts = set(e.values) if hosts is None else hosts & set(e.values)
+                names |= hosts or set()
+            if names:
+                out = names if out is None else out & names
+        return out
+
+    def _index(self) -> tuple[dict[str, list[PersistentVolume]], dict[tuple[str, str], PersistentVolume]]:
+        """Free PVs per class, smallest capacity first (input order among equals), and PVs pre-bound to a
+        claim by ``claimRef``; built once."""
+        idx = self.__dict__.get("_idx")
+        if idx is None:
+            free: dict[str, list[PersistentVolume]] = {}
+            pre: dict[tuple[str, str], PersistentVolume] = {}
+            for pv in self.storage.volumes.values():
+                ref = pv.spec.claim_ref
+                if ref is not None:
+                    pre.setdefault((ref.namespace or "default", ref.name), pv)
+                elif pv.status.phase == "Available" and pv.metadata.deletion_timestamp is None:
+                    free.setdefault(pv.class_name, []).append(pv)
+            idx = self.__dict__["_idx"] = ({k: sorted(v, key=lambda pv: pv.storage) for k, v in free.items()}, pre)
+        return idx
+
+    def candidates(self, ns: str, pvc: PersistentVolumeClaim) -> list[PersistentVolume]:
+        """``FindMatchingVolume``'s node-independent tests, smallest capacity first; a PV pre-bound to
+        the claim is the only candidate. Cached per claim until a PV is taken."""
+        key = (ns, pvc.metadata.name, len(self.taken))
+        hit = self._cands.get(key)
+        if hit is not None:
+            return hit
+        free, pre = self._index()
+        if (ns, pvc.metadata.name) in pre:
+            pv = pre[(ns, pvc.metadata.name)]
+            out = [pv] if pv.storage >= pvc.storage else []
+        else:
+            modes = set(pvc.spec.access_modes)
+            out = [pv for pv in free.get(pvc.class_name, ())
+                   if pv.metadata.name not in self.taken and pv.storage >= pvc.storage
+                   and pv.spec.volume_mode == pvc.spec.volume_mode and modes <= set(pv.spec.access_modes)
+                   and (pvc.spec.selector is None or label_selector_matches(pvc.spec.selector, pv.metadata.labels))]
+        self._cands[key] = out
+        return out
+
+    def match(self, ns: str, delayed: list, nodes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Per node: every delayed claim is matched or provisionable; and per claim the index (into its
+        candidates) of the PV it takes there, -1 for provisioning."""
+        ok = np.ones(len(nodes), dtype=bool)
+        chosen_pvs: dict[str, np.ndarray] = {}  # PV name -> nodes where an earlier claim took it
+        picks = []
+        for pvc in delayed:
+            pick = np.full(len(nodes), -1, dtype=np.int64)
+            for i, pv in enumerate(self.candidates(ns, pvc)):
+                free = ~chosen_pvs.get(pv.metadata.name, np.zeros(len(nodes), dtype=bool))
+                take = (pick < 0) & free & self.pv_mask(pv)[nodes]
+                pick[take] = i
+                if take.any():
+                    chosen_pvs[pv.metadata.name] = chosen_pvs.get(pv.metadata.name, np.zeros(len(nodes), bool)) | take
+            none = pick < 0
+            if none.any():
+                ok &= ~none | (self.provision_mask(pvc.class_name)[nodes] if pvc.class_name in self.storage.classes
+                               else False)
+            picks.append(pick)
+        return ok, picks
+
+    def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
+        data = cycle.data.get(self.name)
+        if data is None:
+            return FilterResult.passing(len(nodes))
+        bound, delayed = data
+        node_conflict = np.zeros(len(nodes), dtype=bool)
+        missing = False
+        for name in bound:
+            pv = self.storage.volumes.get(name)
+            if pv is None:
+                missing = True
+            else:
+                node_conflict |= ~self.pv_mask(pv)[nodes]
+        ns = cycle.pod_obj.metadata.namespace or "default"
+        bindable = self.match(ns, delayed, nodes)[0] if delayed else np.ones(len(nodes), dtype=bool)
+        fails = node_conflict | ~bindable | missing
+        res = FilterResult(np.where(fails, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), np.int8(0)))
+        for mask, text in ((node_conflict, REASON_NODE), (~bindable, REASON_BIND),
+                           (np.full(len(nodes), missing), REASON_PV_MISSING)):
+            if mask.any():
+                res.reasons.append((mask, text))
+        return res
+
+    # ------------------------------------------------------------------ assume
+    def on_add(self, pod: int, node: int) -> None:
+        """``AssumePodVolumes``: the PVs the pod matched on ``node`` are bound to its claims."""
+        p = self.state.pods[pod]
+        if not p.spec.volumes or not self.storage.present or pod in self._settled:
+            return
+        _, delayed, status = self.classify(p)
+        if status.ok and not delayed:
+            self._settled.add(pod)  # every claim bound: nothing to assume, now or later
+        if not status.ok or not delayed:
+            return
+        ns = p.metadata.namespace or "default"
+        cands = [self.candidates(ns, pvc) for pvc in delayed]
+        _, picks = self.match(ns, delayed, np.array([node], dtype=np.int64))
+        for pvc, pick, cs in zip(delayed, picks, cands):
+            if pick[0] >= 0:
+                name = cs[int(pick[0])].metadata.name
+                self.taken[name] = f"{ns}/{pvc.metadata.name}"
+                self.assumed[f"{ns}/{pvc.metadata.name}"] = name
+
+    def on_remove(self, pod: int, node: int) -> None:
+        """A removed pod keeps its claims bound, as the API server does."""
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.RELAXED
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Bound claims (PV node affinity) and the per-node bindability of delayed claims against the PVs
+        the fixed pods hold: the greedy verdict over every node. RELAXED: two batch pods may both count on
+        one free PV; the greedy re-check of every plan (which assumes PVs in order) rejects such a plan."""
+        model.restrict_by_filter(self, classes)
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Static PVs as a matching: each delayed claim of a class takes one candidate PV or is provisioned,
+        each free PV goes to one claim, and the class's pods land only where the choice fits. Greedy's
+        smallest-PV-first order is not encoded (RELAXED): the re-check catches a matching it cannot follow."""
+        from .volume_encoding import claim_matching
+
+        users: dict[PV_KEY, list] = {}
+        for c in classes:
+            if not c.pending:
+                continue
+            _, delayed, status = self.classify(self.state.pods[c.rep])
+            ns = self.state.pods[c.rep].metadata.namespace or "default"
+            for pvc in delayed if status.ok else ():
+                cands = self.candidates(ns, pvc)
+                prov = (self.provision_mask(pvc.class_name) if pvc.class_name in self.storage.classes
+                        else np.zeros(self.state.num_nodes, dtype=bool))
+                users.setdefault((c.index, pvc.metadata.name), [c, [(pv.metadata.name, self.pv_mask(pv))
+                                                                    for pv in cands], prov])
+        claim_matching(model, list(users.values()))
