@@ -12,6 +12,7 @@ end state without it, says which pods break a constraint (:func:`optisched.resch
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -70,7 +71,13 @@ def _encode_domains(model: BatchModel, lin: Linear, terms: dict, fixed: np.ndarr
     def value_of(d: int, values: dict[int, int]) -> int:
         return int(fixed[d]) + sum(values.get(v.Index(), 0) for v, _ in terms.get(d, []))
 
-    lin.derived.append((low, lambda values: min(value_of(d, values) for d in domains) if has_min else 0))
+    def lowest(values: dict[int, int]) -> int:
+        return min(value_of(d, values) for d in domains) if has_min else 0
+
+    def excess(d: int) -> Callable[[dict[int, int]], int]:
+        return lambda values: max(0, value_of(d, values) - skew - lowest(values))
+
+    lin.derived.append((low, lowest))
     for d in domains:
         hi = int(fixed[d]) + counts[d][1] - skew
         if hi <= 0:
@@ -78,5 +85,4 @@ def _encode_domains(model: BatchModel, lin: Linear, terms: dict, fixed: np.ndarr
         e = model.cp.new_int_var(0, hi, f"{tag}_{d}")
         model.cp.add(e >= counts[d][0] + int(fixed[d]) - low - skew)
         lin.add(e, 1, hi)
-        lin.derived.append((e, lambda values, d=d: max(0, value_of(d, values) - skew - (
-            min(value_of(x, values) for x in domains) if has_min else 0))))
+        lin.derived.append((e, excess(d)))

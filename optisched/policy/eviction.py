@@ -187,7 +187,7 @@ class EvictionPolicy:
         bad = [x for x in names if x not in EVICT_KINDS]
         if bad:
             raise InputError(f"--evict: {bad[0]!r} is not a kind; kinds: {', '.join(EVICT_KINDS)}")
-        return cls(**{EVICT_KINDS[x]: True for x in names})
+        return cls(**{EVICT_KINDS[x]: True for x in names})  # type: ignore[arg-type]
 
     def to_dict(self) -> dict[str, bool]:
         return {"evictProtected": self.evict_protected, "evictLocalStorage": self.evict_local_storage,
