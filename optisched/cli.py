@@ -469,6 +469,30 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+@app.command()
+def deschedule(
+    cluster: ClusterArg = None,
+    policy: Annotated[Path, typer.Option("--policy", help="DeschedulerPolicy file (descheduler/v1alpha2).")] = Path(),
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Run the descheduler's strategies once, replay kube-scheduler on the replacements, count a second cycle."""
+    from .descheduler import load_policy, run_descheduler
+    from .descheduler.render import render_outcome
+
+    if policy == Path():
+        raise InputError("--policy: give a DeschedulerPolicy file")
+    pol = load_policy(policy)
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    outcome = run_descheduler(state, config, pol)
+    if as_json:
+        _print_json(outcome.to_dict())
+    else:
+        render_outcome(out, outcome)
+
+
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit.")] = False) -> None:

@@ -21,7 +21,7 @@ from ..model.state import ClusterState
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
 
-__all__ = ["EvictorArgs", "Evictor", "Limits", "qos_rank", "sort_low_to_high"]
+__all__ = ["Evictor", "EvictorArgs", "Limits", "qos_rank", "sort_low_to_high"]
 
 # nodeutil.NodeFit (v0.34 pkg/descheduler/node/node.go): selector/affinity, taints, resources, unschedulable,
 # inter-pod anti-affinity. Greedy mode's plugins of the same names answer each.

@@ -52,7 +52,7 @@ def _evictor(a: Args) -> EvictorArgs:
     sel = a.get("labelSelector", dict, None)
     try:
         selector = LabelSelector.model_validate(sel) if sel is not None else None
-    except Exception as e:  # pydantic's message, on one line
+    except ValueError as e:  # pydantic's ValidationError, first line
         raise a.error("labelSelector", str(e).splitlines()[0]) from None
     return EvictorArgs(node_fit=a.get("nodeFit", bool, False),
                        evict_local_storage_pods=a.get("evictLocalStoragePods", bool, False),

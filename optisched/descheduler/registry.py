@@ -7,10 +7,13 @@ from .args import Args
 from .context import Context
 from .duplicates import RemoveDuplicates
 from .utilization import HighNodeUtilization, LowNodeUtilization
-from .violations import (RemovePodsViolatingInterPodAntiAffinity, RemovePodsViolatingNodeAffinity,
-                         RemovePodsViolatingNodeTaints)
+from .violations import (
+    RemovePodsViolatingInterPodAntiAffinity,
+    RemovePodsViolatingNodeAffinity,
+    RemovePodsViolatingNodeTaints,
+)
 
-__all__ = ["STRATEGIES", "EVICTOR_PLUGINS", "Strategy"]
+__all__ = ["EVICTOR_PLUGINS", "STRATEGIES", "Strategy"]
 
 
 class Strategy(Protocol):

@@ -53,9 +53,9 @@ class RemovePodsViolatingNodeTaints:
         s = ctx.state
         for p in _candidates(ctx):
             taints = [t for t in s.taints[int(s.pod_node[p])] if self._counts(t)]
-            if taints and untolerated(s.pods[p].spec.tolerations, taints, self.effects).any():
-                if ctx.evictor.pre_eviction_filter(p):
-                    ctx.evictor.evict(p, self.name)
+            violates = bool(taints) and bool(untolerated(s.pods[p].spec.tolerations, taints, self.effects).any())
+            if violates and ctx.evictor.pre_eviction_filter(p):
+                ctx.evictor.evict(p, self.name)
 
 
 class RemovePodsViolatingNodeAffinity:
@@ -75,9 +75,9 @@ class RemovePodsViolatingNodeAffinity:
     def run(self, ctx: Context) -> None:
         s = ctx.state
         for p in _candidates(ctx):
-            if not required_mask(s, s.pods[p])[int(s.pod_node[p])] and ctx.evictor.fits_elsewhere(p):
-                if ctx.evictor.pre_eviction_filter(p):
-                    ctx.evictor.evict(p, self.name)
+            moved_away = not required_mask(s, s.pods[p])[int(s.pod_node[p])]
+            if moved_away and ctx.evictor.fits_elsewhere(p) and ctx.evictor.pre_eviction_filter(p):
+                ctx.evictor.evict(p, self.name)
 
 
 def _anti_terms(pod: Pod) -> list:
