@@ -74,6 +74,7 @@ class Evictor:
     evicted: list[tuple[int, str]] = field(default_factory=list)  # (pod row, strategy)
     _per_node: dict[int, int] = field(default_factory=dict)
     _per_ns: dict[str, int] = field(default_factory=dict)
+    _rows: set[int] = field(default_factory=set)  # the evicted pod rows, for constant-time lookups
     _fw: Framework | None = None
 
     def __post_init__(self) -> None:
@@ -92,7 +93,7 @@ class Evictor:
         return bool(self._filter[p]) and not self.is_evicted(p)
 
     def is_evicted(self, p: int) -> bool:
-        return any(q == p for q, _ in self.evicted)
+        return p in self._rows
 
     def fits_elsewhere(self, p: int) -> bool:
         """``PodFitsAnyOtherNode``: some node other than its own passes the nodeFit filters."""
@@ -125,10 +126,11 @@ class Evictor:
 
     def evict(self, p: int, strategy: str) -> bool:
         """``PodEvictor.EvictPod``: record the eviction unless a limit refuses it."""
-        node, ns = int(self.state.pod_node[p]), self.state.pods[p].metadata.namespace
+        node, ns = int(self.state.pod_node[p]), self.state.pods[p].metadata.namespace or "default"
         if self.is_evicted(p) or self.limit_reached(node, ns):
             return False
         self.evicted.append((p, strategy))
+        self._rows.add(p)
         self._per_node[node] = self._per_node.get(node, 0) + 1
         self._per_ns[ns] = self._per_ns.get(ns, 0) + 1
         return True

@@ -1,7 +1,7 @@
 """The descheduler's in-tree strategies, by name (as ``pkg/framework/pluginregistry`` registers them)."""
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from .args import Args
 from .context import Context
@@ -24,7 +24,7 @@ class Strategy(Protocol):
     def run(self, ctx: Context) -> None: ...
 
 
-STRATEGIES: dict[str, type] = {
+STRATEGIES: dict[str, Any] = {
     "LowNodeUtilization": LowNodeUtilization,
     "HighNodeUtilization": HighNodeUtilization,
     "RemoveDuplicates": RemoveDuplicates,

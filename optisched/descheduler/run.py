@@ -53,8 +53,9 @@ def evictions_of(state: ClusterState, config: SchedulerConfig, policy: Deschedul
     evicted: list[tuple[int, str]] = []
     per_node: dict[int, int] = {}
     per_ns: dict[str, int] = {}
+    rows: set[int] = set()
     ctxs = [(prof, Context(state, config, Evictor(state, config, prof.evictor, policy.limits, evicted, per_node,
-                                                   per_ns))) for prof in policy.profiles]
+                                                   per_ns, rows))) for prof in policy.profiles]
     for point in ("deschedule", "balance"):
         for prof, ctx in ctxs:
             for strategy in prof.strategies:
