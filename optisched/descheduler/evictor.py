@@ -97,6 +97,12 @@ class Evictor:
 
     def fits_elsewhere(self, p: int) -> bool:
         """``PodFitsAnyOtherNode``: some node other than its own passes the nodeFit filters."""
+        others = np.ones(self.state.num_nodes, dtype=bool)
+        others[self.state.pod_node[p]] = False
+        return self.fits_on(p, others)
+
+    def fits_on(self, p: int, allowed: np.ndarray) -> bool:
+        """Some node of ``allowed`` (bool per node) passes the nodeFit filters for pod ``p``."""
         if self._fw is None:
             prof = self.config.profiles[0]
             keep = {pt: tuple(n for n in prof.plugins.get(pt, ()) if n in NODE_FIT) for pt in ("preFilter", "filter")}
@@ -105,8 +111,7 @@ class Evictor:
         status, _, skipped = self._fw.pre_filter(cycle)
         if status.code != Code.SUCCESS:
             return False
-        nodes = np.arange(self.state.num_nodes)
-        nodes = nodes[nodes != self.state.pod_node[p]]
+        nodes = np.nonzero(allowed)[0]
         if status.nodes is not None:
             nodes = nodes[status.nodes[nodes]]
         return bool(self._fw.filter(cycle, nodes, skipped).passed.any())

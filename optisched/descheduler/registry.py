@@ -6,6 +6,7 @@ from typing import Any, Protocol
 from .args import Args
 from .context import Context
 from .duplicates import RemoveDuplicates
+from .topology_spread import RemovePodsViolatingTopologySpreadConstraint
 from .utilization import HighNodeUtilization, LowNodeUtilization
 from .violations import (
     RemovePodsViolatingInterPodAntiAffinity,
@@ -31,6 +32,7 @@ STRATEGIES: dict[str, Any] = {
     "RemovePodsViolatingInterPodAntiAffinity": RemovePodsViolatingInterPodAntiAffinity,
     "RemovePodsViolatingNodeAffinity": RemovePodsViolatingNodeAffinity,
     "RemovePodsViolatingNodeTaints": RemovePodsViolatingNodeTaints,
+    "RemovePodsViolatingTopologySpreadConstraint": RemovePodsViolatingTopologySpreadConstraint,
 }
 
 EVICTOR_PLUGINS = ("DefaultEvictor",)
