@@ -493,6 +493,43 @@ def deschedule(
         render_outcome(out, outcome)
 
 
+@app.command()
+def pressure(
+    cluster: ClusterArg = None,
+    usage: Annotated[Path | None, typer.Option("--usage", help="Pods' usage: `kubectl top pods -A` output or a CSV "
+                                               "(namespace,name,cpu,memory,ephemeral-storage); default: the "
+                                               "optisched.io/usage-* annotations.")] = None,
+    kubelet_config: Annotated[Path | None, typer.Option("--kubelet-config", help="KubeletConfiguration, or a file of "
+                                                        "--eviction-hard/-soft/-minimum-reclaim flags; default: the "
+                                                        "kubelet's default thresholds.")] = None,
+    node: Annotated[str | None, typer.Option("--node", help="Only these nodes (comma-separated).")] = None,
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Which pods the kubelet evicts from nodes under memory or disk pressure, and where they land."""
+    from .whatif import (
+        load_kubelet_config,
+        load_usage,
+        parse_thresholds,
+        run_pressure,
+        usage_from_annotations,
+    )
+    from .whatif.render import render_pressure
+
+    th = load_kubelet_config(kubelet_config) if kubelet_config else \
+        parse_thresholds({"kind": "KubeletConfiguration"}, "<defaults>")
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    use = load_usage(usage, state) if usage else usage_from_annotations(state)
+    only = [n.strip() for n in node.split(",") if n.strip()] if node else None
+    outcome = run_pressure(state, config, use, th, only)
+    if as_json:
+        _print_json(outcome.to_dict())
+    else:
+        render_pressure(out, outcome)
+
+
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit.")] = False) -> None:
