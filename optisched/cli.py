@@ -530,6 +530,35 @@ def pressure(
         render_pressure(out, outcome)
 
 
+@app.command()
+def drain(
+    cluster: ClusterArg = None,
+    node: Annotated[str, typer.Option("--node", help="Nodes to drain together (comma-separated).")] = "",
+    ignore_daemonsets: Annotated[bool, typer.Option("--ignore-daemonsets", help="As kubectl: skip DaemonSet "
+                                                    "pods instead of refusing the drain.")] = False,
+    delete_emptydir_data: Annotated[bool, typer.Option("--delete-emptydir-data", help="As kubectl: evict pods "
+                                                       "with emptyDir storage.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="As kubectl: evict pods without a controller.")] = False,
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """What `kubectl drain` would do: refused pods, eviction waves under PDBs, and where the pods land."""
+    from .whatif.drain import DrainFlags, run_drain
+    from .whatif.render import render_drain
+
+    names = [n.strip() for n in node.split(",") if n.strip()]
+    if not names:
+        raise InputError("--node: give the nodes to drain, e.g. --node worker-1,worker-2")
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    outcome = run_drain(state, config, names, DrainFlags(ignore_daemonsets, delete_emptydir_data, force))
+    if as_json:
+        _print_json(outcome.to_dict())
+    else:
+        render_drain(out, outcome)
+
+
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit.")] = False) -> None:

@@ -21,7 +21,7 @@ from .context import Context
 from .evictor import Evictor
 from .policy import DeschedulerPolicy
 
-__all__ = ["DeschedulerOutcome", "Eviction", "evictions_of", "run_descheduler"]
+__all__ = ["DeschedulerOutcome", "Eviction", "evictions_of", "replayed_cluster", "run_descheduler"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def evictions_of(state: ClusterState, config: SchedulerConfig, policy: Deschedul
     return [Eviction(state.pods[p].key, names[int(state.pod_node[p])], s) for p, s in evicted]
 
 
-def _replayed(result: GreedyResult) -> ClusterState:
+def replayed_cluster(result: GreedyResult) -> ClusterState:
     """The cluster once the replay's placements are bound."""
     placed = result.placements()
     pods = []
@@ -87,7 +87,7 @@ def run_descheduler(state: ClusterState, config: SchedulerConfig, policy: Desche
     landing = predict_landing(state, config, node_of)
     owned = {e.pod for e in first if state.pods[state.pod_index[e.pod]].metadata.owner_references}
     evictions = tuple(replace(e, landed=landing.landed.get(e.pod)) for e in first)
-    after = _replayed(landing.replay)
+    after = replayed_cluster(landing.replay)
     before = np.bincount(state.pod_node[state.pod_node >= 0], minlength=state.num_nodes)
     now = np.bincount(after.pod_node[after.pod_node >= 0], minlength=after.num_nodes)
     return DeschedulerOutcome(

@@ -5,9 +5,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..model.quantity import human_quantity
+from .drain import DrainOutcome
 from .pressure import PressureOutcome
 
-__all__ = ["render_pressure"]
+__all__ = ["render_drain", "render_pressure"]
 
 
 def render_pressure(console: Console, out: PressureOutcome) -> None:
@@ -26,3 +27,20 @@ def render_pressure(console: Console, out: PressureOutcome) -> None:
     for pod, node in out.landed.items():
         console.print(f"{pod}: replacement lands on {node or 'nothing (pending, or no controller re-creates it)'}",
                       highlight=False)
+
+
+def render_drain(console: Console, out: DrainOutcome) -> None:
+    """Per node whether it drains, each wave's evictions with their predicted landing, then what blocks."""
+    for n, ok in out.drained.items():
+        console.print(f"{n}: {'drains' if ok else 'does not drain'}", highlight=False)
+    for i, wave in enumerate(out.waves, start=1):
+        t = Table(title=f"wave {i}", title_justify="left")
+        for h in ("pod", "from", "lands on"):
+            t.add_column(h, overflow="fold")
+        for e in wave:
+            t.add_row(e["pod"], e["from"], e["to"] or "pending")
+        console.print(t)
+    for b in out.blocked:
+        console.print(f"blocked: {b['pod']} on {b['node']}: {b['reason']}", highlight=False)
+    for s in out.skipped:
+        console.print(f"skipped: {s['pod']}: {s['reason']}", highlight=False)
