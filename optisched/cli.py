@@ -559,6 +559,32 @@ def drain(
         render_drain(out, outcome)
 
 
+@app.command("what-if")
+def what_if(
+    cluster: ClusterArg = None,
+    taint: Annotated[str, typer.Option("--taint", help="A NoExecute taint, key[=value]:NoExecute.")] = "",
+    node: Annotated[str, typer.Option("--node", help="Nodes that get the taint (comma-separated).")] = "",
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Taint-based eviction: which pods a NoExecute taint deletes and when, broken PDBs, where pods land."""
+    from .whatif.render import render_taint
+    from .whatif.taint import parse_taint, run_taint
+
+    t = parse_taint(taint)
+    names = [n.strip() for n in node.split(",") if n.strip()]
+    if not names:
+        raise InputError("--node: give the nodes that get the taint")
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    outcome = run_taint(state, config, names, t)
+    if as_json:
+        _print_json(outcome.to_dict())
+    else:
+        render_taint(out, outcome)
+
+
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit.")] = False) -> None:

@@ -7,8 +7,9 @@ from rich.table import Table
 from ..model.quantity import human_quantity
 from .drain import DrainOutcome
 from .pressure import PressureOutcome
+from .taint import TaintOutcome
 
-__all__ = ["render_drain", "render_pressure"]
+__all__ = ["render_drain", "render_pressure", "render_taint"]
 
 
 def render_pressure(console: Console, out: PressureOutcome) -> None:
@@ -44,3 +45,16 @@ def render_drain(console: Console, out: DrainOutcome) -> None:
         console.print(f"blocked: {b['pod']} on {b['node']}: {b['reason']}", highlight=False)
     for s in out.skipped:
         console.print(f"skipped: {s['pod']}: {s['reason']}", highlight=False)
+
+
+def render_taint(console: Console, out: TaintOutcome) -> None:
+    """The deletions over time, where each replacement lands, and the budgets broken."""
+    if not out.timeline:
+        console.print("no pod is deleted: every pod tolerates the taint without a time limit", highlight=False)
+    for seconds, pods in sorted(out.timeline.items()):
+        console.print(f"after {seconds}s: {', '.join(pods)} deleted", highlight=False)
+    for pod, node in out.landed.items():
+        console.print(f"{pod}: replacement lands on {node or 'nothing (pending, or no controller re-creates it)'}",
+                      highlight=False)
+    for pdb, n in out.broken_budgets.items():
+        console.print(f"PodDisruptionBudget {pdb}: {n} disruption(s) beyond what it allows", highlight=False)
