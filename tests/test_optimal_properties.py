@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optisched.datasets.generate import GenerateSpec, generate
+from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.loader import cluster_from_objects
 from optisched.model.objects import PreemptionPolicy
 from optisched.model.state import compile_cluster
-from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.optimal import solve
 from optisched.optimal.check import check_answer, check_placement
 from optisched.optimal.classes import build_batch
@@ -99,8 +99,8 @@ def test_a_victim_leaves_only_for_a_higher_priority_preemptor_on_its_node(seed: 
     if r.certificate.source != "solver":
         return
     arrived = (r.node_of >= 0) & (r.node_of != state.pod_node)
-    for victim, node in _victims(state, r.node_of):
-        there = np.flatnonzero(arrived & (r.node_of == node))
+    for victim, at in _victims(state, r.node_of):
+        there = np.flatnonzero(arrived & (r.node_of == at))
         preemptors = [p for p in there.tolist() if state.pods[p].spec.preemption_policy != PreemptionPolicy.NEVER]
         assert any(state.pod_priority[p] > state.pod_priority[victim] for p in preemptors), state.pods[victim].key
 
