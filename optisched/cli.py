@@ -643,6 +643,122 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+@app.command()
+def deschedule(
+    cluster: ClusterArg = None,
+    policy: Annotated[Path, typer.Option("--policy", help="DeschedulerPolicy file (descheduler/v1alpha2).")] = Path(),
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Run the descheduler's strategies once, replay kube-scheduler on the replacements, count a second cycle."""
+    from .descheduler import load_policy, run_descheduler
+    from .descheduler.render import render_outcome
+
+    if policy == Path():
+        raise InputError("--policy: give a DeschedulerPolicy file")
+    pol = load_policy(policy)
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    outcome = run_descheduler(state, config, pol)
+    if as_json:
+        _print_json(outcome.to_dict())
+    else:
+        render_outcome(out, outcome)
+
+
+@app.command()
+def pressure(
+    cluster: ClusterArg = None,
+    usage: Annotated[Path | None, typer.Option("--usage", help="Pods' usage: `kubectl top pods -A` output or a CSV "
+                                               "(namespace,name,cpu,memory,ephemeral-storage); default: the "
+                                               "optisched.io/usage-* annotations.")] = None,
+    kubelet_config: Annotated[Path | None, typer.Option("--kubelet-config", help="KubeletConfiguration, or a file of "
+                                                        "--eviction-hard/-soft/-minimum-reclaim flags; default: the "
+                                                        "kubelet's default thresholds.")] = None,
+    node: Annotated[str | None, typer.Option("--node", help="Only these nodes (comma-separated).")] = None,
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Which pods the kubelet evicts from nodes under memory or disk pressure, and where they land."""
+    from .whatif import (
+        load_kubelet_config,
+        load_usage,
+        parse_thresholds,
+        run_pressure,
+        usage_from_annotations,
+    )
+    from .whatif.render import render_pressure
+
+    th = load_kubelet_config(kubelet_config) if kubelet_config else \
+        parse_thresholds({"kind": "KubeletConfiguration"}, "<defaults>")
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    use = load_usage(usage, state) if usage else usage_from_annotations(state)
+    only = [n.strip() for n in node.split(",") if n.strip()] if node else None
+    outcome = run_pressure(state, config, use, th, only)
+    if as_json:
+        _print_json(outcome.to_dict())
+    else:
+        render_pressure(out, outcome)
+
+
+@app.command()
+def drain(
+    cluster: ClusterArg = None,
+    node: Annotated[str, typer.Option("--node", help="Nodes to drain together (comma-separated).")] = "",
+    ignore_daemonsets: Annotated[bool, typer.Option("--ignore-daemonsets", help="As kubectl: skip DaemonSet "
+                                                    "pods instead of refusing the drain.")] = False,
+    delete_emptydir_data: Annotated[bool, typer.Option("--delete-emptydir-data", help="As kubectl: evict pods "
+                                                       "with emptyDir storage.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="As kubectl: evict pods without a controller.")] = False,
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """What `kubectl drain` would do: refused pods, eviction waves under PDBs, and where the pods land."""
+    from .whatif.drain import DrainFlags, run_drain
+    from .whatif.render import render_drain
+
+    names = [n.strip() for n in node.split(",") if n.strip()]
+    if not names:
+        raise InputError("--node: give the nodes to drain, e.g. --node worker-1,worker-2")
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    outcome = run_drain(state, config, names, DrainFlags(ignore_daemonsets, delete_emptydir_data, force))
+    if as_json:
+        _print_json(outcome.to_dict())
+    else:
+        render_drain(out, outcome)
+
+
+@app.command("what-if")
+def what_if(
+    cluster: ClusterArg = None,
+    taint: Annotated[str, typer.Option("--taint", help="A NoExecute taint, key[=value]:NoExecute.")] = "",
+    node: Annotated[str, typer.Option("--node", help="Nodes that get the taint (comma-separated).")] = "",
+    profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Taint-based eviction: which pods a NoExecute taint deletes and when, broken PDBs, where pods land."""
+    from .whatif.render import render_taint
+    from .whatif.taint import parse_taint, run_taint
+
+    t = parse_taint(taint)
+    names = [n.strip() for n in node.split(",") if n.strip()]
+    if not names:
+        raise InputError("--node: give the nodes that get the taint")
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    outcome = run_taint(state, config, names, t)
+    if as_json:
+        _print_json(outcome.to_dict())
+    else:
+        render_taint(out, outcome)
+
+
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print the version and exit.")] = False) -> None:

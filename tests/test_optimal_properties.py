@@ -99,8 +99,8 @@ def test_a_victim_leaves_only_for_a_higher_priority_preemptor_on_its_node(seed: 
     if r.certificate.source != "solver":
         return
     arrived = (r.node_of >= 0) & (r.node_of != state.pod_node)
-    for victim, node in _victims(state, r.node_of):
-        there = np.flatnonzero(arrived & (r.node_of == node))
+    for victim, at in _victims(state, r.node_of):
+        there = np.flatnonzero(arrived & (r.node_of == at))
         preemptors = [p for p in there.tolist() if state.pods[p].spec.preemption_policy != PreemptionPolicy.NEVER]
         assert any(state.pod_priority[p] > state.pod_priority[victim] for p in preemptors), state.pods[victim].key
 

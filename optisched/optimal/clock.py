@@ -22,10 +22,11 @@ import time
 
 __all__ = ["DET_PER_SECOND", "Clock"]
 
-# CP-SAT deterministic time per nominal second. Measured on the 2-core development machine with two
-# interleaved workers on generated clusters of 40-400 nodes: 1 unit of CP-SAT's deterministic time took
-# 0.6-1.2 s of wall time while nothing else ran; 0.5 keeps the solver phases inside the limit with the
-# model building, decoding and checking around them (docs/optimal_trust.md).
+# CP-SAT deterministic time per nominal second. On the 2-core machine with nothing else running, 1 unit
+# of CP-SAT's deterministic time took 0.6-1.2 s of wall time (two interleaved workers, generated clusters
+# of 40-400 nodes); with a dozen other jobs on the same cores it took up to 20 s. 0.05 keeps the solver
+# phases inside the limit even then, so on an idle machine a run ends well before its limit (the search
+# uses a fraction of it); --nondeterministic spends the whole limit by the wall clock (docs/optimal_trust.md).
 DET_PER_SECOND = 0.05
 # interleaved workers check the deterministic limit between batches of tasks: a call asked for d units
 # used up to 2.2 d (CP-SAT 9.15, generated 60-node models), so they are asked for d / OVERSHOOT

@@ -1,0 +1,141 @@
+"""DefaultEvictor as the descheduler runs it: who may be evicted, in which order, and how many.
+
+Follows kubernetes-sigs/descheduler v0.34.0: ``pkg/framework/plugins/defaultevictor/defaultevictor.go``
+(``Filter`` and ``PreEvictionFilter`` with ``nodeFit``), ``pkg/descheduler/evictions/evictions.go`` (the
+``maxNoOfPodsToEvictPerNode`` / ``...PerNamespace`` / ``...Total`` limits) and ``pkg/descheduler/pod/pods.go``
+``SortPodsBasedOnPriorityLowToHigh`` (lowest priority first, then BestEffort, Burstable, Guaranteed). The
+protections themselves are :mod:`optisched.policy.eviction`'s; nodeFit asks greedy mode's own filters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..constraints.selectors import label_selector_matches
+from ..framework import Code, CycleState
+from ..greedy.framework_runner import Framework
+from ..model.objects import LabelSelector, Pod
+from ..model.snapshot import Snapshot
+from ..model.state import ClusterState
+from ..policy.eviction import EvictionPolicy
+from ..profile import SchedulerConfig
+
+__all__ = ["Evictor", "EvictorArgs", "Limits", "qos_rank", "sort_low_to_high"]
+
+# nodeutil.NodeFit (v0.34 pkg/descheduler/node/node.go): selector/affinity, taints, resources, unschedulable,
+# inter-pod anti-affinity. Greedy mode's plugins of the same names answer each.
+NODE_FIT = ("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodeResourcesFit", "InterPodAffinity")
+
+
+@dataclass(frozen=True)
+class EvictorArgs:
+    """``DefaultEvictorArgs`` fields optisched models."""
+
+    node_fit: bool = False
+    evict_local_storage_pods: bool = False
+    evict_system_critical_pods: bool = False
+    priority_threshold: int | None = None
+    label_selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The policy's eviction limits for one descheduling cycle (None: no limit)."""
+
+    per_node: int | None = None
+    per_namespace: int | None = None
+    total: int | None = None
+
+
+def qos_rank(pod: Pod) -> int:
+    """0 BestEffort, 1 Burstable, 2 Guaranteed (``v1qos.GetPodQOS`` over the app containers)."""
+    cs = pod.spec.containers
+    if all(not c.resources.requests and not c.resources.limits for c in cs):
+        return 0
+    guaranteed = all(c.resources.limits.get(r) and c.resources.requests.get(r, c.resources.limits[r]) ==
+                     c.resources.limits[r] for c in cs for r in ("cpu", "memory"))
+    return 2 if guaranteed else 1
+
+
+def sort_low_to_high(state: ClusterState, rows: list[int]) -> list[int]:
+    """``SortPodsBasedOnPriorityLowToHigh``: priority ascending, then QoS; input order otherwise."""
+    return sorted(rows, key=lambda p: (int(state.pod_priority[p]), qos_rank(state.pods[p])))
+
+
+@dataclass
+class Evictor:
+    """One descheduling cycle's evictor: filters, nodeFit, limits and the evictions made so far."""
+
+    state: ClusterState
+    config: SchedulerConfig
+    args: EvictorArgs = EvictorArgs()
+    limits: Limits = Limits()
+    evicted: list[tuple[int, str]] = field(default_factory=list)  # (pod row, strategy)
+    _per_node: dict[int, int] = field(default_factory=dict)
+    _per_ns: dict[str, int] = field(default_factory=dict)
+    _rows: set[int] = field(default_factory=set)  # the evicted pod rows, for constant-time lookups
+    _fw: Framework | None = None
+
+    def __post_init__(self) -> None:
+        policy = EvictionPolicy(evict_local_storage=self.args.evict_local_storage_pods,
+                                evict_system_critical=self.args.evict_system_critical_pods)
+        ok = policy.verdicts(self.state).may_leave & (self.state.pod_node >= 0)
+        if self.args.priority_threshold is not None and not self.args.evict_system_critical_pods:
+            ok &= self.state.pod_priority < self.args.priority_threshold
+        if self.args.label_selector is not None:
+            ok &= np.array([label_selector_matches(self.args.label_selector, p.metadata.labels)
+                            for p in self.state.pods], dtype=bool)
+        self._filter = ok
+
+    def filter(self, p: int) -> bool:
+        """``DefaultEvictor.Filter``: the pod's kind and priority allow its eviction."""
+        return bool(self._filter[p]) and not self.is_evicted(p)
+
+    def is_evicted(self, p: int) -> bool:
+        return p in self._rows
+
+    def fits_elsewhere(self, p: int) -> bool:
+        """``PodFitsAnyOtherNode``: some node other than its own passes the nodeFit filters."""
+        others = np.ones(self.state.num_nodes, dtype=bool)
+        others[self.state.pod_node[p]] = False
+        return self.fits_on(p, others)
+
+    def fits_on(self, p: int, allowed: np.ndarray) -> bool:
+        """Some node of ``allowed`` (bool per node) passes the nodeFit filters for pod ``p``."""
+        if self._fw is None:
+            prof = self.config.profiles[0]
+            keep = {pt: tuple(n for n in prof.plugins.get(pt, ()) if n in NODE_FIT) for pt in ("preFilter", "filter")}
+            self._fw = Framework(Snapshot(self.state), replace(prof, plugins={**prof.plugins, **keep}))
+        cycle = CycleState(p, self._fw.snapshot, self._fw.profile)
+        status, _, skipped = self._fw.pre_filter(cycle)
+        if status.code != Code.SUCCESS:
+            return False
+        nodes = np.nonzero(allowed)[0]
+        if status.nodes is not None:
+            nodes = nodes[status.nodes[nodes]]
+        return bool(self._fw.filter(cycle, nodes, skipped).passed.any())
+
+    def pre_eviction_filter(self, p: int) -> bool:
+        """``DefaultEvictor.PreEvictionFilter``: with ``nodeFit``, the pod must fit on another node."""
+        return not self.args.node_fit or self.fits_elsewhere(p)
+
+    def limit_reached(self, node: int | None = None, namespace: str | None = None) -> bool:
+        lim = self.limits
+        if lim.total is not None and len(self.evicted) >= lim.total:
+            return True
+        if node is not None and lim.per_node is not None and self._per_node.get(node, 0) >= lim.per_node:
+            return True
+        return namespace is not None and lim.per_namespace is not None and \
+            self._per_ns.get(namespace, 0) >= lim.per_namespace
+
+    def evict(self, p: int, strategy: str) -> bool:
+        """``PodEvictor.EvictPod``: record the eviction unless a limit refuses it."""
+        node, ns = int(self.state.pod_node[p]), self.state.pods[p].metadata.namespace or "default"
+        if self.is_evicted(p) or self.limit_reached(node, ns):
+            return False
+        self.evicted.append((p, strategy))
+        self._rows.add(p)
+        self._per_node[node] = self._per_node.get(node, 0) + 1
+        self._per_ns[ns] = self._per_ns.get(ns, 0) + 1
+        return True

@@ -1,0 +1,60 @@
+"""The terminal table of a node-pressure what-if."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ..model.quantity import human_quantity
+from .drain import DrainOutcome
+from .pressure import PressureOutcome
+from .taint import TaintOutcome
+
+__all__ = ["render_drain", "render_pressure", "render_taint"]
+
+
+def render_pressure(console: Console, out: PressureOutcome) -> None:
+    """One row per node under pressure, then one per evicted pod with where its replacement lands."""
+    if not out.nodes:
+        console.print("no node is under memory or disk pressure with this usage and these thresholds",
+                      highlight=False)
+        return
+    t = Table(title="Nodes under pressure (kubelet node-pressure eviction)", title_justify="left")
+    for h in ("node", "signal", "available", "threshold", "evicts until", "evicted pods"):
+        t.add_column(h, overflow="fold")
+    for n in out.nodes:
+        t.add_row(n.node, n.signal, human_quantity("memory", n.available), human_quantity("memory", n.threshold),
+                  human_quantity("memory", n.goal), ", ".join(n.evicted) or "none (only critical pods)")
+    console.print(t)
+    for pod, node in out.landed.items():
+        console.print(f"{pod}: replacement lands on {node or 'nothing (pending, or no controller re-creates it)'}",
+                      highlight=False)
+
+
+def render_drain(console: Console, out: DrainOutcome) -> None:
+    """Per node whether it drains, each wave's evictions with their predicted landing, then what blocks."""
+    for n, ok in out.drained.items():
+        console.print(f"{n}: {'drains' if ok else 'does not drain'}", highlight=False)
+    for i, wave in enumerate(out.waves, start=1):
+        t = Table(title=f"wave {i}", title_justify="left")
+        for h in ("pod", "from", "lands on"):
+            t.add_column(h, overflow="fold")
+        for e in wave:
+            t.add_row(e["pod"], e["from"], e["to"] or "pending")
+        console.print(t)
+    for b in out.blocked:
+        console.print(f"blocked: {b['pod']} on {b['node']}: {b['reason']}", highlight=False)
+    for s in out.skipped:
+        console.print(f"skipped: {s['pod']}: {s['reason']}", highlight=False)
+
+
+def render_taint(console: Console, out: TaintOutcome) -> None:
+    """The deletions over time, where each replacement lands, and the budgets broken."""
+    if not out.timeline:
+        console.print("no pod is deleted: every pod tolerates the taint without a time limit", highlight=False)
+    for seconds, pods in sorted(out.timeline.items()):
+        console.print(f"after {seconds}s: {', '.join(pods)} deleted", highlight=False)
+    for pod, node in out.landed.items():
+        console.print(f"{pod}: replacement lands on {node or 'nothing (pending, or no controller re-creates it)'}",
+                      highlight=False)
+    for pdb, n in out.broken_budgets.items():
+        console.print(f"PodDisruptionBudget {pdb}: {n} disruption(s) beyond what it allows", highlight=False)
