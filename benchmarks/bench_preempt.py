@@ -34,9 +34,9 @@ from optisched.preemption.plan import batch_preemptions, preemptions
 from optisched.profile import default_config
 
 
-def full_cluster(nodes: int, seed: int) -> list[dict]:
+def full_cluster(nodes: int, seed: int, load: float = 1.1) -> list[dict]:
     """Generated objects with greedy mode's placement applied: placed pods bound, the rest pending."""
-    objs = generate(GenerateSpec(nodes=nodes, pods=20 * nodes, pending_fraction=0.5, load=1.1, seed=seed))
+    objs = generate(GenerateSpec(nodes=nodes, pods=20 * nodes, pending_fraction=0.5, load=load, seed=seed))
     state = compile_cluster(cluster_from_objects(objs))
     node_of = GreedyScheduler(state, default_config(), GreedyOptions(record=False)).run().snapshot.node_of
     out = []

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from .model.cluster import Cluster
     from .optimal.solve import OptimalResult
     from .profile import SchedulerConfig
+    from .reschedule import ReschedulePlan
 
-__all__ = ["KUBE_VERSION", "__version__", "compare", "load", "schedule", "solve"]
+__all__ = ["KUBE_VERSION", "__version__", "compare", "load", "reschedule", "schedule", "solve"]
 
 
 def load(paths: Iterable[str]) -> Cluster:
@@ -80,6 +81,19 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
                              eviction=EvictionPolicy.parse(evict if isinstance(evict, str) else ",".join(evict)),
                              deterministic=deterministic, stop_after=stop_after)
     return solve_optimal(compile_cluster(cluster), config, options)
+
+
+def reschedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, goal: str | list[str] = "consolidate",
+               **options: object) -> ReschedulePlan:
+    """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"balance"``; several in priority
+    order), in waves, each replacement's landing predicted by a kube-scheduler replay (docs/reschedule.md).
+    Options: ``max_moves``, ``max_moves_per_node``, ``max_unavailable_per_workload``, ``evict``,
+    ``namespaces``, ``exclude_namespaces``, ``selector``, ``time_limit``, ``seed``. The answer's
+    ``target_frame()``, ``waves_frame()`` and ``prediction_frame()`` are pandas DataFrames; ``summary()``
+    the terminal lines, ``to_dict()`` plan.json."""
+    from .reschedule.api import reschedule_cluster
+
+    return reschedule_cluster(cluster, profile, goal=goal, **options)  # type: ignore[arg-type]
 
 
 def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_limit: float = 60.0,

@@ -466,6 +466,76 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
 
 
 @app.command()
+def reschedule(
+    cluster: ClusterArg = None,
+    goal: Annotated[str, typer.Option("--goal", help="consolidate | fit-pending | balance, several comma-separated "
+                                      "in priority order (docs/reschedule.md).")] = "consolidate",
+    max_moves: Annotated[int | None, typer.Option("--max-moves", min=0, help="At most this many evictions.")] = None,
+    max_moves_per_node: Annotated[int | None, typer.Option("--max-moves-per-node", min=0,
+                                                           help="At most this many evictions off one node.")] = None,
+    max_unavailable: Annotated[str | None, typer.Option("--max-unavailable-per-workload",
+                                                        help="Per owner and wave: a count or a percent.")] = None,
+    evict: EvictOpt = None,
+    namespaces: Annotated[str, typer.Option("--namespaces", help="Only pods of these namespaces move.")] = "",
+    exclude_namespaces: Annotated[str, typer.Option("--exclude-namespaces", help="Pods of these never move.")] = "",
+    selector: Annotated[str, typer.Option("--selector", "-l", help="Only pods with these labels move.")] = "",
+    thresholds: Annotated[str, typer.Option("--thresholds", help="balance: LowNodeUtilization's under-utilized "
+                                            "percents, e.g. cpu=20,memory=20.")] = "",
+    target_thresholds: Annotated[str, typer.Option("--target-thresholds", help="balance: over-utilized above "
+                                                   "these percents, e.g. cpu=50,memory=50.")] = "",
+    for_pods: Annotated[str, typer.Option("--for", help="fit-pending: only these pending pods (ns/name,...), "
+                                          "all or none.")] = "",
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for the target.")] = 30.0,
+    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    profile: ProfileOpt = None,
+    output: Annotated[Path | None, typer.Option(help="Write the plan: plan.json or plan.yaml (Evictions).")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Carry the plan out through the Eviction API, wave by "
+                                        "wave (needs --kubeconfig; a dry run otherwise).")] = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Evict running pods to reach a goal, in waves kube can carry out, each replacement's landing predicted."""
+    import dataclasses
+
+    from .policy.eviction import EvictionPolicy
+    from .reschedule import Budgets, parse_goals, plan_reschedule
+    from .reschedule.goals import parse_thresholds
+    from .reschedule.output import check_output, write_plan
+
+    goals = parse_goals(goal)
+    if bool(thresholds) != bool(target_thresholds):
+        raise InputError("--thresholds and --target-thresholds go together")
+    levels = (parse_thresholds(thresholds, "--thresholds"), parse_thresholds(target_thresholds, "--target-thresholds")) \
+        if thresholds else None
+    if apply and not kubeconfig:
+        raise InputError("--apply needs --kubeconfig (the cluster the plan is read from and carried out on)")
+    if max_unavailable is not None and not (max_unavailable.rstrip("%").isdigit()):
+        raise InputError(f"--max-unavailable-per-workload: {max_unavailable!r} is not a count or a percent")
+    if output is not None:
+        check_output(output)
+    _check_outputs({"--output": output}, cluster, profile)
+    split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
+    policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
+                                 exclude_namespaces=split(exclude_namespaces), selector=selector)
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
+                           time_limit=time_limit, seed=seed,
+                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels)
+    for line in plan.summary():
+        out.print(Text(line), highlight=False, soft_wrap=True)
+    if output is not None:
+        write_plan(plan, output)
+    if apply:
+        from .reschedule.apply import apply_live
+
+        report = apply_live(plan, kubeconfig, context)
+        for line in report.lines():
+            out.print(Text(line), highlight=False, soft_wrap=True)
+        if report.stopped:
+            raise typer.Exit(1)
+
+
+@app.command()
 def snapshot(
     output: Annotated[str, typer.Option("--output", "-o", help="File to write (.yaml, or .json); - for stdout.")],
     kubeconfig: KubeconfigOpt = None,

@@ -69,11 +69,16 @@ CASES = [
 
 @pytest.mark.parametrize("obj,policy,reason", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_who_may_leave(obj, policy, reason):
-    state = state_of(node("n"), obj)
-    verdicts = policy.verdicts(state)
+    verdicts = _judged(obj, policy, reason)
+    assert verdicts.kept([0]) == ({} if reason is None else {"default/p": reason})
+
+
+def _judged(obj, policy, reason):  # type: ignore[no-untyped-def]
+    """The verdicts on a one-pod cluster, checked for the pod's reason and mask."""
+    verdicts = policy.verdicts(state_of(node("n"), obj))
     assert verdicts.why(0) == reason
     assert bool(verdicts.may_leave[0]) == (reason is None)
-    assert verdicts.kept([0]) == ({} if reason is None else {"default/p": reason})
+    return verdicts
 
 
 def test_verdicts_are_vectorized_over_pods():
@@ -102,6 +107,44 @@ def test_the_summary_names_pods_with_a_claim_and_counts_the_others():
     assert "1 running pod(s) stay on their node: DaemonSet pod" in notes
     assert any(n.startswith("1 running pod(s) stay on their node: has no controller") for n in notes)
     assert (r.node_of[state.pod_node >= 0] == state.pod_node[state.pod_node >= 0]).all()
+
+
+def _in(ns: str, name: str, **labels: str):  # type: ignore[no-untyped-def]
+    b = _owned(name).set("metadata.namespace", ns)
+    return b.set("metadata.labels", labels) if labels else b
+
+
+SCOPE = [
+    ("a pod outside --namespaces stays", _in("kube-system", "p"), EvictionPolicy(namespaces=("team",)), Keep.NAMESPACE),
+    ("a pod inside --namespaces may leave", _in("team", "p"), EvictionPolicy(namespaces=("team",)), None),
+    ("a pod of an excluded namespace stays", _in("team", "p"), EvictionPolicy(exclude_namespaces=("team",)),
+     Keep.NAMESPACE),
+    ("the evict annotation does not lift the namespace narrowing",
+     _in("x", "p").set("metadata.annotations", {"descheduler.alpha.kubernetes.io/evict": ""}),
+     EvictionPolicy(namespaces=("team",)), Keep.NAMESPACE),
+    ("a pod the label selector does not match stays", _in("team", "p", app="db"), EvictionPolicy(selector="app=web"),
+     Keep.UNSELECTED),
+    ("a pod the label selector matches may leave", _in("team", "p", app="web"), EvictionPolicy(selector="app=web"), None),
+    ("the evict annotation lifts the label selector, as upstream's Filter returns early",
+     _in("team", "p", app="db").set("metadata.annotations", {"descheduler.alpha.kubernetes.io/evict": ""}),
+     EvictionPolicy(selector="app=web"), None),
+]
+
+
+@pytest.mark.parametrize("obj,policy,reason", [c[1:] for c in SCOPE], ids=[c[0] for c in SCOPE])
+def test_namespaces_and_selector_narrow_who_may_leave(obj, policy, reason):
+    _judged(obj, policy, reason)
+
+
+def test_node_bound_kinds_are_one_rule_for_replays_and_policies():
+    """The replay's kept pods and the policy's never-leaving kinds come from the same helper."""
+    from optisched.experiments.replay import stays_reason
+    from optisched.policy.eviction import node_bound
+
+    ds = pod("p").set("metadata.ownerReferences", [{"kind": "DaemonSet", "name": "ds"}]).on("n")
+    st = state_of(node("n"), ds)
+    assert node_bound(st.pods[0]) == Keep.DAEMONSET == EvictionPolicy(evict_bare_pods=True).verdicts(st).why(0)
+    assert stays_reason(st.pods[0], {"default-scheduler"}) == Keep.DAEMONSET.value
 
 
 def test_a_pod_with_a_claim_may_leave_when_the_input_describes_its_volume():

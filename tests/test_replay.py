@@ -156,7 +156,7 @@ def test_the_current_run_is_the_input_placement_whatever_is_replayed():
     from optisched.model.state import compile_cluster
 
     assert replay.current.node_of.tolist() == compile_cluster(cluster()).pod_node.tolist()
-    assert set(replay.kept.values()) == {"DaemonSet pod", "mirror pod"}
+    assert set(replay.kept.values()) == {"DaemonSet pod", "mirror or static pod"}
 
 
 def _p(**meta):  # type: ignore[no-untyped-def]
@@ -170,8 +170,8 @@ def _p(**meta):  # type: ignore[no-untyped-def]
     (lambda: _p(), None),
     (lambda: _p(metadata__ownerReferences=[{"kind": "DaemonSet", "name": "d"}]), "DaemonSet pod"),
     (lambda: _p(metadata__ownerReferences=[{"kind": "ReplicaSet", "name": "r"}]), None),
-    (lambda: _p(metadata__annotations={"kubernetes.io/config.mirror": "h"}), "mirror pod"),
-    (lambda: _p(metadata__annotations={"kubernetes.io/config.source": "file"}), "static pod"),
+    (lambda: _p(metadata__annotations={"kubernetes.io/config.mirror": "h"}), "mirror or static pod"),
+    (lambda: _p(metadata__annotations={"kubernetes.io/config.source": "file"}), "mirror or static pod"),
     (lambda: _p(metadata__annotations={"kubernetes.io/config.source": "api"}), None),
     (lambda: _p(metadata__deletionTimestamp="2026-01-01T00:00:00Z"), "terminating"),
     (lambda: _p(spec__schedulerName="volcano"), "schedulerName 'volcano' matches no profile"),

@@ -24,27 +24,21 @@ from ..constraints.selectors import Selector, parse_label_selector
 from ..model.cluster import Cluster
 from ..model.objects import Pod
 from ..model.state import ClusterState, compile_cluster
+from ..policy.eviction import node_bound
 from .runs import PlacementRun
 
 __all__ = ["CURRENT", "Replay", "prepare_replay", "stays_reason"]
 
 CURRENT = "current"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-SOURCE_ANNOTATION = "kubernetes.io/config.source"
 FINISHED = ("Succeeded", "Failed")
 
 
 def stays_reason(pod: Pod, schedulers: set[str]) -> str | None:
-    """Why a bound pod keeps its node in a replay; None when it is placed again."""
-    meta = pod.metadata
-    if any(o.kind == "DaemonSet" for o in meta.owner_references):
-        return "DaemonSet pod"
-    if MIRROR_ANNOTATION in meta.annotations:
-        return "mirror pod"
-    if meta.annotations.get(SOURCE_ANNOTATION, "api") != "api":
-        return "static pod"
-    if meta.deletion_timestamp is not None:
-        return "terminating"
+    """Why a bound pod keeps its node in a replay; None when it is placed again. Terminating,
+    mirror/static and DaemonSet pods are the eviction policy's rule (:func:`~optisched.policy.eviction.node_bound`)."""
+    why = node_bound(pod)
+    if why is not None:
+        return why.value
     if pod.spec.scheduler_name not in schedulers:
         return f"schedulerName {pod.spec.scheduler_name!r} matches no profile"
     return None

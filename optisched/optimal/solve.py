@@ -77,6 +77,8 @@ class OptimalOptions:
     eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave (moves, victims)
     deterministic: bool = True  # budgets in deterministic time: the same answer on every run (see .clock)
     stop_after: str | None = None  # "placed": end after the placement tiers (no disruption, objective, score)
+    goal_first: bool = False  # the objective's tier before disruption (reschedule: the goal, then fewest moves)
+    staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
 
 
 @dataclass
@@ -133,9 +135,11 @@ def placed_per_level(batch: Batch, node_of: np.ndarray) -> dict[int, int]:
     return out
 
 
-def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
+def _objectives(model: BatchModel, objective: str | None = None,
+                goal_first: bool = False) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
     """(name, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
-    when their tier comes (a function), so the placement tiers solve without their constraints."""
+    when their tier comes (a function), so the placement tiers solve without their constraints. With
+    ``goal_first`` the user objective comes before disruption (a descheduler's goal, then fewest moves)."""
     batch = model.batch
     out = []
     for level in batch.levels:
@@ -147,6 +151,8 @@ def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[s
         out.append((_level_name(level), "max", lin))
     if victim_budgets(batch):  # preemption breaks as few budgets as it can, before anything else is weighed
         out.append(("pdb-violations", "min", lambda: violation_objective(model)))
+    if objective is not None and goal_first:
+        out.append((f"objective:{objective}", "min", lambda: user_objective(model, objective)))
     if any(c.running for c in batch.classes):
         rank = {p: i + 1 for i, p in enumerate(sorted(batch.levels))}
         lin = Linear()
@@ -156,7 +162,7 @@ def _objectives(model: BatchModel, objective: str | None = None) -> list[tuple[s
                 lin.const += rank[c.priority] * u
                 lin.add(v, -rank[c.priority], u)
         out.append(("disruption", "min", lin))
-    if objective is not None:
+    if objective is not None and not goal_first:
         out.append((f"objective:{objective}", "min", lambda: user_objective(model, objective)))
     if any(cv.arr_vars for cv in model.vars):
         out.append(("score", "max", lambda: _score(model)))
@@ -169,11 +175,13 @@ def _score(model: BatchModel) -> Linear:
     return score
 
 
-def _lex_key(batch: Batch, node_of: np.ndarray) -> tuple:
+def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False, staged: bool = False) -> tuple:
+    """The tiers the fallback is compared on; with ``goal_first`` disruption is not one (the goal, which
+    the key does not see, comes before it); ``staged``: moves beyond a budget are the waves' concern."""
     per = placed_per_level(batch, node_of)
     left = sum(1 for c in batch.classes for n, pods in c.running.items() for p in pods if node_of[p] != n)
-    broken = sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
-    return (*[per[lv] for lv in batch.levels], -broken, -left)
+    broken = 0 if staged else sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
+    return (*[per[lv] for lv in batch.levels], -broken, *(() if goal_first else (-left,)))
 
 
 def domain_keys(batch: Batch) -> dict[int, list[str]]:
@@ -290,6 +298,7 @@ class _Group:
     lp: LevelBound | None = None  # this part's own LP bound per level: a placement tier that reaches it stops
     lns: bool = False  # searched by LNS (large restricted model): no tie-breaking between placement levels
     search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
+    goal_first: bool = False  # the objective's tier before disruption (OptimalOptions.goal_first)
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
@@ -328,7 +337,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     # again per part costs seconds the search needs more
     groups = []
     for sub, m in models:
-        encode_eviction_rules(m)
+        encode_eviction_rules(m, budgets=not options.staged)
         m.clock = clock
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
@@ -349,7 +358,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         search = NodeSearch(m, options.seed, clock) if lns and solver.full is not None and options.node_search else None
         groups.append(_Group(sub, m, solver, m.cp.clone(), reached=reached, cp_valid=not m.restricted,
                              lp=LevelBound(m, clock=clock, seconds=lp_share / (2 * len(models)))
-                             if lns and not lp.large else None, lns=lns, search=search))
+                             if lns and not lp.large else None, lns=lns, search=search, goal_first=options.goal_first))
     return groups, lp
 
 
@@ -374,7 +383,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | N
             g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
     caps = _level_caps(g.batch)
     if g.objectives is None:
-        g.objectives = _objectives(g.model, objective)
+        g.objectives = _objectives(g.model, objective, g.goal_first)
         g.raw_values = variable_values(g.model, raw)
     objectives = g.objectives
     if not placement and _settle_reached(g):
@@ -567,7 +576,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     clock.limit = (deadline + end) / 2  # the whole batch's LP may use half the reserve
     tiers = _combine(groups, batch.levels, lp)
     result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, clock.t0, phase,
-                     bool(options.weights))
+                     bool(options.weights), options.goal_first, options.staged)
     result.certificate.notes += kept_notes(state, batch.kept, batch.class_of >= 0)
     phase("explaining pods left pending")
     clock.limit = end - max(0.1, 0.02 * options.time_limit)
@@ -614,7 +623,7 @@ def _as_greedy(tiers: list[Tier]) -> None:
 
 def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[_Group], tiers: list[Tier],
             greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
-            phase, weighted: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
+            phase, weighted: bool = False, goal_first: bool = False, staged: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
     """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
     node_of, source = fallback, "greedy"
@@ -631,7 +640,8 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
             node_of[rows] = decode(g.batch, arrivals, kept)[rows]
         source = "solver"
     phase("checking the answer with the greedy filters")
-    violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed) + check_budgets(batch, node_of)
+    violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed) + \
+        ([] if staged else check_budgets(batch, node_of))
     if (fallback != raw).any():
         how = "the model takes it as one more solution, the solver's start" if \
             all(g.reached is not None or not g.lns for g in groups) else \
@@ -641,7 +651,7 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     # the floor is greedy mode's own placement: kube-scheduler reaches it cycle by cycle (each pod passed
     # its filters when it arrived), so it is a valid answer even where batch semantics is stricter.
     # With weights, the solver kept the better of the hint and its search by the weighted objective.
-    worse = not weighted and _lex_key(batch, raw) > _lex_key(batch, node_of)
+    worse = not weighted and _lex_key(batch, raw, goal_first, staged) > _lex_key(batch, node_of, goal_first, staged)
     if source == "solver" and (violations or worse):
         source = "greedy"
         notes.append("kube-scheduler's placement (greedy mode) is returned: it is at least as good as the solver's")

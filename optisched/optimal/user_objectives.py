@@ -1,7 +1,9 @@
 """Objectives an operator asks for (``--objective``), solved as one tier after the placement and
 disruption tiers and before the profile's score: what the user asks for outranks the score surrogate.
 
-* ``pack``: fewest nodes the batch uses among those no fixed pod holds; when nodes carry an hourly
+* ``pack``: fewest nodes the batch uses among those no fixed pod holds (DaemonSet and mirror/static pods
+  aside: a node holding only those is empty for an autoscaler, as cluster-autoscaler's scale-down and the
+  descheduler count it); when nodes carry an hourly
   cost (label or annotation :data:`COST_KEY`, a decimal number such as ``"0.192"``), the lowest total
   cost of those nodes instead (cost in thousandths; a node without one costs the highest cost found,
   so an unpriced node is never the cheap choice).
@@ -9,6 +11,13 @@ disruption tiers and before the profile's score: what the user asks for outranks
   use, weighted by their number, plus the sum over those nodes of utilization²/1000 so the nodes below
   the maximum spread too.
 * ``balance``: the sum over the nodes the batch may use of |cpu − memory| per-mille fractions.
+* ``repair`` (with movable running pods): running pods left on a node whose required node affinity they
+  no longer match, or whose NoSchedule/NoExecute taints they do not tolerate (read from the model's own
+  phase-1 domains, so the filters are not written again), plus each DoNotSchedule topology spread
+  constraint's excess over maxSkew (:mod:`optisched.constraints.pod_topology_spread_excess`): the
+  intents of the descheduler's ``RemovePodsViolatingNodeAffinity``, ``RemovePodsViolatingNodeTaints``
+  and ``RemovePodsViolatingTopologySpreadConstraint`` (kubernetes-sigs/descheduler v0.34.0,
+  ``pkg/framework/plugins/removepodsviolating*``).
 
 Utilization here counts actual requests (no scoring defaults), fixed pods included.
 """
@@ -18,8 +27,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..constraints.pod_topology_spread_excess import encode_excess
 from ..errors import InputError
 from ..metrics.cost import COST_KEY, node_costs
+from ..policy.eviction import KINDS, Keep, pod_kinds
 from .score_terms import abs_var, add_var, convex_load, node_fractions, node_utilization, upper_var, used_flag
 from .tiers import Linear
 
@@ -28,7 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "user_objective"]
 
-OBJECTIVES = ("pack", "spread", "balance")
+OBJECTIVES = ("pack", "spread", "balance", "repair")
+NODE_RULES = ("NodeAffinity", "TaintToleration")  # a running pod's own node breaks them
+REPAIRED_RULES = (*NODE_RULES, "PodTopologySpread")
 RESOURCES = ("cpu", "memory")
 
 
@@ -44,8 +57,10 @@ def _var_nodes(model: BatchModel) -> np.ndarray:
 
 def _pack(model: BatchModel, lin: Linear) -> None:
     costs = node_costs(model.state)
+    kinds = pod_kinds(model.state)
+    stays = kinds[:, KINDS.index(Keep.STATIC)] | kinds[:, KINDS.index(Keep.DAEMONSET)]
     for n in _var_nodes(model).tolist():
-        if not model.snapshot.pods_on[n]:
+        if not any(not stays[p] for p in model.snapshot.pods_on[n]):
             add_var(lin, used_flag(model, lin, n, f"pack{n}"), 1 if costs is None else int(costs[n]))
 
 
@@ -66,9 +81,25 @@ def _balance(model: BatchModel, lin: Linear) -> None:
             add_var(lin, abs_var(model, lin, row["cpu"].minus(row["memory"]), f"balance{n}"), 1)
 
 
+def _repair(model: BatchModel, lin: Linear) -> None:
+    for sched, classes in model.by_profile.items():
+        fw = model.frameworks[sched]
+        if "PodTopologySpread" in fw.filter_names:
+            encode_excess(fw.filter_rules["PodTopologySpread"], model, classes, lin)
+    for c in model.classes:
+        cv = model.vars[c.index]
+        masks = [m for r in NODE_RULES if (m := model.forbidden_by.get((c.index, r))) is not None]
+        if not masks or not len(cv.keep_nodes):
+            continue
+        bad = np.logical_or.reduce(masks)[cv.keep_nodes]
+        for v, u, b in zip(cv.keep_vars, cv.keep_ub.tolist(), bad.tolist()):
+            if b:
+                lin.add(v, 1, u)
+
+
 def user_objective(model: BatchModel, name: str) -> Linear:
     """The user objective ``name``, to be minimized (the tier ``objective:NAME``)."""
     check_objective(name)
     lin = Linear()
-    {"pack": _pack, "spread": _spread, "balance": _balance}[name](model, lin)
+    {"pack": _pack, "spread": _spread, "balance": _balance, "repair": _repair}[name](model, lin)
     return lin

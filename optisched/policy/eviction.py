@@ -19,6 +19,11 @@ The rules follow the descheduler's ``DefaultEvictor`` (kubernetes-sigs/deschedul
   ``FailedBarePods`` protection for a pod that is not ``Failed``). The ``descheduler.alpha.kubernetes.io/evict``
   annotation (any value) allows these kinds for its pod, as upstream's ``HaveEvictAnnotation`` does.
 
+Narrowing (``--namespaces`` / ``--exclude-namespaces`` / ``--selector``), as the descheduler's plugin
+arguments ``namespaces.include`` / ``namespaces.exclude`` (checked by each strategy before it asks the
+evictor, so the evict annotation does not lift them) and ``DefaultEvictorArgs.labelSelector`` (one of
+``Filter``'s constraints, so the annotation does lift it, as upstream).
+
 PodDisruptionBudgets are not a per-pod verdict: they limit how many pods of a budget may leave together
 (:mod:`optisched.preemption.pdb_model`).
 """
@@ -29,12 +34,14 @@ from enum import StrEnum
 
 import numpy as np
 
+from ..constraints.selectors import parse_label_selector
 from ..errors import InputError
 from ..model.objects import Pod
 from ..model.state import ClusterState
 from ..model.storage import catalog
 
-__all__ = ["CRITICAL_PRIORITY", "EVICT_KINDS", "EvictionPolicy", "Keep", "Verdicts", "kept_notes"]
+__all__ = ["CRITICAL_PRIORITY", "EVICT_KINDS", "KINDS", "EvictionPolicy", "Keep", "Verdicts", "kept_notes", "node_bound",
+           "pod_kinds"]
 
 CRITICAL_PRIORITY = 2_000_000_000  # scheduling.SystemCriticalPriority
 MIRROR = "kubernetes.io/config.mirror"
@@ -53,12 +60,16 @@ class Keep(StrEnum):
     PROTECTED = "annotated do-not-disrupt or safe-to-evict: false (--evict protected)"
     LOCAL_STORAGE = "has emptyDir or hostPath storage (--evict local-storage)"
     BARE = "has no controller (--evict bare-pods)"
+    NAMESPACE = "namespace outside --namespaces / --exclude-namespaces"
+    UNSELECTED = "labels outside --selector"
+    NODE = "on a node that is not over-utilized (--target-thresholds)"
 
 
 KINDS = list(Keep)
 EVICT_KINDS = {"protected": "evict_protected", "local-storage": "evict_local_storage", "bare-pods": "evict_bare_pods",
                "system-critical": "evict_system_critical"}
-ALWAYS = {Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET, Keep.PVC}
+ALWAYS = {Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET, Keep.PVC, Keep.NAMESPACE, Keep.NODE}
+NARROWING = (Keep.NAMESPACE, Keep.UNSELECTED, Keep.NODE)  # computed per policy, not per pod (EvictionPolicy.scope)
 
 
 def _features(pod: Pod, priority: int, storage: bool) -> list[bool]:
@@ -79,7 +90,18 @@ def _features(pod: Pod, priority: int, storage: bool) -> list[bool]:
         ann.get("cluster-autoscaler.kubernetes.io/safe-to-evict") == "false",
         any(v.empty_dir is not None or v.host_path is not None for v in spec.volumes),
         not meta.owner_references,
+        False, False, False,  # narrowing: EvictionPolicy.scope
     ]
+
+
+NODE_BOUND = (Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET)
+
+
+def node_bound(pod: Pod) -> Keep | None:
+    """The first reason a pod can never be placed anew (terminating, mirror/static, DaemonSet), whatever
+    any flag or annotation says; None for any other pod. Replays and the consolidation goal ask this."""
+    flags = _features(pod, 0, False)
+    return next((k for k in NODE_BOUND if flags[KINDS.index(k)]), None)
 
 
 def pod_kinds(state: ClusterState) -> np.ndarray:
@@ -120,16 +142,36 @@ class EvictionPolicy:
     evict_local_storage: bool = False
     evict_bare_pods: bool = False
     evict_system_critical: bool = False
+    namespaces: tuple[str, ...] = ()  # only these namespaces (empty: every one)
+    exclude_namespaces: tuple[str, ...] = ()
+    selector: str = ""  # kubectl's -l syntax; pods whose labels do not match stay
+    only_nodes: frozenset[str] | None = None  # only pods on these nodes leave (LowNodeUtilization's sources)
+
+    def scope(self, state: ClusterState) -> np.ndarray:
+        """bool [P, 3]: per pod, outside the namespaces asked for, outside the label selector, and on a
+        node outside ``only_nodes``."""
+        sel = parse_label_selector(self.selector)
+        inc, exc = set(self.namespaces), set(self.exclude_namespaces)
+        names = state.node_names
+        rows = []
+        for i, p in enumerate(state.pods):
+            ns = p.metadata.namespace or "default"
+            n = int(state.pod_node[i])
+            off = self.only_nodes is not None and (n < 0 or names[n] not in self.only_nodes)
+            rows.append([(bool(inc) and ns not in inc) or ns in exc, not sel.matches(p.metadata.labels), off])
+        return np.array(rows, dtype=bool).reshape(len(state.pods), 3)
 
     def allowed(self) -> np.ndarray:
         """bool [len(Keep)]: the kinds this policy lets leave."""
-        on = {Keep.PROTECTED: self.evict_protected, Keep.LOCAL_STORAGE: self.evict_local_storage,
+        on: dict[Keep, bool] = {Keep.PROTECTED: self.evict_protected, Keep.LOCAL_STORAGE: self.evict_local_storage,
               Keep.BARE: self.evict_bare_pods, Keep.CRITICAL: self.evict_system_critical}
         return np.array([on.get(k, False) for k in KINDS], dtype=bool)
 
     def verdicts(self, state: ClusterState) -> Verdicts:
         """The verdict for every pod row (pending pods included: they have nowhere to leave from)."""
-        kinds = pod_kinds(state)
+        kinds = pod_kinds(state).copy()
+        if self.namespaces or self.exclude_namespaces or self.selector or self.only_nodes is not None:
+            kinds[:, [KINDS.index(k) for k in NARROWING]] = self.scope(state)
         blocking = kinds & ~self.allowed()
         overridden = np.array([EVICT in p.metadata.annotations for p in state.pods], dtype=bool)
         gated = np.array([k not in ALWAYS for k in KINDS], dtype=bool)
@@ -145,7 +187,7 @@ class EvictionPolicy:
         bad = [x for x in names if x not in EVICT_KINDS]
         if bad:
             raise InputError(f"--evict: {bad[0]!r} is not a kind; kinds: {', '.join(EVICT_KINDS)}")
-        return cls(**{EVICT_KINDS[x]: True for x in names})
+        return cls(**{EVICT_KINDS[x]: True for x in names})  # type: ignore[arg-type]
 
     def to_dict(self) -> dict[str, bool]:
         return {"evictProtected": self.evict_protected, "evictLocalStorage": self.evict_local_storage,

@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 __all__ = ["encode_eviction_rules"]
 
 
-def encode_eviction_rules(model: BatchModel) -> int:
+def encode_eviction_rules(model: BatchModel, budgets: bool = True) -> int:
     """Add the rule above for every running batch pod group, and keep moves within their
-    PodDisruptionBudgets (:func:`.pdb_model.encode_budgets`); returns how many constraints were added."""
-    added = encode_budgets(model)
+    PodDisruptionBudgets (:func:`.pdb_model.encode_budgets`) unless ``budgets`` is false (a staged plan
+    holds each budget per wave instead, :mod:`optisched.reschedule.waves`); returns how many constraints
+    were added."""
+    added = encode_budgets(model) if budgets else 0
     for c in model.classes:
         if c.voluntary:
             continue

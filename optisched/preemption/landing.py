@@ -8,11 +8,15 @@ after the evictions, and compares where each pod lands with the target. Used by 
 and by anything else that tells a user to evict (reschedule, drain).
 
 Re-created pods: a pod that leaves its node and has an ownerReference comes back pending (its
-controller re-creates it, here with the same name and spec); a bare pod is gone.
+controller re-creates it, here with the same name and spec); a bare pod is gone. A replacement is a new
+object: its ``creationTimestamp`` is the moment of its eviction, after every pod of the input, so
+PrioritySort (priority, then creation time) queues it after the pods already pending of its priority,
+and the replacements among themselves in eviction order (pod row order here).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -50,16 +54,25 @@ def _after_evictions(state: ClusterState, node_of: np.ndarray) -> tuple[ClusterS
     gone = (state.pod_node >= 0) & (node_of != state.pod_node)
     pods: list[Pod] = []
     placed: list[str] = []
+    stamps = [p.metadata.creation_timestamp for p in state.pods if p.metadata.creation_timestamp is not None]
+    evicted_at = max([_aware(t) for t in stamps], default=datetime(2000, 1, 1, tzinfo=UTC))
+    replacements = []
     for p, pod in enumerate(state.pods):
         if not gone[p]:
             pods.append(pod)
             if state.pod_node[p] < 0:
                 placed.append(pod.key)
         elif pod.metadata.owner_references:
-            pods.append(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": None}),
-                                               "status": PodStatus()}))
+            evicted_at += timedelta(seconds=1)
+            meta = pod.metadata.model_copy(update={"creation_timestamp": evicted_at})
+            replacements.append(pod.model_copy(update={
+                "metadata": meta, "spec": pod.spec.model_copy(update={"node_name": None}), "status": PodStatus()}))
             placed.append(pod.key)
-    return compile_cluster(replace(state.cluster, pods=pods)), placed
+    return compile_cluster(replace(state.cluster, pods=pods + replacements)), placed
+
+
+def _aware(t: datetime) -> datetime:
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def predict_landing(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> Landing:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ..greedy.scheduler import GreedyResult
 from .pdb import PDBLedger
 
-__all__ = ["BatchPreemption", "Preemption", "batch_eviction_objects", "batch_preemptions", "eviction_objects",
+__all__ = ["BatchPreemption", "Preemption", "batch_eviction_objects", "batch_preemptions", "eviction_document", "eviction_objects",
            "minimal_eviction_objects", "plan_document", "preemptions"]
 
 
@@ -42,6 +42,9 @@ def _eviction(pod: str, annotations: dict[str, str]) -> dict:
     ns, name = pod.split("/", 1)
     return {"apiVersion": "policy/v1", "kind": "Eviction",
             "metadata": {"name": name, "namespace": ns, "annotations": annotations}}
+
+
+eviction_document = _eviction  # public name, for every plan that writes Evictions
 
 
 def eviction_objects(plan: list[Preemption]) -> list[dict]:

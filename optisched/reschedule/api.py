@@ -1,0 +1,34 @@
+"""``optisched.reschedule(cluster, goal=...)``: the Python entry point (the CLI calls the same planner)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from ..model.cluster import Cluster
+from ..model.state import compile_cluster
+from ..policy.eviction import EvictionPolicy
+from ..profile import SchedulerConfig, default_config
+from .plan import ReschedulePlan
+from .solve import plan_reschedule
+from .waves import Budgets
+
+__all__ = ["reschedule_cluster"]
+
+
+def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None, *,
+                       goal: str | list[str] = "consolidate", max_moves: int | None = None,
+                       max_moves_per_node: int | None = None, max_unavailable_per_workload: str | None = None,
+                       evict: str = "", namespaces: Iterable[str] = (), exclude_namespaces: Iterable[str] = (),
+                       selector: str = "", time_limit: float = 30.0, seed: int = 0,
+                       gang: Iterable[str] = ()) -> ReschedulePlan:
+    """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"balance"``; several in priority
+    order), in waves, each replacement's landing predicted by a kube-scheduler replay (docs/reschedule.md).
+    The answer's ``target_frame()``, ``waves_frame()`` and ``prediction_frame()`` are pandas DataFrames;
+    ``summary()`` the terminal lines, ``to_dict()`` plan.json. ``gang``: ``fit-pending`` for these pending
+    pods only (``--for``), all or none."""
+    config = profile or cluster.config or default_config()
+    policy = replace(EvictionPolicy.parse(evict), namespaces=tuple(namespaces),
+                     exclude_namespaces=tuple(exclude_namespaces), selector=selector)
+    return plan_reschedule(compile_cluster(cluster), config, goal,
+                           Budgets(max_moves, max_moves_per_node, max_unavailable_per_workload), policy,
+                           time_limit=time_limit, seed=seed, gang=list(gang) or None)

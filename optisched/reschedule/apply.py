@@ -1,0 +1,145 @@
+"""``--apply``: carry out a plan through the Eviction API, wave by wave, and stop where the cluster
+stops following the prediction.
+
+Per wave: each pod is evicted (``POST .../pods/NAME/eviction``, a ``policy/v1`` Eviction). The API
+server answers 429 when a PodDisruptionBudget allows no disruption now (kubernetes v1.35.4
+``pkg/registry/core/pod/storage/eviction.go``): retried with exponential backoff until a deadline, then the
+run stops. It answers 500 when several budgets select the pod: reported and skipped, as the descheduler
+does. 404: the pod is gone, the cluster differs from the plan: the run stops. Then the pods are listed
+until each evicted pod's controller has a replacement bound to a node (a new pod with the same controller
+uid); a replacement on another node than predicted, or a new pod of another controller, stops the run
+with what differs. Nothing is evicted after a stop.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .plan import ReschedulePlan
+from .waves import Move
+
+__all__ = ["ApplyReport", "apply_live", "apply_plan"]
+
+
+@dataclass
+class ApplyReport:
+    evicted: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (pod, why)
+    waves_done: int = 0
+    stopped: str | None = None  # why the run stopped early
+
+    def lines(self) -> list[str]:
+        out = [f"applied {self.waves_done} wave(s), {len(self.evicted)} eviction(s)"]
+        out += [f"skipped {pod}: {why}" for pod, why in self.skipped]
+        if self.stopped:
+            out.append(f"stopped: {self.stopped}")
+        return out
+
+
+def _pods(api: Any) -> dict[str, dict]:
+    data = json.loads(api.list_pod_for_all_namespaces(_preload_content=False).data)
+    return {f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}": p for p in data.get("items") or []}
+
+
+def _controller(pod: dict) -> str | None:
+    refs = pod["metadata"].get("ownerReferences") or []
+    ctl = [r for r in refs if r.get("controller")] or refs
+    return ctl[0].get("uid") or ctl[0].get("name") if ctl else None
+
+
+def _evict(api: Any, body_of: Callable[[str, str], Any], key: str, deadline: float,
+           sleep: Callable[[float], None]) -> str | None:
+    """None when evicted; else ``"skip: ..."`` or ``"stop: ..."``."""
+    from kubernetes.client.rest import ApiException  # type: ignore[import-not-found]
+
+    ns, name = key.split("/", 1)
+    delay = 0.5
+    while True:
+        try:
+            api.create_namespaced_pod_eviction(name, ns, body_of(name, ns))
+            return None
+        except ApiException as e:
+            if e.status == 429 and time.monotonic() + delay < deadline:
+                sleep(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            if e.status == 429:
+                return f"stop: {key}: a PodDisruptionBudget still allows no disruption (429) at the deadline"
+            if e.status == 500:
+                return f"skip: several PodDisruptionBudgets select it (500): {e.reason}"
+            return f"stop: {key}: eviction answered {e.status} {e.reason}"
+
+
+def _wait(api: Any, before: dict[str, dict], owners: Counter, timeout: float, poll: float,
+          sleep: Callable[[float], None]) -> tuple[dict[str, dict] | None, str | None]:
+    """The new bound pods once every evicted controller has its replacements; (None, why) otherwise."""
+    end = time.monotonic() + timeout
+    while True:
+        now = _pods(api)
+        new = {k: p for k, p in now.items() if k not in before}
+        strangers = [k for k, p in new.items() if _controller(p) not in owners]
+        if strangers:
+            return None, f"a pod the plan does not expect appeared: {strangers[0]}"
+        bound = Counter(_controller(p) for p in new.values() if p.get("spec", {}).get("nodeName"))
+        if all(bound[o] >= n for o, n in owners.items()):
+            return new, None
+        if time.monotonic() >= end:
+            return None, "replacements not scheduled before the timeout"
+        sleep(poll)
+
+
+def _compare(wave: list[Move], evicted: list[str], owner_of: dict[str, str | None], new: dict[str, dict]) -> str | None:
+    """Per controller, the nodes its replacements landed on against the nodes predicted."""
+    for owner in {owner_of[k] for k in evicted}:
+        predicted = Counter(m.predicted for m in wave if m.key in evicted and owner_of[m.key] == owner)
+        landed = Counter(p["spec"]["nodeName"] for p in new.values() if _controller(p) == owner)
+        if predicted != landed:
+            return (f"replacements of controller {owner} landed on {sorted(map(str, landed.elements()))}, "
+                    f"the plan predicted {sorted(map(str, predicted.elements()))}")
+    return None
+
+
+def apply_plan(plan: ReschedulePlan, api: Any, *, retry_for: float = 60.0, wait_for: float = 300.0,
+               poll: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> ApplyReport:
+    """Evict ``plan``'s waves through ``api`` (a kubernetes ``CoreV1Api``); see the module docstring."""
+    from kubernetes import client  # type: ignore[import-not-found]
+
+    def body_of(name: str, ns: str) -> Any:
+        return client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
+
+    report = ApplyReport()
+    for wave in plan.staging.waves:
+        before = _pods(api)
+        owner_of = {m.key: _controller(before[m.key]) if m.key in before else None for m in wave.moves}
+        evicted: list[str] = []
+        for m in wave.moves:
+            why = _evict(api, body_of, m.key, time.monotonic() + retry_for, sleep)
+            if why is None:
+                evicted.append(m.key)
+            elif why.startswith("skip: "):
+                report.skipped.append((m.key, why[6:]))
+            else:
+                report.evicted += evicted
+                report.stopped = why[6:]
+                return report
+        report.evicted += evicted
+        owners = Counter(owner_of[k] for k in evicted if owner_of[k] is not None)
+        new, why = _wait(api, before, owners, wait_for, poll, sleep)
+        why = why or _compare(wave.moves, evicted, owner_of, new or {})
+        if why:
+            report.stopped = f"wave {report.waves_done + 1}: {why}"
+            return report
+        report.waves_done += 1
+    return report
+
+
+def apply_live(plan: ReschedulePlan, kubeconfig: str | None, context: str | None) -> ApplyReport:
+    """:func:`apply_plan` on the cluster of ``context`` in ``kubeconfig``."""
+    from kubernetes import client, config  # type: ignore[import-not-found]
+
+    api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+    return apply_plan(plan, client.CoreV1Api(api_client))

@@ -1,0 +1,110 @@
+"""The rescheduling answer: target, waves and prediction, as DataFrames, ``plan.json`` and Eviction YAML."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..optimal.solve import Certificate
+from ..preemption.plan import eviction_document
+from .goals import Goal, Metrics
+from .waves import Move, Staging
+
+__all__ = ["ReschedulePlan"]
+
+
+@dataclass
+class ReschedulePlan:
+    goals: list[Goal]
+    target: dict[str, str | None]  # the optimizer's end state, every pod
+    staging: Staging
+    before: Metrics
+    after: Metrics  # of the predicted end state
+    certificate: Certificate
+    removable: list[str] = field(default_factory=list)  # nodes the predicted end state empties
+    saving: float | None = None  # hourly cost of those nodes
+
+    @property
+    def moves(self) -> int:
+        return sum(len(w.moves) for w in self.staging.waves)
+
+    @property
+    def consistent(self) -> bool:
+        """Every emitted replacement is predicted on its target (a pod evicted without a target, to make
+        room, may land anywhere but back on its node)."""
+        return all(_on_target(m) for w in self.staging.waves for m in w.moves)
+
+    def waves_frame(self) -> pd.DataFrame:
+        rows = [{"wave": i + 1, "pod": m.key, "from": m.source, "to": m.target, "predicted": m.predicted,
+                 "reason": m.reason} for i, w in enumerate(self.staging.waves) for m in w.moves]
+        return pd.DataFrame(rows, columns=["wave", "pod", "from", "to", "predicted", "reason"])
+
+    def target_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(sorted(self.target.items()), columns=["pod", "node"])
+
+    def prediction_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(sorted(self.staging.final.items()), columns=["pod", "node"])
+
+    def to_dict(self) -> dict:
+        """``plan.json``: the shape other tools read (docs/reschedule.md)."""
+        return {
+            "goal": [str(g) for g in self.goals],
+            "cordon": self.staging.cordoned,
+            "waves": [{"evictions": [{"pod": m.key, "from": m.source, "to": m.target, "predicted": m.predicted,
+                                      "reason": m.reason} for m in w.moves], "budgets": w.budgets}
+                      for w in self.staging.waves],
+            "placements": self.staging.final,
+            "before": self.before.to_dict(), "after": self.after.to_dict(),
+            "removableNodes": self.removable, "hourlySaving": self.saving,
+            "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
+            "notes": self.staging.notes,
+            "certificate": self.certificate.to_dict(),
+        }
+
+    def eviction_objects(self) -> list[dict]:
+        """Per wave, ``policy/v1`` Evictions annotated with the wave, the predicted node and the reason."""
+        return [eviction_document(m.key, {"optisched.io/wave": str(i + 1), "optisched.io/target": m.target or "",
+                                          "optisched.io/predicted-node": m.predicted or "",
+                                          "optisched.io/reason": m.reason})
+                for i, w in enumerate(self.staging.waves) for m in w.moves]
+
+    def summary(self) -> list[str]:
+        """Terminal lines: before -> after per metric, moves and waves, budgets per wave, consistency."""
+        b, a = self.before.to_dict(), self.after.to_dict()
+        lines = [f"goal: {', '.join(self.goals)}"]
+        for k in b:
+            if isinstance(b[k], dict):
+                lines += [f"  {k}[{r}]: {_fmt(b[k][r])} -> {_fmt(a[k].get(r))}" for r in b[k]]
+            elif b[k] is not None:
+                lines.append(f"  {k}: {b[k]} -> {a[k]}")
+        if self.staging.cordoned:
+            lines.append(f"cordon first: {', '.join(self.staging.cordoned)}")
+        lines.append(f"moves: {self.moves} in {len(self.staging.waves)} wave(s)")
+        for i, w in enumerate(self.staging.waves):
+            used = ", ".join(f"{k} {n}" for k, n in sorted(w.budgets.items())) or "no budget"
+            lines.append(f"  wave {i + 1}: {len(w.moves)} eviction(s); PodDisruptionBudgets used: {used}")
+        total = self.moves
+        on = sum(1 for w in self.staging.waves for m in w.moves if _on_target(m))
+        lines.append(f"replacements predicted on target: {on}/{total}")
+        if self.removable:
+            saving = f", saving {self.saving:.3f}/h" if self.saving is not None else ""
+            lines.append(f"removable nodes: {', '.join(self.removable)}{saving}")
+        lines += [f"dropped {m.key} ({m.source} -> {m.target}): {why}" for m, why in self.staging.dropped]
+        lines += self.staging.notes
+        c = self.certificate
+        lines.append(f"certificate: {c.status}; " + "; ".join(
+            f"{t.name} {t.objective} (bound {t.bound})" for t in c.tiers))
+        return lines
+
+
+def _on_target(m: Move) -> bool:
+    return m.predicted == m.target or (m.target is None and m.predicted != m.source)
+
+
+def _fmt(x: object) -> str:
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def node_saving(costs: np.ndarray | None, rows: list[int]) -> float | None:
+    return None if costs is None else int(costs[rows].sum()) / 1000

@@ -1,0 +1,263 @@
+"""A target placement as waves of evictions kube can carry out, each checked by a kube-scheduler replay.
+
+Kubernetes cannot move a pod: a move is a ``policy/v1`` Eviction, after which the pod's controller
+creates a replacement that kube-scheduler places. So a wave is a set of evictions issued together; the
+next starts once the wave's replacements are scheduled. After each wave's evictions, greedy mode
+(:func:`optisched.preemption.landing.predict_landing`: the same profile, kube-scheduler v1.35.4's
+PrioritySort queue, so replacements go by priority, then by the order they were evicted) places the
+replacements and the pods still pending, and says where each lands.
+
+A wave is emitted only when it is **scheduler-consistent**: every replacement lands on its target, none
+lands back on the node it left (a loop), none stays pending, none preempts a pod on arrival. Where the
+replay disagrees, the plan is changed from the predicted state, and the change is reported:
+
+1. *accept*: a replacement landing on another node that the target does not empty keeps that landing;
+2. *reorder*: the move waits for a later wave (the pods that make room for it leave first);
+3. *drop*: a wave that cannot start with any of its moves drops its first one; the pod stays.
+
+Limits at every intermediate state: per PodDisruptionBudget, a wave's evictions never exceed its
+``disruptionsAllowed`` (an evicted pod counts as disrupted until its replacement is placed, i.e. until the
+wave ends; kubernetes v1.35.4 ``pkg/registry/core/pod/storage/eviction.go`` refuses more); per workload
+(controller owner), at most ``--max-unavailable-per-workload`` pods per wave. ``--max-moves`` and
+``--max-moves-per-node`` cap the plan as a whole (the first moves in queue order are kept).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..model.pdb import scaled_value
+from ..model.state import ClusterState, compile_cluster
+from ..preemption.landing import Landing, predict_landing
+from ..preemption.pdb import PDBLedger
+from ..profile import SchedulerConfig
+
+__all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_moves: int | None = None
+    max_moves_per_node: int | None = None
+    max_unavailable_per_workload: str | None = None  # a count ("2") or a percent of the owner's pods ("25%")
+
+
+@dataclass
+class Move:
+    pod: int  # row in the input state
+    key: str
+    source: str
+    target: str | None  # None: evicted without a node to go to (made room; its controller's problem)
+    reason: str
+    predicted: str | None = None
+
+
+@dataclass
+class Wave:
+    moves: list[Move]
+    budgets: dict[str, int]  # PodDisruptionBudget -> evictions this wave counts against it
+
+
+@dataclass
+class Staging:
+    waves: list[Wave] = field(default_factory=list)
+    dropped: list[tuple[Move, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    final: dict[str, str | None] = field(default_factory=dict)  # every pod's predicted node at the end
+    cordoned: list[str] = field(default_factory=list)  # nodes to cordon before the first wave
+
+
+def state_at(state: ClusterState, node_of: np.ndarray, cordoned: frozenset[str] = frozenset()) -> ClusterState:
+    """The input cluster with every pod bound as ``node_of`` says (-1: pending), and the ``cordoned``
+    nodes marked unschedulable (``kubectl cordon``)."""
+    names = state.node_names
+    nodes = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
+             if n.metadata.name in cordoned else n for n in state.cluster.nodes]
+    pods = []
+    for p, pod in enumerate(state.pods):
+        n = int(node_of[p])
+        node = names[n] if n >= 0 else None
+        if node != pod.spec.node_name:
+            pod = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+        pods.append(pod)
+    return compile_cluster(replace(state.cluster, pods=pods, nodes=nodes))
+
+
+def _owner(state: ClusterState, p: int) -> str | None:
+    refs = state.pods[p].metadata.owner_references
+    ctl = [o for o in refs if o.controller] or list(refs)
+    return f"{state.pods[p].metadata.namespace or 'default'}/{ctl[0].kind}/{ctl[0].name}" if ctl else None
+
+
+def _workload_caps(state: ClusterState, budget: str | None) -> dict[str, int]:
+    """Per owner: the pods a wave may take (rounded down as a Deployment's maxUnavailable, at least 1)."""
+    if budget is None:
+        return {}
+    sizes: dict[str, int] = {}
+    for p in range(len(state.pods)):
+        if (o := _owner(state, p)) is not None:
+            sizes[o] = sizes.get(o, 0) + 1
+    value: int | str = budget if budget.endswith("%") else int(budget)
+    return {o: max(1, scaled_value(value, n, round_up=False)) for o, n in sizes.items()}
+
+
+def _pick(state: ClusterState, moves: list[Move], ledger: PDBLedger,
+          caps: dict[str, int]) -> tuple[list[Move], dict[str, int]]:
+    """The moves, in order, that fit one wave's PodDisruptionBudgets and per-workload limits."""
+    used_pdb: dict[int, int] = {}
+    used_owner: dict[str, int] = {}
+    wave = []
+    for m in moves:
+        pdbs = ledger.budgets_of(m.pod)
+        owner = _owner(state, m.pod)
+        if any(used_pdb.get(b, 0) >= ledger.allowed[b] for b in pdbs):
+            continue
+        if owner in caps and used_owner.get(owner, 0) >= caps[owner]:
+            continue
+        for b in pdbs:
+            used_pdb[b] = used_pdb.get(b, 0) + 1
+        if owner is not None:
+            used_owner[owner] = used_owner.get(owner, 0) + 1
+        wave.append(m)
+    return wave, {ledger.names[b]: n for b, n in used_pdb.items()}
+
+
+def _capped(state: ClusterState, moves: list[Move], budgets: Budgets, staging: Staging,
+            homeless: bool) -> list[Move]:
+    """The moves within ``--max-moves`` and ``--max-moves-per-node``; the others are dropped. Unless
+    ``homeless`` (fit-pending: evicted to make room), a pod the target leaves without a node stays."""
+    kept: list[Move] = []
+    per_node: dict[str, int] = {}
+    for m in moves:
+        if m.target is None and not homeless:
+            staging.dropped.append((m, "the target leaves it without a node (not an optimal target); it stays"))
+        elif budgets.max_moves is not None and len(kept) >= budgets.max_moves:
+            staging.dropped.append((m, "over --max-moves"))
+        elif budgets.max_moves_per_node is not None and per_node.get(m.source, 0) >= budgets.max_moves_per_node:
+            staging.dropped.append((m, f"over --max-moves-per-node on {m.source}"))
+        else:
+            per_node[m.source] = per_node.get(m.source, 0) + 1
+            kept.append(m)
+    return kept
+
+
+def _replay(state: ClusterState, config: SchedulerConfig, current: np.ndarray, wave: list[Move],
+            pending: dict[int, int], cordoned: frozenset[str]) -> tuple[Landing, dict[str, str]]:
+    """Evict ``wave`` from the state ``current`` describes (``cordoned`` nodes cordoned) and replay; also,
+    per replacement that preempts on arrival, the pods it would evict."""
+    at = state_at(state, current, cordoned)
+    node_of = current.copy()
+    for p, t in pending.items():
+        node_of[p] = t
+    for m in wave:
+        node_of[m.pod] = state.node_index[m.target] if m.target is not None else -1
+    node_of_at = np.full(len(at.pods), -1, dtype=np.int64)
+    for p, pod in enumerate(state.pods):
+        node_of_at[at.pod_index[pod.key]] = node_of[p]
+    landing = predict_landing(at, config, node_of_at)
+    after = landing.replay.state
+    preempts = {after.pods[by].key: after.pods[v].key for v, (by, _) in landing.replay.preempted.items()}
+    return landing, preempts
+
+
+def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: frozenset[str]) -> str | None:
+    """Why a move's replacement is not consistent with the plan (None: it is); ``accept:NODE`` when its
+    landing elsewhere may be kept."""
+    if m.key in preempts:
+        return f"would preempt {preempts[m.key]} on arrival"
+    if landed == m.target:
+        return None
+    if m.target is None:
+        return None if landed != m.source else f"loop: lands back on {m.source}"
+    if landed is None:
+        return "replacement predicted to stay pending"
+    if landed == m.source:
+        return f"loop: lands back on {m.source}"
+    return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan empties"
+
+
+def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, wave: list[Move],
+            pending: dict[int, int], emptied: frozenset[str], staging: Staging) -> tuple[Landing | None, dict[str, str]]:
+    """Replay ``wave`` until every move left in it is consistent: a landing elsewhere that may be kept is
+    accepted (the target follows it), any other disagreement takes the move out of the wave (it waits).
+    Returns the last replay (None when the wave emptied) and, per move taken out, why."""
+    landing = None
+    why_out: dict[str, str] = {}
+    while wave:
+        landing, preempts = _replay(state, config, current, wave, pending, emptied)
+        bad = False
+        for m in list(wave):
+            why = _verdict(m, landing.landed.get(m.key), preempts, emptied)
+            if why is None:
+                continue
+            bad = True
+            if why.startswith("accept:"):
+                staging.notes.append(f"{m.key}: kube-scheduler puts it on {why[7:]}, not {m.target}; "
+                                     "the landing is accepted")
+                m.target = why[7:]
+            else:
+                wave.remove(m)
+                why_out[m.key] = why
+        if not bad:
+            break
+    return landing, why_out
+
+
+def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
+          budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False) -> Staging:
+    """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
+    module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
+    the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
+    without it kube-scheduler's LeastAllocated score sends a replacement back to the emptiest node, the
+    descheduler's eviction loop). ``homeless``: pods the target evicts without a node may be evicted
+    (fit-pending makes room with them); otherwise they stay."""
+    budgets = budgets or Budgets()
+    staging = Staging(cordoned=sorted(emptied))
+    names = state.node_names
+    current = state.pod_node.copy()
+    moved = np.flatnonzero((current >= 0) & (target != current)).tolist()
+    moved.sort(key=lambda p: (-int(state.pod_priority[p]), state.pods[p].key))
+    moves = [Move(p, state.pods[p].key, names[int(current[p])],
+                  names[int(target[p])] if target[p] >= 0 else None, reasons.get(p, "")) for p in moved]
+    remaining = _capped(state, moves, budgets, staging, homeless)
+    pending = {p: int(target[p]) for p in np.flatnonzero(current < 0).tolist()}
+    ledger = PDBLedger(state, (current >= 0).tolist())
+    caps = _workload_caps(state, budgets.max_unavailable_per_workload)
+    while remaining:
+        wave, used = _pick(state, remaining, ledger, caps)
+        first = wave[0] if wave else remaining[0]
+        landing, why_out = _settle(state, config, current, wave, pending, emptied, staging)
+        if not wave:
+            reason = why_out.get(first.key, "no wave can take it within the budgets")
+            staging.dropped.append((first, reason))
+            remaining.remove(first)
+            continue
+        assert landing is not None
+        for m in wave:
+            m.predicted = landing.landed.get(m.key)
+            remaining.remove(m)
+        for key, why in why_out.items():
+            staging.notes.append(f"{key}: waits for a later wave ({why} in wave {len(staging.waves) + 1})")
+        _, used = _pick(state, wave, ledger, caps)
+        staging.waves.append(Wave(wave, used))
+        current = _advance(state, landing, current, wave)
+        pending = {p: t for p, t in pending.items() if current[p] < 0}
+    staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
+    if not staging.waves and pending:
+        landing, _ = _replay(state, config, current, [], pending, emptied)
+        staging.final.update(landing.landed)
+    return staging
+
+
+def _advance(state: ClusterState, landing: Landing, current: np.ndarray, wave: list[Move]) -> np.ndarray:
+    """The placement once a wave's replacements and the pending pods are placed as the replay says."""
+    out = current.copy()
+    final = landing.replay.placements()
+    for p, pod in enumerate(state.pods):
+        if pod.key in final:
+            node = final[pod.key]
+            out[p] = state.node_index[node] if node is not None else -1
+        else:  # a bare pod evicted: gone
+            out[p] = -1
+    return out
