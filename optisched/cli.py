@@ -402,7 +402,10 @@ def preempt(
     if output is not None:
         from .outputs import write_text
 
-        write_text(output, yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
+        if output.suffix == ".json":  # one v1 List, as `kubectl get -o json` writes several objects
+            write_text(output, json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=1) + "\n")
+        else:
+            write_text(output, yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
 
 
 def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):  # type: ignore[no-untyped-def]

@@ -60,3 +60,16 @@ def test_preempt_rejects_bad_options(capsys):
     assert code == 2 and "--cross-node applies" in err
     code, _, err = run_cli(["preempt", ex, "--mode", "optimal", "--pod", "default/low-a"], capsys)
     assert code == 2 and "already bound" in err
+
+
+def test_a_json_plan_is_one_list_of_the_same_evictions(tmp_path, capsys):
+    """``--output plan.json`` writes JSON (a v1 List, as kubectl writes several objects), not YAML."""
+    import json
+
+    as_yaml, as_json = tmp_path / "plan.yaml", tmp_path / "plan.json"
+    for path in (as_yaml, as_json):
+        code, _, err = run_cli(["preempt", str(EXAMPLES / "preemption.yaml"), "--output", str(path)], capsys)
+        assert code == 0, err
+    doc = json.loads(as_json.read_text())
+    assert (doc["apiVersion"], doc["kind"]) == ("v1", "List")
+    assert doc["items"] == list(yaml.safe_load_all(as_yaml.read_text()))
