@@ -174,14 +174,19 @@ def _ray(spec: SweepSpec, cells: list[Cell], address: str | None) -> Iterator[tu
         import ray
     except ImportError:
         raise InputError("--executor ray needs Ray: pip install 'optisched[ray]'") from None
-    if not ray.is_initialized():
+    started = not ray.is_initialized()  # a local cluster started here is stopped here
+    if started:
         ray.init(address=address, ignore_reinit_error=True, include_dashboard=False)
-    remote = ray.remote(run_cell)
-    pending = {remote.remote(spec, c): c for c in cells}
-    while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
-        for ref in done:
-            yield pending.pop(ref), ray.get(ref)
+    try:
+        remote = ray.remote(run_cell)
+        pending = {remote.remote(spec, c): c for c in cells}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                yield pending.pop(ref), ray.get(ref)
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def run_sweep(spec: SweepSpec, output: Path, executor: str = "local", jobs: int | None = None,
