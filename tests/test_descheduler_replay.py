@@ -27,7 +27,10 @@ def test_low_node_utilization_loop_lands_the_evicted_pods_back_on_their_node() -
         ("default/web-1", "n1", "n1"), ("default/web-2", "n1", "n1")]
     assert out.loops == ("default/web-1", "default/web-2")
     assert out.pending == () and out.emptied == ()
-    assert [e.pod for e in out.second_cycle] == ["default/web-1", "default/web-2"]
+    # the next cycle finds n1 as it was and evicts two web pods from it again; which two is the order of
+    # the node's pod list among equal priority and QoS, which upstream leaves unspecified
+    assert len(out.second_cycle) == 2 and {e.node for e in out.second_cycle} == {"n1"}
+    assert all(e.pod.startswith("default/web-") for e in out.second_cycle)
 
 
 def test_replacements_land_on_the_underutilized_node_without_the_affinity() -> None:
