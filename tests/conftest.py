@@ -14,11 +14,19 @@ chance. A failure found locally is kept as an explicit example or test beside it
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
+
+_CORE = ("ortools", "networkx", "pydantic", "pandas", "numpy", "yaml", "typer", "rich", "matplotlib", "pyarrow")
+_MISSING = [m for m in _CORE if importlib.util.find_spec(m) is None]
+if _MISSING:  # one line instead of dozens of collection errors when the install step was skipped
+    pytest.exit(f"{', '.join(_MISSING)} not installed for this Python ({sys.executable}): "
+                "run python -m pip install -e '.[dev]' first", returncode=4)
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
