@@ -21,7 +21,7 @@ from .args import Args
 from .context import Context
 from .evictor import sort_low_to_high
 
-__all__ = ["HighNodeUtilization", "LowNodeUtilization"]
+__all__ = ["HighNodeUtilization", "LowNodeUtilization", "above_any", "below_all"]
 
 BASIC = ("cpu", "memory", "pods")
 ALL_EFFECTS = set(TaintEffect)
@@ -85,6 +85,17 @@ def _bounds(a: UtilizationArgs, pct: np.ndarray) -> tuple[np.ndarray, np.ndarray
         mean = pct.mean(axis=0)
         low, high = np.clip(mean - low, 0, 100), np.clip(mean + high, 0, 100)
     return np.broadcast_to(low, pct.shape), np.broadcast_to(high, pct.shape)
+
+
+def below_all(pct: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """Per node: every resource at or below its threshold (``isNodeWithLowUtilization``: a value above the
+    threshold, ``Cmp == 1``, disqualifies). ``pct`` [N, R] percent, ``low`` broadcastable to it."""
+    return (pct <= low).all(axis=1)
+
+
+def above_any(pct: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Per node: some resource strictly above its target (``isNodeAboveTargetUtilization``)."""
+    return (pct > high).any(axis=1)
 
 
 def _capped(a: UtilizationArgs, names: list[str], cap: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -161,10 +172,10 @@ def _run(ctx: Context, name: str, a: UtilizationArgs, excluded: set[str], low_ut
     cols = [names.index(r) for r in a.thresholds]
     pct = _percent(used[:, cols], cap[:, cols])
     lo_b, hi_b = _bounds(a, pct)
-    under = (pct <= lo_b).all(axis=1)
+    under = below_all(pct, lo_b)
     if low_util:
         under &= ~s.unschedulable
-        sources, dest = (pct > hi_b).any(axis=1), under
+        sources, dest = above_any(pct, hi_b), under
     else:
         sources, dest = under, ~under & ~s.unschedulable
     n_src = int((dest if low_util else sources).sum())

@@ -29,6 +29,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from ..descheduler.utilization import above_any, below_all
 from ..errors import InputError
 from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
@@ -170,7 +171,7 @@ def utilization_classes(state: ClusterState, thresholds: dict[str, int],
                         targets: dict[str, int]) -> tuple[list[str], list[str]]:
     """(under-utilized, over-utilized) node names as the descheduler's LowNodeUtilization sorts them
     (kubernetes-sigs/descheduler v0.34.0, ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``):
-    under when every threshold resource is below its percent (schedulable nodes only), over when any
+    under when every threshold resource is at or below its percent (schedulable nodes only), over when any
     target resource is above its percent; requests of the pods on the node against allocatable."""
     pct = utilization(state, state.pod_node) * 100
     names = np.array(state.node_names, dtype=object)
@@ -180,10 +181,11 @@ def utilization_classes(state: ClusterState, thresholds: dict[str, int],
             raise InputError(f"{option}: no node offers {r!r}")
         return np.nan_to_num(pct[:, state.resources.index(r)])
 
-    under = ~state.unschedulable
-    for r, v in thresholds.items():
-        under &= column(r, "--thresholds") < v
-    over = np.zeros(state.num_nodes, dtype=bool)
-    for r, v in targets.items():
-        over |= column(r, "--target-thresholds") > v
+    def side(given: dict[str, int], option: str) -> tuple[np.ndarray, np.ndarray]:
+        cols = [column(r, option) for r in given]
+        pct_of = np.stack(cols, axis=1) if cols else np.zeros((state.num_nodes, 0))
+        return pct_of, np.array(list(given.values()), dtype=float)
+
+    under = below_all(*side(thresholds, "--thresholds")) & ~state.unschedulable
+    over = above_any(*side(targets, "--target-thresholds"))
     return names[under & ~over].tolist(), names[over].tolist()
