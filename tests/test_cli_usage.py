@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ QUICKSTART = str(ROOT / "datasets" / "examples" / "quickstart.yaml")
 
 
 def _script(*args: str) -> subprocess.CompletedProcess:
-    exe = shutil.which("optisched")
+    # the script installed beside this python (an environment used without activating it), else on PATH
+    beside = Path(sys.executable).parent / "optisched"
+    exe = str(beside) if beside.is_file() else shutil.which("optisched")
     assert exe is not None, "the optisched console script is not installed (pip install -e .)"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
     return subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=120, check=False)
