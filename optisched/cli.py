@@ -496,6 +496,12 @@ def reschedule(
                                         "wave (needs --kubeconfig; a dry run otherwise).")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    compare_descheduler: Annotated[bool, typer.Option("--compare-descheduler", help="Also run the descheduler's "
+                                                      "strategy for the goal on the snapshot, replayed, beside "
+                                                      "the plan (docs/whatif.md).")] = False,
+    descheduler_policy: Annotated[Path | None, typer.Option("--descheduler-policy", help="With "
+                                                            "--compare-descheduler: this DeschedulerPolicy instead "
+                                                            "of the goal's strategy.")] = None,
 ) -> None:
     """Evict running pods to reach a goal, in waves kube can carry out, each replacement's landing predicted."""
     import dataclasses
@@ -516,7 +522,10 @@ def reschedule(
         raise InputError(f"--max-unavailable-per-workload: {max_unavailable!r} is not a count or a percent")
     if output is not None:
         check_output(output)
-    _check_outputs({"--output": output}, cluster, profile)
+    _check_outputs({"--output": output}, cluster, profile, descheduler_policy)
+    from .descheduler import load_policy
+
+    versus_policy = load_policy(descheduler_policy) if descheduler_policy else None
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
@@ -526,6 +535,11 @@ def reschedule(
                            gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels)
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
+    if compare_descheduler or descheduler_policy:
+        from .reschedule.versus import compare_descheduler as versus, render_versus
+
+        plan.versus = versus(state, config, plan, versus_policy, levels)
+        render_versus(out, plan.versus)
     if output is not None:
         write_plan(plan, output)
     if apply:

@@ -8,7 +8,7 @@ the result to count the evictions a second cycle would make.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -41,6 +41,7 @@ class DeschedulerOutcome:
     gone: tuple[str, ...]  # bare pods: nothing re-creates them
     emptied: tuple[str, ...]  # nodes that had pods and have none after the replay
     second_cycle: tuple[Eviction, ...]  # what the same policy evicts from the replayed cluster
+    placements: dict[str, str | None] = field(default_factory=dict)  # every pod's node after the replay
 
     def to_dict(self) -> dict:
         ev = [{"pod": e.pod, "from": e.node, "strategy": e.strategy, "landed": e.landed} for e in self.evictions]
@@ -92,6 +93,7 @@ def run_descheduler(state: ClusterState, config: SchedulerConfig, policy: Desche
     owned = {e.pod for e in first if state.pods[state.pod_index[e.pod]].metadata.owner_references}
     evictions = tuple(replace(e, landed=landing.landed.get(e.pod)) for e in first)
     after = replayed_cluster(landing.replay)
+    placed = landing.replay.placements()
     before = np.bincount(state.pod_node[state.pod_node >= 0], minlength=state.num_nodes)
     left = np.bincount(after.pod_node[after.pod_node >= 0], minlength=after.num_nodes)
     return DeschedulerOutcome(
@@ -101,4 +103,5 @@ def run_descheduler(state: ClusterState, config: SchedulerConfig, policy: Desche
         gone=tuple(e.pod for e in evictions if e.pod not in owned),
         emptied=tuple(state.node_names[n] for n in np.nonzero((before > 0) & (left == 0))[0].tolist()),
         second_cycle=tuple(evictions_of(after, config, policy, now)),
+        placements={p.key: placed.get(p.key) for p in state.pods},
     )
