@@ -536,7 +536,8 @@ def reschedule(
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
     if compare_descheduler or descheduler_policy:
-        from .reschedule.versus import compare_descheduler as versus, render_versus
+        from .reschedule.versus import compare_descheduler as versus
+        from .reschedule.versus import render_versus
 
         plan.versus = versus(state, config, plan, versus_policy, levels)
         render_versus(out, plan.versus)
@@ -754,18 +755,25 @@ def drain(
 def what_if(
     cluster: ClusterArg = None,
     taint: Annotated[str, typer.Option("--taint", help="A NoExecute taint, key[=value]:NoExecute.")] = "",
-    node: Annotated[str, typer.Option("--node", help="Nodes that get the taint (comma-separated).")] = "",
+    node: Annotated[str, typer.Option("--node", help="Nodes that get the taint, or fail with --fail "
+                                      "(comma-separated).")] = "",
+    fail: Annotated[bool, typer.Option("--fail", help="The --node nodes fail (unreachable).")] = False,
+    fail_zone: Annotated[str, typer.Option("--fail-zone", help="Every node of this zone fails.")] = "",
+    zone_key: Annotated[str, typer.Option("--zone-key", help="The label naming a node's zone.")] =
+    "topology.kubernetes.io/zone",
     profile: ProfileOpt = None,
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
-    """Taint-based eviction: which pods a NoExecute taint deletes and when, broken PDBs, where pods land."""
+    """Taint-based eviction or node failure: which pods go and when, broken PDBs, where pods land."""
     from .whatif.render import render_taint
     from .whatif.taint import parse_taint, run_taint
 
-    t = parse_taint(taint)
     names = [n.strip() for n in node.split(",") if n.strip()]
+    if fail or fail_zone:
+        return _what_if_failure(cluster, names, fail_zone, zone_key, profile, as_json, kubeconfig, context)
+    t = parse_taint(taint)
     if not names:
         raise InputError("--node: give the nodes that get the taint")
     state, config, _ = _load(cluster, profile, kubeconfig, context)
@@ -774,6 +782,18 @@ def what_if(
         _print_json(outcome.to_dict())
     else:
         render_taint(out, outcome)
+
+
+def _what_if_failure(cluster, names: list[str], zone: str, zone_key: str, profile, as_json: bool,  # type: ignore[no-untyped-def]
+                     kubeconfig, context) -> None:
+    from .whatif.failure import run_failure, zone_nodes
+    from .whatif.render import render_failure
+
+    if bool(zone) == bool(names):
+        raise InputError("give either --fail-zone ZONE or --fail --node N[,N...]")
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    outcome = run_failure(state, config, zone_nodes(state, zone, zone_key) if zone else names)
+    _print_json(outcome.to_dict()) if as_json else render_failure(out, outcome)
 
 
 @app.callback()

@@ -31,7 +31,7 @@ class EvictorArgs:
     node_fit: bool = False
     evict_local_storage_pods: bool = False
     evict_system_critical_pods: bool = False
-    constraints: EvictorConstraints = EvictorConstraints()
+    constraints: EvictorConstraints = field(default_factory=EvictorConstraints)
 
 
 @dataclass(frozen=True)

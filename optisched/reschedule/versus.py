@@ -100,6 +100,8 @@ def _num(x: object) -> str:
 def goal_policy(goal: Goal, thresholds: tuple[dict[str, int], dict[str, int]] | None = None) -> DeschedulerPolicy:
     """The descheduler policy that pursues ``goal`` (see the module docstring)."""
     low, high = thresholds or ({"cpu": 20, "memory": 20}, {"cpu": 50, "memory": 50})
+    plugins: dict[str, list[str]]
+    config: list[tuple[str, dict]]
     if goal == Goal.CONSOLIDATE:
         plugins, config = {"balance": ["HighNodeUtilization"]}, [("HighNodeUtilization", {"thresholds": low})]
     elif goal == Goal.BALANCE:

@@ -5,11 +5,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ..model.quantity import human_quantity
+from ..textsafe import safe_text
 from .drain import DrainOutcome
+from .failure import FailureOutcome
 from .pressure import PressureOutcome
 from .taint import TaintOutcome
 
-__all__ = ["render_drain", "render_pressure", "render_taint"]
+__all__ = ["render_drain", "render_failure", "render_pressure", "render_taint"]
 
 
 def render_pressure(console: Console, out: PressureOutcome) -> None:
@@ -58,3 +60,28 @@ def render_taint(console: Console, out: TaintOutcome) -> None:
                       highlight=False)
     for pdb, n in out.broken_budgets.items():
         console.print(f"PodDisruptionBudget {pdb}: {n} disruption(s) beyond what it allows", highlight=False)
+
+
+def render_failure(console: Console, out: FailureOutcome) -> None:
+    """What the failure deletes and when, where the replacements land, what stays pending and why, the
+    budgets broken and the capacity left."""
+    console.print(safe_text(f"failed: {', '.join(out.failed)}"), highlight=False)
+    for seconds, pods in sorted(out.timeline.items()):
+        console.print(safe_text(f"after {seconds}s: {', '.join(pods)} deleted"), highlight=False)
+    for pod, node in out.landed.items():
+        console.print(safe_text(f"{pod}: replacement lands on {node or 'nothing (pending)'}"), highlight=False)
+    for pod in out.lost:
+        console.print(safe_text(f"{pod}: lost (no controller re-creates it)"), highlight=False)
+    for pod, why in out.pending.items():
+        console.print(safe_text(f"pending {pod}: {why}"), highlight=False)
+    for pod, cons in out.blocking_spread.items():
+        console.print(safe_text(f"spread constraint blocking {pod}: {'; '.join(cons)}"), highlight=False)
+    for pdb, n in out.broken_budgets.items():
+        console.print(safe_text(f"PodDisruptionBudget {pdb}: {n} disruption(s) beyond what it allows"),
+                      highlight=False)
+    t = Table(title="Capacity left on the surviving nodes", title_justify="left")
+    for h in ("resource", "allocatable", "requested", "free"):
+        t.add_column(h)
+    for r, c in out.capacity.items():
+        t.add_row(r, *(human_quantity(r, c[k]) for k in ("allocatable", "requested", "free")))
+    console.print(t)

@@ -15,11 +15,11 @@ import numpy as np
 from ..errors import InputError
 from ..model.objects import Taint, TaintEffect
 from ..model.state import ClusterState, compile_cluster
-from ..preemption.landing import predict_landing
+from ..preemption.landing import Landing, predict_landing
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 
-__all__ = ["TaintOutcome", "parse_taint", "run_taint"]
+__all__ = ["TaintOutcome", "TaintReplay", "parse_taint", "run_taint", "taint_replay"]
 
 
 def parse_taint(text: str) -> Taint:
@@ -52,8 +52,21 @@ def _eviction_time(state: ClusterState, p: int, taint: Taint) -> int | None:
     return max(0, min(int(t.toleration_seconds or 0) for t in matching))
 
 
-def run_taint(state: ClusterState, config: SchedulerConfig, nodes: list[str], taint: Taint) -> TaintOutcome:
-    """Taint ``nodes`` and follow the deletions, then replay kube-scheduler on the tainted cluster."""
+@dataclass(frozen=True)
+class TaintReplay:
+    """What :func:`taint_replay` found: the deleted pods (rows), when, and the replay after."""
+
+    gone: list[int]
+    timeline: dict[int, list[str]]
+    broken_budgets: dict[str, int]
+    landing: Landing | None  # None when nothing was deleted
+    tainted: ClusterState
+
+
+def taint_replay(state: ClusterState, config: SchedulerConfig, nodes: list[str], taint: Taint,
+                 also: tuple[Taint, ...] = ()) -> TaintReplay:
+    """Taint ``nodes`` with ``taint`` (and ``also``, taints that evict nothing), delete the pods the
+    NoExecute taint evicts, and replay kube-scheduler on the tainted cluster."""
     for n in nodes:
         if n not in state.node_index:
             raise InputError(f"no node {n!r} in the cluster", obj=f"Node/{n}", path="--node")
@@ -71,12 +84,19 @@ def run_taint(state: ClusterState, config: SchedulerConfig, nodes: list[str], ta
         for b in ledger.budgets_of(p):
             spent[b] += 1
     broken = {ledger.names[b]: spent[b] - a for b, a in enumerate(ledger.allowed) if spent[b] > a}
+    added = [taint, *also]
     cluster = replace(state.cluster, nodes=[
-        nd.model_copy(update={"spec": nd.spec.model_copy(update={"taints": [*nd.spec.taints, taint]})})
+        nd.model_copy(update={"spec": nd.spec.model_copy(update={"taints": [*nd.spec.taints, *added]})})
         if nd.metadata.name in nodes else nd for nd in state.cluster.nodes])
     tainted = compile_cluster(cluster)
     node_of = tainted.pod_node.copy()
     node_of[gone] = -1
     landing = predict_landing(tainted, config, node_of) if gone else None
-    landed = {state.pods[p].key: (landing.landed.get(state.pods[p].key) if landing else None) for p in gone}
-    return TaintOutcome(timeline, landed, broken)
+    return TaintReplay(gone, timeline, broken, landing, tainted)
+
+
+def run_taint(state: ClusterState, config: SchedulerConfig, nodes: list[str], taint: Taint) -> TaintOutcome:
+    """Taint ``nodes`` and follow the deletions, then replay kube-scheduler on the tainted cluster."""
+    r = taint_replay(state, config, nodes, taint)
+    landed = {state.pods[p].key: (r.landing.landed.get(state.pods[p].key) if r.landing else None) for p in r.gone}
+    return TaintOutcome(r.timeline, landed, r.broken_budgets)
