@@ -731,24 +731,44 @@ def drain(
     delete_emptydir_data: Annotated[bool, typer.Option("--delete-emptydir-data", help="As kubectl: evict pods "
                                                        "with emptyDir storage.")] = False,
     force: Annotated[bool, typer.Option("--force", help="As kubectl: evict pods without a controller.")] = False,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds per optimal solve.")] = 10.0,
+    output: Annotated[Path | None, typer.Option("--output", help="Write plan.json.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write report.html and plan.json here.")] = None,
     profile: ProfileOpt = None,
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
-    """What `kubectl drain` would do: refused pods, eviction waves under PDBs, and where the pods land."""
+    """What `kubectl drain` would do: refused pods, eviction waves under PDBs, where the pods land (and
+    optisched's best placement), and the largest set of the nodes that drains together."""
     from .whatif.drain import DrainFlags, run_drain
+    from .whatif.drainable import annotate
     from .whatif.render import render_drain
 
     names = [n.strip() for n in node.split(",") if n.strip()]
     if not names:
         raise InputError("--node: give the nodes to drain, e.g. --node worker-1,worker-2")
+    if output is not None and output.suffix != ".json":
+        raise InputError(f"--output: {output} must end in .json")
+    _check_outputs({"--output": output, "--report": report}, cluster, profile, folders=("--report",))
+    if report is not None:
+        from .whatif.drain_report import check_drain_report
+
+        check_drain_report(report)
     state, config, _ = _load(cluster, profile, kubeconfig, context)
-    outcome = run_drain(state, config, names, DrainFlags(ignore_daemonsets, delete_emptydir_data, force))
-    if as_json:
-        _print_json(outcome.to_dict())
-    else:
-        render_drain(out, outcome)
+    flags = DrainFlags(ignore_daemonsets, delete_emptydir_data, force)
+    outcome = run_drain(state, config, names, flags)
+    annotate(outcome, state, config, flags, time_limit)
+    _print_json(outcome.to_dict()) if as_json else render_drain(out, outcome)
+    if output is not None:
+        from .outputs import write_text
+
+        write_text(output, json.dumps(outcome.to_dict(), indent=1) + "\n")
+    if report is not None:
+        from .whatif.drain_report import write_drain_report
+
+        written = write_drain_report(outcome, state, report)
+        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
 
 
 @app.command("what-if")

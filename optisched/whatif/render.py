@@ -33,20 +33,28 @@ def render_pressure(console: Console, out: PressureOutcome) -> None:
 
 
 def render_drain(console: Console, out: DrainOutcome) -> None:
-    """Per node whether it drains, each wave's evictions with their predicted landing, then what blocks."""
-    for n, ok in out.drained.items():
-        console.print(f"{n}: {'drains' if ok else 'does not drain'}", highlight=False)
+    """Per node whether it drains and in how many waves, each wave's evictions with kube-scheduler's
+    predicted landing (and optisched's best target when computed), then what blocks, the optimal side and
+    the largest drainable set."""
+    for n, info in out.per_node().items():
+        console.print(safe_text(f"{n}: {'drains' if info['drains'] else 'does not drain'} "
+                                f"({info['waves']} wave(s))"), highlight=False)
+    target = out.optimal.placements if out.optimal is not None else None
     for i, wave in enumerate(out.waves, start=1):
         t = Table(title=f"wave {i}", title_justify="left")
-        for h in ("pod", "from", "lands on"):
+        for h in ("pod", "from", "kube-scheduler puts it on", *(("optimal",) if target is not None else ())):
             t.add_column(h, overflow="fold")
         for e in wave:
-            t.add_row(e["pod"], e["from"], e["to"] or "pending")
+            extra = (target.get(e["pod"]) or "pending",) if target is not None else ()
+            t.add_row(*(safe_text(x) for x in (e["pod"], e["from"], e["predicted"] or "pending", *extra)))
         console.print(t)
     for b in out.blocked:
-        console.print(f"blocked: {b['pod']} on {b['node']}: {b['reason']}", highlight=False)
+        console.print(safe_text(f"blocked: {b['pod']} on {b['node']}: {b['reason']}"), highlight=False)
     for s in out.skipped:
-        console.print(f"skipped: {s['pod']}: {s['reason']}", highlight=False)
+        console.print(safe_text(f"skipped: {s['pod']}: {s['reason']}"), highlight=False)
+    for line in (out.optimal.lines() if out.optimal is not None else []) + \
+            (out.largest.lines() if out.largest is not None else []):
+        console.print(safe_text(line), highlight=False)
 
 
 def render_taint(console: Console, out: TaintOutcome) -> None:
