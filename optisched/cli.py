@@ -781,6 +781,7 @@ def what_if(
     fail_zone: Annotated[str, typer.Option("--fail-zone", help="Every node of this zone fails.")] = "",
     zone_key: Annotated[str, typer.Option("--zone-key", help="The label naming a node's zone.")] =
     "topology.kubernetes.io/zone",
+    optimal: Annotated[bool, typer.Option("--optimal", help="Also optimal mode's best re-placement.")] = False,
     profile: ProfileOpt = None,
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
@@ -792,27 +793,27 @@ def what_if(
 
     names = [n.strip() for n in node.split(",") if n.strip()]
     if fail or fail_zone:
-        return _what_if_failure(cluster, names, fail_zone, zone_key, profile, as_json, kubeconfig, context)
+        return _what_if_failure(cluster, names, fail_zone, zone_key, optimal, profile, as_json, kubeconfig, context)
     t = parse_taint(taint)
     if not names:
         raise InputError("--node: give the nodes that get the taint")
     state, config, _ = _load(cluster, profile, kubeconfig, context)
-    outcome = run_taint(state, config, names, t)
+    outcome = run_taint(state, config, names, t, optimal)
     if as_json:
         _print_json(outcome.to_dict())
     else:
         render_taint(out, outcome)
 
 
-def _what_if_failure(cluster, names: list[str], zone: str, zone_key: str, profile, as_json: bool,  # type: ignore[no-untyped-def]
-                     kubeconfig, context) -> None:
+def _what_if_failure(cluster, names: list[str], zone: str, zone_key: str, optimal: bool,  # type: ignore[no-untyped-def]
+                     profile, as_json: bool, kubeconfig, context) -> None:
     from .whatif.failure import run_failure, zone_nodes
     from .whatif.render import render_failure
 
     if bool(zone) == bool(names):
         raise InputError("give either --fail-zone ZONE or --fail --node N[,N...]")
     state, config, _ = _load(cluster, profile, kubeconfig, context)
-    outcome = run_failure(state, config, zone_nodes(state, zone, zone_key) if zone else names)
+    outcome = run_failure(state, config, zone_nodes(state, zone, zone_key) if zone else names, optimal)
     _print_json(outcome.to_dict()) if as_json else render_failure(out, outcome)
 
 

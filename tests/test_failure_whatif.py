@@ -75,3 +75,21 @@ def test_the_cli_prints_json(tmp_path, capsys) -> None:  # type: ignore[no-untyp
     doc = json.loads(stdout)
     assert doc["failed"] == ["n-c"] and doc["lost"] == ["default/bare"]
     assert set(doc["blockingSpread"]) == {"default/web-c1", "default/web-c2"}
+
+
+@pytest.mark.parametrize(("spread", "placed"), [
+    pytest.param(True, 0, id="with the zone spread the optimum cannot place the replacements either"),
+    pytest.param(False, 2, id="without it the optimum places both"),
+])
+def test_the_optimal_side_beside_the_replay(spread: bool, placed: int) -> None:
+    out = run_failure(state_of(*_cluster(spread)), default_config(), ["n-c"], optimal=True)
+    assert set(out.optimal) == {"default/web-c1", "default/web-c2"}
+    assert sum(v is not None for v in out.optimal.values()) == placed
+    assert all(v in (None, "n-a", "n-b") for v in out.optimal.values())
+
+
+def test_taint_what_if_has_the_optimal_side_too() -> None:
+    from optisched.whatif.taint import parse_taint, run_taint
+
+    out = run_taint(state_of(*_cluster(False)), default_config(), ["n-c"], parse_taint("gone:NoExecute"), optimal=True)
+    assert set(out.optimal) == {"default/web-c1", "default/web-c2"} and None not in out.optimal.values()

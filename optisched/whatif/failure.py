@@ -14,7 +14,7 @@ The outcome names those constraints, from the scheduler's own FitError message f
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..model.objects import Taint, TaintEffect
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
-from .taint import taint_replay
+from .taint import optimal_replacements, taint_replay
 
 __all__ = ["ZONE", "FailureOutcome", "run_failure", "zone_nodes"]
 
@@ -42,13 +42,14 @@ class FailureOutcome:
     blocking_spread: dict[str, list[str]]  # pending replacement -> its DoNotSchedule spread constraints
     broken_budgets: dict[str, int]
     capacity: dict[str, dict[str, int]]  # resource -> {allocatable, requested, free} on the surviving nodes
+    optimal: dict[str, str | None] = field(default_factory=dict)  # optimal mode's best re-placement
 
     def to_dict(self) -> dict:
         return {"failed": self.failed,
                 "timeline": [{"afterSeconds": s, "deleted": pods} for s, pods in sorted(self.timeline.items())],
                 "landing": self.landed, "lost": self.lost, "pending": self.pending,
                 "blockingSpread": self.blocking_spread, "brokenBudgets": self.broken_budgets,
-                "capacityLeft": self.capacity}
+                "capacityLeft": self.capacity, "optimal": self.optimal}
 
 
 def zone_nodes(state: ClusterState, zone: str, key: str = ZONE) -> list[str]:
@@ -80,8 +81,10 @@ def _constraints(state: ClusterState, key: str) -> list[str]:
             if c.when_unsatisfiable == "DoNotSchedule"]
 
 
-def run_failure(state: ClusterState, config: SchedulerConfig, nodes: list[str]) -> FailureOutcome:
-    """``nodes`` fail together (see the module docstring)."""
+def run_failure(state: ClusterState, config: SchedulerConfig, nodes: list[str],
+                optimal: bool = False) -> FailureOutcome:
+    """``nodes`` fail together (see the module docstring); with ``optimal``, optimal mode's best
+    re-placement of the replacements beside the replay's."""
     taints = (Taint(key=UNREACHABLE, effect=TaintEffect.NO_EXECUTE), Taint(key=UNREACHABLE, effect=TaintEffect.NO_SCHEDULE))
     r = taint_replay(state, config, nodes, taints[0], taints[1:])
     keys = [state.pods[p].key for p in r.gone]
@@ -98,5 +101,6 @@ def run_failure(state: ClusterState, config: SchedulerConfig, nodes: list[str]) 
     after = replayed_cluster(r.landing.replay) if r.landing is not None else r.tainted
     alive = np.ones(after.num_nodes, dtype=bool)
     alive[[after.node_index[n] for n in nodes]] = False
+    best = optimal_replacements(r, config) if optimal and r.gone else {}
     return FailureOutcome(list(nodes), r.timeline, landed, lost, pending, blocking, r.broken_budgets,
-                          _capacity(after, alive))
+                          _capacity(after, alive), best)

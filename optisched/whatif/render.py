@@ -64,10 +64,12 @@ def render_taint(console: Console, out: TaintOutcome) -> None:
     for seconds, pods in sorted(out.timeline.items()):
         console.print(f"after {seconds}s: {', '.join(pods)} deleted", highlight=False)
     for pod, node in out.landed.items():
-        console.print(f"{pod}: replacement lands on {node or 'nothing (pending, or no controller re-creates it)'}",
-                      highlight=False)
+        best = f" (optimal: {out.optimal.get(pod) or 'pending'})" if pod in out.optimal else ""
+        console.print(safe_text(f"{pod}: replacement lands on "
+                                f"{node or 'nothing (pending, or no controller re-creates it)'}{best}"), highlight=False)
     for pdb, n in out.broken_budgets.items():
-        console.print(f"PodDisruptionBudget {pdb}: {n} disruption(s) beyond what it allows", highlight=False)
+        console.print(safe_text(f"PodDisruptionBudget {pdb}: {n} disruption(s) beyond what it allows"),
+                      highlight=False)
 
 
 def render_failure(console: Console, out: FailureOutcome) -> None:
@@ -77,7 +79,8 @@ def render_failure(console: Console, out: FailureOutcome) -> None:
     for seconds, pods in sorted(out.timeline.items()):
         console.print(safe_text(f"after {seconds}s: {', '.join(pods)} deleted"), highlight=False)
     for pod, node in out.landed.items():
-        console.print(safe_text(f"{pod}: replacement lands on {node or 'nothing (pending)'}"), highlight=False)
+        best = f" (optimal: {out.optimal.get(pod) or 'pending'})" if out.optimal else ""
+        console.print(safe_text(f"{pod}: replacement lands on {node or 'nothing (pending)'}{best}"), highlight=False)
     for pod in out.lost:
         console.print(safe_text(f"{pod}: lost (no controller re-creates it)"), highlight=False)
     for pod, why in out.pending.items():
