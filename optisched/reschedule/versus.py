@@ -40,7 +40,8 @@ __all__ = ["Side", "Versus", "compare_descheduler", "goal_policy", "render_versu
 ROWS = ("evictions", "loops", "pending", "violations", "nodesEmptied", "goal", "secondCycle")
 LABELS = {"evictions": "evictions", "loops": "loops (replacement back on its node)",
           "pending": "replacements left pending", "violations": "violations left",
-          "nodesEmptied": "nodes emptied", "goal": "goal value", "secondCycle": "second-cycle evictions"}
+          "nodesEmptied": "nodes emptied", "goal": "goal value",
+          "secondCycle": "evictions by the next descheduler cycle"}
 
 
 @dataclass(frozen=True)
