@@ -726,6 +726,8 @@ def pressure(
 def drain(
     cluster: ClusterArg = None,
     node: Annotated[str, typer.Option("--node", help="Nodes to drain together (comma-separated).")] = "",
+    pool: Annotated[str, typer.Option("--pool", help="Or every node with this label, LABEL=VALUE (a node "
+                                      "pool); the largest set of it that drains is found.")] = "",
     ignore_daemonsets: Annotated[bool, typer.Option("--ignore-daemonsets", help="As kubectl: skip DaemonSet "
                                                     "pods instead of refusing the drain.")] = False,
     delete_emptydir_data: Annotated[bool, typer.Option("--delete-emptydir-data", help="As kubectl: evict pods "
@@ -741,13 +743,13 @@ def drain(
 ) -> None:
     """What `kubectl drain` would do: refused pods, eviction waves under PDBs, where the pods land (and
     optisched's best placement), and the largest set of the nodes that drains together."""
-    from .whatif.drain import DrainFlags, run_drain
+    from .whatif.drain import DrainFlags, pool_nodes, run_drain
     from .whatif.drainable import annotate
     from .whatif.render import render_drain
 
     names = [n.strip() for n in node.split(",") if n.strip()]
-    if not names:
-        raise InputError("--node: give the nodes to drain, e.g. --node worker-1,worker-2")
+    if bool(names) == bool(pool):
+        raise InputError("--node: give the nodes to drain (--node worker-1,worker-2) or a --pool LABEL=VALUE")
     if output is not None and output.suffix != ".json":
         raise InputError(f"--output: {output} must end in .json")
     _check_outputs({"--output": output, "--report": report}, cluster, profile, folders=("--report",))
@@ -756,6 +758,7 @@ def drain(
 
         check_drain_report(report)
     state, config, _ = _load(cluster, profile, kubeconfig, context)
+    names = names or pool_nodes(state, pool)
     flags = DrainFlags(ignore_daemonsets, delete_emptydir_data, force)
     outcome = run_drain(state, config, names, flags)
     annotate(outcome, state, config, flags, time_limit)

@@ -74,3 +74,15 @@ def test_a_report_folder_with_a_foreign_plan_is_refused(tmp_path: Path, capsys) 
     (tmp_path / "plan.json").write_text("{}")
     code, _, stderr = run_cli(["drain", str(EXAMPLE), "--node", "w1", "--report", str(tmp_path)], capsys)
     assert code == 2 and "plan.json" in stderr and (tmp_path / "plan.json").read_text() == "{}"
+
+
+def test_a_node_pool_by_label(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    text = EXAMPLE.read_text()
+    for w in ("w1", "w2", "w3"):
+        text = text.replace(f"labels: {{kubernetes.io/hostname: {w}}}", f"labels: {{kubernetes.io/hostname: {w}, pool: old}}")
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    code, stdout, _ = run_cli(["drain", str(f), "--pool", "pool=old", "--time-limit", "5", "--json"], capsys)
+    assert code == 0 and json.loads(stdout)["largestDrainable"]["nodes"] == ["w1", "w3"]
+    code, _, stderr = run_cli(["drain", str(f), "--pool", "pool=new"], capsys)
+    assert code == 2 and "no node has the label pool=new" in stderr

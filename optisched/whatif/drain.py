@@ -134,6 +134,17 @@ def _wave(state: ClusterState, config: SchedulerConfig, todo: list[str],
     return go, replayed_cluster(landing.replay), {k: landing.landed.get(k) for k in go}, used
 
 
+def pool_nodes(state: ClusterState, text: str) -> list[str]:
+    """``--pool LABEL=VALUE``: the nodes of a node pool, by one of their labels."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise InputError(f"--pool: {text!r} is not LABEL=VALUE")
+    hit = state.label(key.strip()).isin([value.strip()])
+    if not hit.any():
+        raise InputError(f"--pool: no node has the label {key.strip()}={value.strip()}")
+    return [state.node_names[n] for n in np.flatnonzero(hit).tolist()]
+
+
 def check_nodes(state: ClusterState, nodes: list[str]) -> None:
     for n in nodes:
         if n not in state.node_index:
