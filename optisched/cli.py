@@ -797,6 +797,8 @@ def what_if(
     names = [n.strip() for n in node.split(",") if n.strip()]
     if fail or fail_zone:
         return _what_if_failure(cluster, names, fail_zone, zone_key, optimal, profile, as_json, kubeconfig, context)
+    if not taint:
+        raise InputError("give --taint KEY[=VALUE]:NoExecute --node N, --fail --node N, or --fail-zone ZONE")
     t = parse_taint(taint)
     if not names:
         raise InputError("--node: give the nodes that get the taint")
