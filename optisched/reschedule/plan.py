@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ class ReschedulePlan:
     certificate: Certificate
     removable: list[str] = field(default_factory=list)  # nodes the predicted end state empties
     saving: float | None = None  # hourly cost of those nodes
+    versus: Any = None  # :class:`.versus.Versus` with --compare-descheduler: the descheduler beside the plan
 
     @property
     def moves(self) -> int:
@@ -60,7 +62,7 @@ class ReschedulePlan:
             "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
             "notes": self.staging.notes,
             "certificate": self.certificate.to_dict(),
-        }
+        } | ({"compareDescheduler": self.versus.to_dict()} if self.versus is not None else {})
 
     def eviction_objects(self) -> list[dict]:
         """Per wave, ``policy/v1`` Evictions annotated with the wave, the predicted node and the reason."""
