@@ -490,6 +490,8 @@ def reschedule(
                                           "all or none.")] = "",
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for the target.")] = 30.0,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    pareto: Annotated[bool, typer.Option("--pareto", help="Also the goal at 0, 1, 2, 4, ... moves, with the "
+                                         "knee (shares --time-limit with the plan).")] = False,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write the plan: plan.json or plan.yaml (Evictions).")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Carry the plan out through the Eviction API, wave by "
@@ -523,7 +525,8 @@ def reschedule(
     state, config, _ = _load(cluster, profile, kubeconfig, context)
     plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
                            time_limit=time_limit, seed=seed,
-                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels)
+                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels,
+                           pareto=pareto)
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
     if output is not None:

@@ -9,6 +9,7 @@ import pandas as pd
 from ..optimal.solve import Certificate
 from ..preemption.plan import eviction_document
 from .goals import Goal, Metrics
+from .pareto import ParetoCurve
 from .waves import Move, Staging
 
 __all__ = ["ReschedulePlan"]
@@ -24,6 +25,7 @@ class ReschedulePlan:
     certificate: Certificate
     removable: list[str] = field(default_factory=list)  # nodes the predicted end state empties
     saving: float | None = None  # hourly cost of those nodes
+    pareto: ParetoCurve | None = None  # --pareto: the goal at move budgets 0, 1, 2, 4, ... up to this plan
 
     @property
     def moves(self) -> int:
@@ -46,6 +48,10 @@ class ReschedulePlan:
     def prediction_frame(self) -> pd.DataFrame:
         return pd.DataFrame(sorted(self.staging.final.items()), columns=["pod", "node"])
 
+    def pareto_frame(self) -> pd.DataFrame:
+        """``--pareto``'s points (:meth:`.pareto.ParetoCurve.frame`); empty without it."""
+        return self.pareto.frame() if self.pareto is not None else pd.DataFrame()
+
     def to_dict(self) -> dict:
         """``plan.json``: the shape other tools read (docs/reschedule.md)."""
         return {
@@ -60,6 +66,7 @@ class ReschedulePlan:
             "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
             "notes": self.staging.notes,
             "certificate": self.certificate.to_dict(),
+            **({"pareto": self.pareto.to_dict()} if self.pareto is not None else {}),
         }
 
     def eviction_objects(self) -> list[dict]:
@@ -95,7 +102,7 @@ class ReschedulePlan:
         c = self.certificate
         lines.append(f"certificate: {c.status}; " + "; ".join(
             f"{t.name} {t.objective} (bound {t.bound})" for t in c.tiers))
-        return lines
+        return lines + (self.pareto.lines() if self.pareto is not None else [])
 
 
 def _on_target(m: Move) -> bool:
