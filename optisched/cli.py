@@ -494,6 +494,7 @@ def reschedule(
                                          "knee (shares --time-limit with the plan).")] = False,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write the plan: plan.json or plan.yaml (Evictions).")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Carry the plan out through the Eviction API, wave by "
                                         "wave (needs --kubeconfig; a dry run otherwise).")] = False,
     kubeconfig: KubeconfigOpt = None,
@@ -518,7 +519,11 @@ def reschedule(
         raise InputError(f"--max-unavailable-per-workload: {max_unavailable!r} is not a count or a percent")
     if output is not None:
         check_output(output)
-    _check_outputs({"--output": output}, cluster, profile)
+    _check_outputs({"--output": output, "--report": report}, cluster, profile, folders=("--report",))
+    if report is not None:
+        from .reschedule.report import check_reschedule_report
+
+        check_reschedule_report(report)
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
@@ -531,6 +536,11 @@ def reschedule(
         out.print(Text(line), highlight=False, soft_wrap=True)
     if output is not None:
         write_plan(plan, output)
+    if report is not None:
+        from .reschedule.report import write_reschedule_report
+
+        written = write_reschedule_report(plan, state, report)
+        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
     if apply:
         from .reschedule.apply import apply_live
 

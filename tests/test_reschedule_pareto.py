@@ -77,7 +77,7 @@ def curve():
 
 
 def test_each_budget_empties_as_many_nodes_as_its_moves_allow(curve):
-    plan, c = curve
+    _, c = curve
     assert c.goal == "objective:pack" and c.sense == "min"
     assert [p.budget for p in c.points] == [0, 1, 2, 4, None]
     # nodes in use among those no fixed pod holds: n2..n5, one fewer per single moved, n5 after two moves
@@ -101,7 +101,7 @@ def test_the_knee_is_before_the_node_that_takes_two_moves(curve):
 
 
 def test_the_curve_is_a_dataframe_and_part_of_plan_json(curve):
-    plan, c = curve
+    plan, _ = curve
     frame = plan.pareto_frame()
     assert frame["moves"].tolist() == [0, 1, 2, 3, 5] and frame["knee"].tolist() == [False, False, False, True, False]
     doc = json.loads(json.dumps(plan.to_dict()))

@@ -35,7 +35,7 @@ class ReschedulePlan:
     def consistent(self) -> bool:
         """Every emitted replacement is predicted on its target (a pod evicted without a target, to make
         room, may land anywhere but back on its node)."""
-        return all(_on_target(m) for w in self.staging.waves for m in w.moves)
+        return all(on_target(m) for w in self.staging.waves for m in w.moves)
 
     def waves_frame(self) -> pd.DataFrame:
         rows = [{"wave": i + 1, "pod": m.key, "from": m.source, "to": m.target, "predicted": m.predicted,
@@ -92,7 +92,7 @@ class ReschedulePlan:
             used = ", ".join(f"{k} {n}" for k, n in sorted(w.budgets.items())) or "no budget"
             lines.append(f"  wave {i + 1}: {len(w.moves)} eviction(s); PodDisruptionBudgets used: {used}")
         total = self.moves
-        on = sum(1 for w in self.staging.waves for m in w.moves if _on_target(m))
+        on = sum(1 for w in self.staging.waves for m in w.moves if on_target(m))
         lines.append(f"replacements predicted on target: {on}/{total}")
         if self.removable:
             saving = f", saving {self.saving:.3f}/h" if self.saving is not None else ""
@@ -105,7 +105,7 @@ class ReschedulePlan:
         return lines + (self.pareto.lines() if self.pareto is not None else [])
 
 
-def _on_target(m: Move) -> bool:
+def on_target(m: Move) -> bool:
     return m.predicted == m.target or (m.target is None and m.predicted != m.source)
 
 
