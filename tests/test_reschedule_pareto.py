@@ -3,12 +3,16 @@ on hand-built clusters whose curve is known, the knee on hand-made curves, the t
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from builders import node, pod, run_cli, state_of
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_reschedule_properties import clusters
 
 from optisched.optimal.solve import Certificate
 from optisched.optimal.tiers import Tier
@@ -155,3 +159,19 @@ def test_the_terminal_shows_the_table_and_plan_json_the_points(tmp_path, capsys)
     doc = json.loads(out_path.read_text())
     assert [p["budget"] for p in doc["pareto"]["points"]] == [0, 1, None]
     assert np.all(np.diff([p["gain"] for p in doc["pareto"]["points"]]) >= 0)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.sampled_from(["consolidate", "fit-pending", "balance"]), st.integers(0, 2))
+def test_on_random_clusters_no_target_exceeds_its_budget_and_optimal_points_never_get_worse(state, goal, budget):
+    budgeted = plan_reschedule(state, default_config(), goal, Budgets(max_moves=budget), time_limit=2)
+    assert budgeted.moves <= budget
+    assert sum(1 for k, n in budgeted.target.items() if n != state.pods[state.pod_index[k]].spec.node_name
+               and state.pod_node[state.pod_index[k]] >= 0) <= budget
+    c = plan_reschedule(state, default_config(), goal, time_limit=4, pareto=True).pareto
+    assert c is not None
+    assert all(p.moves <= p.budget for p in c.points if p.budget is not None)
+    solved = [p for p in c.points if p.from_budget is None and p.status == "OPTIMAL"]
+    sign = 1 if c.sense == "max" else -1
+    assert all(sign * a.value <= sign * b.value for a, b in pairwise(solved))
+    assert [p.gain for p in c.points] == sorted(p.gain for p in c.points)
