@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from builders import node, pod, run_cli, state_of
+from builders import chromium_command, node, pod, run_cli, state_of
 from test_report import PROBE as COMPARE_PROBE
 
 from optisched.profile import default_config
@@ -82,9 +82,7 @@ def test_the_page_is_self_contained_and_escapes_text(report):
 def _render(chromium: str, page: Path, tmp_path: Path) -> dict:
     probe = tmp_path / "probe.html"
     probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
-    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()]
+    cmd = chromium_command(chromium, tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True).stdout
     found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.DOTALL)
     assert found, dom[-2000:]

@@ -108,6 +108,9 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments. ``pareto``: also the
     goal at move budgets 0, 1, 2, 4, ... (:mod:`.pareto`; the plan's solve then has half of ``time_limit``,
     the sweep the rest)."""
+    if pareto and gang:
+        raise InputError("--pareto and --for do not go together (a gang is all or none: compare budgets with "
+                         "--max-moves instead)")
     budgets = budgets or Budgets()
     policy = policy or EvictionPolicy()
     parsed = parse_goals(goals)
@@ -136,6 +139,6 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
                           node_saving(node_costs(state), removable))
     if pareto:
         plan.pareto = sweep(state, parsed, target, result.certificate, lambda k, seconds: solve_target(
-            state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, gang, []),
+            state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, None, []),
             max(time_limit - spent, time_limit / 2))
     return plan
