@@ -138,4 +138,6 @@ def test_a_report_is_written_again_over_its_own_files_and_beside_a_compare_repor
     manifest = json.loads((out / ".optisched-report").read_text())
     assert {"pods.csv", "waves.csv", "nodes.csv", "report.html"} <= set(manifest["files"])
     assert "mine.txt" not in manifest["files"] and (out / "mine.txt").read_text() == "kept\n"
-    assert "Rescheduling plan" in (out / "report.html").read_text() and (out / "pods.csv").exists()
+    page = (out / "report.html").read_text()
+    assert "Rescheduling plan" in page and (out / "pods.csv").exists()
+    assert "Hourly saving: <b>0.300</b>" in page and "<td>n3</td>" in page

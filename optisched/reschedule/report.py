@@ -119,7 +119,7 @@ def landings_frame(state: ClusterState, plan: ReschedulePlan) -> pd.DataFrame:
 
 
 def _cells(frame: pd.DataFrame) -> list[list[tuple[str, bool, bool]]]:
-    """Every row of ``frame`` as table cells (text escaped by :func:`..report.page.table`)."""
+    """Every row of ``frame`` as table cells (text escaped by :func:`optisched.report.page.table`)."""
     def text(v: object) -> str:
         if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
             return "–"

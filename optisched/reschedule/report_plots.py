@@ -152,6 +152,7 @@ def plot_pareto(curve: ParetoCurve) -> Figure:
     if curve.knee is not None:
         k = curve.points[curve.knee]
         ax.scatter([k.moves], [k.value], marker="*", s=260, color=KNEE, zorder=3, label="knee")
+    ax.margins(x=0.1, y=0.15)  # room for the labels at the ends
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("moves (evictions)")
     ax.set_ylabel(f"{plain(curve.goal)} ({curve.sense}imized)")
