@@ -490,8 +490,11 @@ def reschedule(
                                           "all or none.")] = "",
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for the target.")] = 30.0,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    pareto: Annotated[bool, typer.Option("--pareto", help="Also the goal at 0, 1, 2, 4, ... moves, with the "
+                                         "knee (shares --time-limit with the plan).")] = False,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write the plan: plan.json or plan.yaml (Evictions).")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Carry the plan out through the Eviction API, wave by "
                                         "wave (needs --kubeconfig; a dry run otherwise).")] = False,
     kubeconfig: KubeconfigOpt = None,
@@ -522,7 +525,11 @@ def reschedule(
         raise InputError(f"--max-unavailable-per-workload: {max_unavailable!r} is not a count or a percent")
     if output is not None:
         check_output(output)
-    _check_outputs({"--output": output}, cluster, profile, descheduler_policy)
+    _check_outputs({"--output": output, "--report": report}, cluster, profile, descheduler_policy, folders=("--report",))
+    if report is not None:
+        from .reschedule.report import check_reschedule_report
+
+        check_reschedule_report(report)
     from .descheduler import load_policy
 
     versus_policy = load_policy(descheduler_policy) if descheduler_policy else None
@@ -532,7 +539,8 @@ def reschedule(
     state, config, _ = _load(cluster, profile, kubeconfig, context)
     plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
                            time_limit=time_limit, seed=seed,
-                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels)
+                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels,
+                           pareto=pareto)
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
     if compare_descheduler or descheduler_policy:
@@ -543,6 +551,11 @@ def reschedule(
         render_versus(out, plan.versus)
     if output is not None:
         write_plan(plan, output)
+    if report is not None:
+        from .reschedule.report import write_reschedule_report
+
+        written = write_reschedule_report(plan, state, report)
+        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
     if apply:
         from .reschedule.apply import apply_live
 

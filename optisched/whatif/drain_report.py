@@ -14,8 +14,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..model.state import ClusterState
-from ..report import MANIFEST, _csv, _owned, check_report_dir
-from ..report.html import CSS, _table
+from ..report import check_report_dir, claim_report_dir, csv_file
+from ..report.page import page, table
 from ..textsafe import html_text
 from ..version import KUBE_VERSION
 from .drain import DrainOutcome
@@ -26,14 +26,8 @@ DRAIN_FILES = ("report.html", "plan.json", "waves.csv")
 
 
 def check_drain_report(out_dir: str | Path) -> None:
-    """Refuse a folder holding a drain report's file (or a compare report's) that optisched did not write."""
-    check_report_dir(out_dir)
-    out = Path(out_dir)
-    if out.is_dir():
-        foreign = [n for n in DRAIN_FILES if ((out / n).exists() or (out / n).is_symlink()) and n not in _owned(out)]
-        if foreign:
-            raise InputError(f"the folder holds {', '.join(foreign)}, not written by an earlier report; "
-                             "give an empty or new folder (nothing is overwritten)", source="--report")
+    """Refuse a folder holding a drain report's file that optisched did not write."""
+    check_report_dir(out_dir, DRAIN_FILES)
 
 
 def waves_frame(outcome: DrainOutcome) -> pd.DataFrame:
@@ -54,7 +48,7 @@ def _page(outcome: DrainOutcome, state: ClusterState) -> str:
     parts = [f"<h1>Drain: {e(', '.join(outcome.nodes))}</h1>",
              (f'<p class="sub">{state.num_nodes} nodes, {len(state.pods)} pods; kubectl drain and kube-scheduler '
               f"{e(KUBE_VERSION)} semantics</p>"), "<h2>Nodes</h2>",
-             _table(["node", "drains", "waves", "blocked by"],
+             table(["node", "drains", "waves", "blocked by"],
                     [_cells([n, "yes" if i["drains"] else "no", i["waves"],
                              "; ".join(f"{b['pod']}: {b['reason']}" for b in i["blockers"]) or "—"])
                      for n, i in nodes.items()])]
@@ -62,25 +56,21 @@ def _page(outcome: DrainOutcome, state: ClusterState) -> str:
     parts += ["<h2>Waves</h2>", ('<p class="note">Each wave evicts what the PodDisruptionBudgets allow; the next '
                                  "starts once its replacements run. Optimal: optisched's best placement of the "
                                  "evicted pods.</p>"),
-              _table(list(frame.columns), [_cells(list(r)) for r in frame.itertuples(index=False)], tall=True)]
+              table(list(frame.columns), [_cells(list(r)) for r in frame.itertuples(index=False)], tall=True)]
     extra = (outcome.optimal.lines() if outcome.optimal is not None else []) + \
         (outcome.largest.lines() if outcome.largest is not None else [])
     if outcome.skipped or extra:
         parts += ["<h2>Notes</h2>", "<ul>" + "".join(f"<li>{e(x)}</li>" for x in extra) +
                   "".join(f"<li>skipped {e(s['pod'])}: {e(s['reason'])}</li>" for s in outcome.skipped) + "</ul>"]
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{e('Drain ' + ', '.join(outcome.nodes))}</title><style>{CSS}</style></head>"
-            f"<body><main>{''.join(parts)}</main></body></html>\n")
+    return page('Drain ' + ', '.join(outcome.nodes), parts)
 
 
 def write_drain_report(outcome: DrainOutcome, state: ClusterState, out_dir: str | Path) -> dict[str, Path]:
     """Write report.html, plan.json and waves.csv into ``out_dir``; the manifest first."""
     out = Path(out_dir)
     check_drain_report(out)
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = {"writtenBy": "optisched", "files": sorted(set(DRAIN_FILES) | _owned(out))}
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    claim_report_dir(out, list(DRAIN_FILES))
     (out / "plan.json").write_text(json.dumps(outcome.to_dict(), indent=1) + "\n", encoding="utf-8")
-    _csv(waves_frame(outcome), out / "waves.csv")
+    csv_file(waves_frame(outcome), out / "waves.csv")
     (out / "report.html").write_text(_page(outcome, state), encoding="utf-8")
     return {n: out / n for n in DRAIN_FILES}
