@@ -70,11 +70,13 @@ def test_the_cli_prints_the_table_and_writes_it_into_the_plan(tmp_path: Path, ca
     out = tmp_path / "plan.json"
     code, stdout, _ = run_cli(["reschedule", str(EXAMPLE), "--goal", "balance", "--thresholds", "cpu=20",
                                "--target-thresholds", "cpu=50", "--compare-descheduler", "--time-limit", "5",
-                               "--output", str(out)], capsys)
+                               "--output", str(out), "--report", str(tmp_path / "report")], capsys)
     assert code == 0
     assert "optisched vs the descheduler (LowNodeUtilization) for balance" in stdout
     body = json.loads(out.read_text())["compareDescheduler"]
     assert body["descheduler"]["loops"] == 2 and body["optisched"]["loops"] == 0
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "Beside the descheduler (LowNodeUtilization)" in html and "loops (replacement back on its node)" in html
 
 
 def test_a_bad_descheduler_policy_is_a_one_line_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

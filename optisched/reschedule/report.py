@@ -182,8 +182,8 @@ def _versus(plan: ReschedulePlan) -> list[str]:
         return []
     frame = plan.versus.frame()
     return [f"<h2>Beside the descheduler ({e(', '.join(plan.versus.strategies))})</h2>",
-            '<p class="note">The descheduler\'s strategy for the same goal on the same snapshot, its evicted pods\' '
-            "replacements placed by the same kube-scheduler replay (docs/whatif.md).</p>",
+            ('<p class="note">The descheduler\'s strategy for the same goal on the same snapshot, its evicted pods\' '
+             "replacements placed by the same kube-scheduler replay (docs/whatif.md).</p>"),
             table(list(frame.columns), _cells(frame))]
 
 

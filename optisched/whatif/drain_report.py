@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InputError
 from ..model.state import ClusterState
 from ..report import check_report_dir, claim_report_dir, csv_file
 from ..report.page import page, table
