@@ -266,3 +266,23 @@ def test_balance_follows_low_node_utilization_thresholds(low, moves):
                                             "1 over the target thresholds: n1")
     if moves:
         assert plan.after.util_max["cpu"] < plan.before.util_max["cpu"]
+
+
+def _tainted_and_two_half_used() -> list:
+    """n1 tainted NoSchedule under w1 (a repair), n2 and n3 each holding one 1-cpu pod."""
+    return [node("n1").taint("maintenance", effect="NoSchedule"), node("n2"), node("n3"),
+            owned("w1").req(cpu="1").on("n1"), owned("w2").req(cpu="1").on("n2"), owned("w3").req(cpu="1").on("n3")]
+
+
+@pytest.mark.parametrize("goal,used,tiers", [
+    ("repair", 2, ["objective:repair"]),
+    ("repair,consolidate", 1, ["objective:repair", "objective:pack"]),
+], ids=["repair alone moves the one violating pod and leaves two nodes in use",
+        "consolidate second chooses among the equal repairs the one that frees every node but one"])
+def test_a_second_goal_decides_between_plans_equal_on_the_first(goal, used, tiers):
+    plan = plan_reschedule(state_of(*_tainted_and_two_half_used()), default_config(), goal, time_limit=5)
+    assert plan.after.violations["TaintToleration"] == 0 and plan.consistent
+    assert plan.after.nodes_used == used
+    names = [t.name for t in plan.certificate.tiers if t.name.startswith("objective:")]
+    assert names == tiers
+    assert all(t.status == "OPTIMAL" for t in plan.certificate.tiers if t.name in tiers)

@@ -37,7 +37,7 @@ from .tiers import Linear
 if TYPE_CHECKING:
     from .model import BatchModel
 
-__all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "user_objective"]
+__all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "objective_names", "user_objective"]
 
 OBJECTIVES = ("pack", "spread", "balance", "repair")
 NODE_RULES = ("NodeAffinity", "TaintToleration")  # a running pod's own node breaks them
@@ -45,10 +45,18 @@ REPAIRED_RULES = (*NODE_RULES, "PodTopologySpread")
 RESOURCES = ("cpu", "memory")
 
 
-def check_objective(name: str | None) -> None:
+def objective_names(objective: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    """The objectives asked for, in order: none, one name, or several (one tier each, lexicographic)."""
+    if objective is None:
+        return ()
+    return (objective,) if isinstance(objective, str) else tuple(objective)
+
+
+def check_objective(name: str | tuple[str, ...] | None) -> None:
     """Refuse an objective that is not one of :data:`OBJECTIVES`."""
-    if name is not None and name not in OBJECTIVES:
-        raise InputError(f"--objective: {name!r} is not one of {', '.join(OBJECTIVES)}")
+    for one in objective_names(name):
+        if one not in OBJECTIVES:
+            raise InputError(f"--objective: {one!r} is not one of {', '.join(OBJECTIVES)}")
 
 
 def _var_nodes(model: BatchModel) -> np.ndarray:

@@ -41,7 +41,7 @@ from ..optimal.user_objectives import REPAIRED_RULES
 from ..policy.eviction import KINDS, Keep, pod_kinds
 from ..profile import SchedulerConfig
 
-__all__ = ["Goal", "empty_nodes", "goal_objective", "metrics", "parse_goals", "parse_thresholds",
+__all__ = ["Goal", "empty_nodes", "goal_objectives", "metrics", "parse_goals", "parse_thresholds",
            "utilization_classes", "violating"]
 
 
@@ -68,12 +68,11 @@ def parse_goals(text: str | list[str]) -> list[Goal]:
     return list(dict.fromkeys(goals))
 
 
-def goal_objective(goals: list[Goal]) -> str | None:
-    """The one objective tier the goals ask for. ``fit-pending`` is the placement tiers, which come first
-    whatever the order; of ``consolidate`` and ``balance`` the first named is the tier (the model holds one
-    objective tier: a second is reported, not optimized)."""
-    named = [OBJECTIVE[g] for g in goals if OBJECTIVE[g] is not None]
-    return named[0] if named else None
+def goal_objectives(goals: list[Goal]) -> tuple[str, ...]:
+    """The objective tiers the goals ask for, in the order given (lexicographic: each tier is optimized,
+    then held at its value while the next is). ``fit-pending`` is the placement tiers, which come first
+    whatever the order."""
+    return tuple(o for g in goals if (o := OBJECTIVE[g]) is not None)
 
 
 def _daemon_only(state: ClusterState) -> np.ndarray:

@@ -18,7 +18,7 @@ from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
-from .goals import Goal, empty_nodes, goal_objective, metrics, parse_goals, utilization_classes, violating
+from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes, violating
 from .plan import ReschedulePlan, node_saving
 from .waves import Budgets, stage
 
@@ -93,7 +93,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     notes: list[str] = []
     if thresholds is not None and Goal.BALANCE in parsed:
         policy = _low_node_utilization(state, policy, thresholds, notes)
-    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(parsed),
+    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objectives(parsed) or None,
                              goal_first=True, staged=True, eviction=policy)
     if gang:
         target, result, gang_notes = _gang_target(state, config, options, gang)
