@@ -48,7 +48,7 @@ def _replay_waves(state, plan) -> np.ndarray:  # type: ignore[no-untyped-def]
         node_of = np.array([current[state.pod_index[p.key]] for p in at.pods], dtype=np.int64)
         for m in wave.moves:
             node_of[at.pod_index[m.key]] = at.node_index[m.target]
-        landing = predict_landing(at, config, node_of)
+        landing = predict_landing(at, config, node_of, [m.key for m in wave.moves])
         assert not landing.preempted
         for m in wave.moves:
             assert landing.landed[m.key] == m.target != m.source

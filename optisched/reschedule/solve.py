@@ -105,7 +105,10 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     was_empty = empty_nodes(state, state.pod_node)
     emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
     reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node))
-    staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed)
+    idle = {names[n] for n in np.flatnonzero(empty_nodes(state, target)).tolist()} - emptied \
+        if Goal.CONSOLIDATE in parsed else set()
+    staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed,
+                    frozenset(idle))
     staging.notes = notes + staging.notes
     if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")
