@@ -181,12 +181,13 @@ def test_repair_leaves_a_pod_that_tolerates_its_taint():
 
 
 def _zones(max_skew: int) -> list:
-    """Zones a, b, c with 4, 1, 1 web pods under a DoNotSchedule spread: skew 3."""
+    """Zones a (nodes na and nx), b, c with 4 (two per node: no duplicates over the average), 1, 1 web pods
+    under a DoNotSchedule spread: skew 3."""
     spread = [{"maxSkew": max_skew, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
                "labelSelector": {"matchLabels": {"app": "web"}}}]
-    objs = [node(f"n{z}").zone(z) for z in "abc"]
+    objs = [node(f"n{z}").zone(z) for z in "abc"] + [node("nx").zone("a")]
     return objs + [owned(f"w{i}").req(cpu="100m").set("spec.topologySpreadConstraints", spread).on(f"n{z}")
-                   for i, z in enumerate("aaaabc")]
+                   for i, z in enumerate("aaxxbc")]
 
 
 @pytest.mark.parametrize("max_skew,moves", [(2, 1), (1, 2)],
@@ -196,7 +197,7 @@ def test_repair_brings_a_drifted_zone_spread_back_within_max_skew(max_skew, move
     plan = plan_reschedule(state_of(*_zones(max_skew)), default_config(), "repair", time_limit=5)
     assert plan.moves == moves and plan.consistent
     assert plan.before.violations["PodTopologySpread"] > 0 and plan.after.violations["PodTopologySpread"] == 0
-    assert all(m.source == "na" for w in plan.staging.waves for m in w.moves)
+    assert all(m.source in ("na", "nx") for w in plan.staging.waves for m in w.moves)
 
 
 def _gpus(*pending: str, other_priority: int = 0) -> list:
@@ -269,9 +270,11 @@ def test_balance_follows_low_node_utilization_thresholds(low, moves):
 
 
 def _tainted_and_two_half_used() -> list:
-    """n1 tainted NoSchedule under w1 (a repair), n2 and n3 each holding one 1-cpu pod."""
+    """n1 tainted NoSchedule under w1 (a repair), n2 and n3 each holding one 1-cpu pod (three owners: no
+    duplicates whichever node they share)."""
     return [node("n1").taint("maintenance", effect="NoSchedule"), node("n2"), node("n3"),
-            owned("w1").req(cpu="1").on("n1"), owned("w2").req(cpu="1").on("n2"), owned("w3").req(cpu="1").on("n3")]
+            owned("w1").req(cpu="1").on("n1"), owned("w2", "api").req(cpu="1").on("n2"),
+            owned("w3", "db").req(cpu="1").on("n3")]
 
 
 @pytest.mark.parametrize("goal,used,tiers", [

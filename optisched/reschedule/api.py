@@ -20,9 +20,10 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
                        max_moves_per_node: int | None = None, max_unavailable_per_workload: str | None = None,
                        evict: str = "", namespaces: Iterable[str] = (), exclude_namespaces: Iterable[str] = (),
                        selector: str = "", time_limit: float = 30.0, seed: int = 0,
-                       gang: Iterable[str] = ()) -> ReschedulePlan:
-    """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"balance"``; several in priority
-    order), in waves, each replacement's landing predicted by a kube-scheduler replay (docs/reschedule.md).
+                       gang: Iterable[str] = (), soft: bool = False) -> ReschedulePlan:
+    """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"repair"``, ``"balance"``; several
+    in priority order), in waves, each replacement's landing predicted by a kube-scheduler replay
+    (docs/reschedule.md); ``soft``: ``repair`` repairs the preferences too.
     The answer's ``target_frame()``, ``waves_frame()`` and ``prediction_frame()`` are pandas DataFrames;
     ``summary()`` the terminal lines, ``to_dict()`` plan.json. ``gang``: ``fit-pending`` for these pending
     pods only (``--for``), all or none."""
@@ -31,4 +32,4 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
                      exclude_namespaces=tuple(exclude_namespaces), selector=selector)
     return plan_reschedule(compile_cluster(cluster), config, goal,
                            Budgets(max_moves, max_moves_per_node, max_unavailable_per_workload), policy,
-                           time_limit=time_limit, seed=seed, gang=list(gang) or None)
+                           time_limit=time_limit, seed=seed, gang=list(gang) or None, soft=soft)

@@ -18,7 +18,8 @@ from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
-from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes, violating
+from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes
+from .violations import violating
 from .plan import ReschedulePlan, node_saving
 from .waves import Budgets, stage
 
@@ -35,7 +36,7 @@ def _reasons(state: ClusterState, target: np.ndarray, goals: list[Goal], emptied
         if target[p] < 0:
             out[p] = "fit-pending: evicted to make room"
         elif Goal.REPAIR in goals and p in bad:
-            out[p] = f"repair: {bad[p]} rejects {src}"
+            out[p] = f"repair: {bad[p]} {'on' if bad[p] == 'Duplicates' else 'rejects'} {src}"
         elif Goal.CONSOLIDATE in goals and src in emptied:
             out[p] = f"consolidate: empties {src}"
         elif Goal.FIT_PENDING in goals:
@@ -83,18 +84,22 @@ def _low_node_utilization(state: ClusterState, policy: EvictionPolicy, threshold
 def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | list[str],
                     budgets: Budgets | None = None, policy: EvictionPolicy | None = None,
                     time_limit: float = 30.0, seed: int = 0, gang: list[str] | None = None,
-                    thresholds: tuple[dict[str, int], dict[str, int]] | None = None) -> ReschedulePlan:
+                    thresholds: tuple[dict[str, int], dict[str, int]] | None = None,
+                    soft: bool = False) -> ReschedulePlan:
     """The plan for ``goals`` (see the module docstring); ``gang``: the pending pods ``fit-pending`` is
     for (``--for``; all or none), instead of every pending pod; ``thresholds``: ``balance``'s
-    (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments."""
+    (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments; ``soft``: ``repair``
+    repairs the preferences too, as a tier after the required rules."""
     budgets = budgets or Budgets()
     policy = policy or EvictionPolicy()
     parsed = parse_goals(goals)
     notes: list[str] = []
+    counted = policy.verdicts(state).may_leave  # the pods the descheduler's evictor would count
     if thresholds is not None and Goal.BALANCE in parsed:
         policy = _low_node_utilization(state, policy, thresholds, notes)
-    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objectives(parsed) or None,
-                             goal_first=True, staged=True, eviction=policy)
+    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True,
+                             objective=goal_objectives(parsed, soft) or None, goal_first=True, staged=True,
+                             eviction=policy)
     if gang:
         target, result, gang_notes = _gang_target(state, config, options, gang)
         notes += gang_notes
@@ -104,7 +109,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     names = state.node_names
     was_empty = empty_nodes(state, state.pod_node)
     emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
-    reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node))
+    reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node, counted, soft))
     idle = {names[n] for n in np.flatnonzero(empty_nodes(state, target)).tolist()} - emptied \
         if Goal.CONSOLIDATE in parsed else set()
     staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed,
@@ -117,6 +122,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     pending = np.flatnonzero(state.pod_node < 0)
     removable = np.flatnonzero(empty_nodes(state, final) & ~was_empty).tolist()
     placements = {p.key: (names[int(t)] if t >= 0 else None) for p, t in zip(state.pods, target)}
-    return ReschedulePlan(parsed, placements, staging, metrics(state, state.pod_node, pending, config),
-                          metrics(state, final, pending, config), result.certificate, [names[n] for n in removable],
+    return ReschedulePlan(parsed, placements, staging, metrics(state, state.pod_node, pending, config, counted, soft),
+                          metrics(state, final, pending, config, counted, soft), result.certificate,
+                          [names[n] for n in removable],
                           node_saving(node_costs(state), removable))
