@@ -32,10 +32,10 @@ from enum import StrEnum
 
 import numpy as np
 
-from ..descheduler.utilization import above_any, below_all
+from ..descheduler.utilization import above_any, below_all, percent, usage
 from ..errors import InputError
 from ..metrics.cost import node_costs
-from ..metrics.resources import pods_per_node, utilization, utilization_stats
+from ..metrics.resources import pods_per_node, utilization_stats
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 from .violations import daemon_only, violations
@@ -138,18 +138,15 @@ def utilization_classes(state: ClusterState, thresholds: dict[str, int],
     """(under-utilized, over-utilized) node names as the descheduler's LowNodeUtilization sorts them
     (kubernetes-sigs/descheduler v0.34.0, ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``):
     under when every threshold resource is at or below its percent (schedulable nodes only), over when any
-    target resource is above its percent; requests of the pods on the node against allocatable."""
-    pct = utilization(state, state.pod_node) * 100
+    target resource is above its percent; requests of the pods on the node against allocatable, counted
+    as the descheduler counts them (:func:`optisched.descheduler.utilization.usage`)."""
     names = np.array(state.node_names, dtype=object)
 
-    def column(r: str, option: str) -> np.ndarray:
-        if r not in state.resources:
-            raise InputError(f"{option}: no node offers {r!r}")
-        return np.nan_to_num(pct[:, state.resources.index(r)])
-
     def side(given: dict[str, int], option: str) -> tuple[np.ndarray, np.ndarray]:
-        cols = [column(r, option) for r in given]
-        pct_of = np.stack(cols, axis=1) if cols else np.zeros((state.num_nodes, 0))
+        missing = [r for r in given if r not in state.resources]
+        if missing:
+            raise InputError(f"{option}: no node offers {missing[0]!r}")
+        pct_of = percent(*usage(state, list(given)))
         return pct_of, np.array(list(given.values()), dtype=float)
 
     under = below_all(*side(thresholds, "--thresholds")) & ~state.unschedulable
