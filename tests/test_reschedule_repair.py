@@ -3,9 +3,12 @@
 known, and each CP-SAT term held to the descheduler's own predicate on the same placement."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
-from builders import node, pod, state_of
+from builders import node, pod, run_cli, state_of
 
 from optisched.descheduler.duplicates import over_average
 from optisched.descheduler.encoding import encode_anti_affinity, encode_duplicates, encode_preferred_affinity
@@ -133,3 +136,25 @@ def test_each_cp_sat_term_is_the_descheduler_predicate_on_the_same_placement(obj
     state, value = _term(objs, encode)
     node_of = _moved(state, **where)
     assert value(node_of) == count(state, node_of)
+
+
+EXAMPLE = str(Path(__file__).resolve().parents[1] / "datasets" / "examples" / "reschedule-repair-descheduler.yaml")
+
+
+@pytest.mark.parametrize("soft,moves,pods", [
+    (False, 3, ["db", "web", "web"]), (True, 4, ["db", "web", "web", "cache"])],
+    ids=["the drifted example's repair moves one db and two web pods",
+         "with --soft cache-0 moves to the ssd node it prefers too"])
+def test_the_descheduler_repair_example(tmp_path, capsys, soft, moves, pods):
+    out_path = tmp_path / "plan.json"
+    code, out, _ = run_cli(["reschedule", EXAMPLE, "--goal", "repair", "--time-limit", "10", "--output",
+                            str(out_path)] + (["--soft"] if soft else []), capsys)
+    assert code == 0
+    assert "violations[InterPodAntiAffinity]: 2 -> 0" in out and "violations[Duplicates]: 2 -> 0" in out
+    assert ("violations[PreferredNodeAffinity]: 1 -> 0" in out) == soft
+    plan = json.loads(out_path.read_text())
+    evictions = [e for w in plan["waves"] for e in w["evictions"]]
+    assert len(evictions) == moves and sorted(e["pod"].split("/")[1].split("-")[0] for e in evictions) == sorted(pods)
+    assert plan["cycles"] == [] and all(e["to"] == e["predicted"] for e in evictions)
+    if soft:
+        assert plan["placements"]["default/cache-0"] == "node-b"
