@@ -43,7 +43,9 @@ def _sum_of(terms: list[tuple]):  # type: ignore[no-untyped-def]
 def _fixed_per_domain(model: BatchModel, term, owner, codes: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Per topology value: the fixed pods (on a node, never moving) that ``term`` of ``owner`` matches."""
     state = model.state
-    rows = np.flatnonzero(model.batch.fixed & (state.pod_node >= 0)).tolist()
+    spaces = set(term.namespaces or [owner.metadata.namespace])  # a cheap first cut; term_matches decides
+    rows = [q for q in np.flatnonzero(model.batch.fixed & (state.pod_node >= 0)).tolist()
+            if state.pods[q].metadata.namespace in spaces]
     doms = np.array([codes[state.pod_node[q]] for q in rows if term_matches(term, owner, state.pods[q])], np.int64)
     return np.bincount(doms[doms >= 0], minlength=int(codes.max(initial=-1)) + 1)
 
