@@ -32,7 +32,7 @@ def owner_keys(pod: Pod, exclude: frozenset[str] = frozenset()) -> tuple[list[Ow
     if not owners or any(o.kind in exclude for o in owners):
         return None
     images = "#".join(sorted(c.image or "" for c in pod.spec.containers))
-    ns = pod.metadata.namespace
+    ns = pod.metadata.namespace or "default"
     keys = sorted(f"{ns}/{o.kind}/{o.name}/{c.image}" for o in owners for c in pod.spec.containers)
     return [(ns, o.kind, o.name, images) for o in owners], tuple(keys)
 
@@ -75,7 +75,9 @@ def over_average(state: ClusterState, node_of: np.ndarray, counted: np.ndarray,
     out: list[int] = []
     for owner, per_node in dups.items():
         upper = upper_average(state, next(iter(per_node.values()))[0], count[owner])
-        for pods in per_node.values() if upper is not None else ():
+        if upper is None:
+            continue
+        for pods in per_node.values():
             if len(pods) + 1 > upper:
                 out += pods[upper - 1:]
     return out

@@ -20,9 +20,11 @@ predicate's count on any placement (tests/test_descheduler_encoding.py holds the
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from ortools.sat.python.cp_model import IntVar
 
 from .duplicates import owner_keys, upper_average
 from .violations import anti_terms, preferred_weights, term_matches
@@ -35,9 +37,26 @@ if TYPE_CHECKING:
 __all__ = ["encode_anti_affinity", "encode_duplicates", "encode_preferred_affinity"]
 
 
-def _sum_of(terms: list[tuple]):  # type: ignore[no-untyped-def]
-    """The value of Σ variables of ``terms`` for a ``values`` dict (absent = 0)."""
-    return lambda values: sum(values.get(v.Index(), 0) for v, _ in terms)
+Values = dict[int, int]  # variable index -> value (absent = 0)
+
+
+def _sum_of(terms: list[tuple], values: Values) -> int:
+    return sum(values.get(v.Index(), 0) for v, _ in terms)
+
+
+def _any_violated(live: list[tuple[list[tuple], int]]) -> Callable[[Values], int]:
+    """``z``'s value: 1 when some term's count of other matching pods is at least one."""
+    return lambda values: int(any(_sum_of(t, values) + k >= 1 for t, k in live))
+
+
+def _kept_if(kept: IntVar, z: IntVar) -> Callable[[Values], int]:
+    """``v``'s value: the pods kept on the node when a term is violated there, else 0."""
+    return lambda values: values.get(kept.Index(), 0) if values.get(z.Index()) else 0
+
+
+def _above(terms: list[tuple], upper: int) -> Callable[[Values], int]:
+    """``e``'s value: the pods of ``terms`` above ``upper``."""
+    return lambda values: max(0, _sum_of(terms, values) - upper)
 
 
 def _fixed_per_domain(model: BatchModel, term, owner, codes: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -77,8 +96,8 @@ def _class_anti(model: BatchModel, lin: Linear, c: PodClass, terms: list) -> Non
         v = model.cp.new_int_var(0, ku, f"antiv{c.index}_{n}")
         model.cp.add(v >= kv - ku * (1 - z))
         lin.add(v, 1, ku)
-        lin.derived.append((z, lambda values, live=live: int(any(_sum_of(t)(values) + k >= 1 for t, k in live))))
-        lin.derived.append((v, lambda values, z=z, kv=kv: values.get(kv.Index(), 0) if values.get(z.Index()) else 0))
+        lin.derived.append((z, _any_violated(live)))
+        lin.derived.append((v, _kept_if(kv, z)))
 
 
 def encode_anti_affinity(model: BatchModel, lin: Linear, preferred: bool = False) -> None:
@@ -112,7 +131,7 @@ def encode_duplicates(model: BatchModel, lin: Linear) -> None:
             e = model.cp.new_int_var(0, ub - upper, f"dup{classes[0].index}_{n}")
             model.cp.add(e >= expr - upper)
             lin.add(e, 1, ub - upper)
-            lin.derived.append((e, lambda values, terms=terms, upper=upper: max(0, _sum_of(terms)(values) - upper)))
+            lin.derived.append((e, _above(terms, upper)))
 
 
 def encode_preferred_affinity(model: BatchModel, lin: Linear) -> None:

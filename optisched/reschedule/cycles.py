@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 __all__ = ["CycleReport", "Resolution", "find_cycle", "resolve_cycle"]
 
@@ -30,6 +30,8 @@ ALL_ORDERS = 3  # cycles up to this long try every eviction order; longer ones t
 
 
 class MoveLike(Protocol):
+    """What a cycle reads of a move (:class:`.waves.Move`, a dataclass: a detour's legs are copies)."""
+
     pod: int
     key: str
     source: str
@@ -89,7 +91,7 @@ def _orders(cycle: list[MoveLike]) -> list[list[MoveLike]]:
 
 
 def resolve_cycle(first: MoveLike, remaining: Sequence[MoveLike], together: Callable[[list], Any],
-                  alone: Callable[[MoveLike], str | None], avoid: frozenset[str]) -> Resolution | None:
+                  alone: Callable[[Any], str | None], avoid: frozenset[str]) -> Resolution | None:
     """How to stage the cycle ``first`` belongs to (None: it is in none). ``together(moves)``: the replay
     of those moves evicted as one wave in that order when it fits the budgets and lands every replacement
     on its target, else None; ``alone(move)``: where kube-scheduler puts the move's replacement when it is
@@ -109,11 +111,11 @@ def resolve_cycle(first: MoveLike, remaining: Sequence[MoveLike], together: Call
         if via is None or via in (m.source, m.target) or via in avoid:
             continue
         others = ", ".join(k for k in pods if k != m.key)
-        leg = replace(m, target=via, reason=f"{m.reason}; detour via {via} (1 of 2), cycle with {others}")
+        leg = replace(cast(Any, m), target=via, reason=f"{m.reason}; detour via {via} (1 of 2), cycle with {others}")
         landing = together([leg])
         if landing is None:
             continue
-        onward = replace(m, source=via, reason=f"{m.reason}; detour via {via} (2 of 2)")
+        onward = replace(cast(Any, m), source=via, reason=f"{m.reason}; detour via {via} (2 of 2)")
         return Resolution(CycleReport(pods, "detour", f"{m.key} via {via}: two moves"), [leg], landing, onward)
     others = ", ".join(k for k in pods if k != first.key)
     return Resolution(CycleReport(pods, "dropped", f"cycle with {others}: no eviction order or detour "

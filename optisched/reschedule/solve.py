@@ -19,8 +19,8 @@ from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
 from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes
-from .violations import violating
 from .plan import ReschedulePlan, node_saving
+from .violations import violating
 from .waves import Budgets, stage
 
 __all__ = ["plan_reschedule"]
