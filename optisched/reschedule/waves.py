@@ -13,7 +13,9 @@ replay disagrees, the plan is changed from the predicted state, and the change i
 
 1. *accept*: a replacement landing on another node that the target does not empty keeps that landing;
 2. *reorder*: the move waits for a later wave (the pods that make room for it leave first);
-3. *drop*: a wave that cannot start with any of its moves drops its first one; the pod stays.
+3. *drop*: a wave that cannot start with any of its moves drops its first one; the pod stays — unless
+   that move waits on the others in a cycle (:mod:`.cycles`: evicted together in the right order, else a
+   detour through a third node, else dropped).
 
 Limits at every intermediate state: per PodDisruptionBudget, a wave's evictions never exceed its
 ``disruptionsAllowed`` (an evicted pod counts as disrupted until its replacement is placed, i.e. until the
@@ -23,6 +25,7 @@ wave ends; kubernetes v1.35.4 ``pkg/registry/core/pod/storage/eviction.go`` refu
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -272,7 +275,7 @@ def _unstick(state: ClusterState, config: SchedulerConfig, current: np.ndarray, 
         return landing if ok else None
 
     planned = sum(len(w.moves) for w in staging.waves) + len(remaining)
-    per_node = {n: sum(1 for m in remaining if m.source == n) for n in state.node_names}
+    per_node = Counter(m.source for m in remaining + [m for w in staging.waves for m in w.moves])
 
     def alone(m: Move) -> str | None:
         if budgets.max_moves is not None and planned >= budgets.max_moves:
