@@ -27,7 +27,7 @@ import numpy as np
 from ortools.sat.python.cp_model import IntVar
 
 from .duplicates import owner_keys, upper_average
-from .violations import anti_terms, preferred_weights, term_matches
+from .violations import anti_terms, matched_by, preferred_weights
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -62,10 +62,8 @@ def _above(terms: list[tuple], upper: int) -> Callable[[Values], int]:
 def _fixed_per_domain(model: BatchModel, term, owner, codes: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Per topology value: the fixed pods (on a node, never moving) that ``term`` of ``owner`` matches."""
     state = model.state
-    spaces = set(term.namespaces or [owner.metadata.namespace])  # a cheap first cut; term_matches decides
-    rows = [q for q in np.flatnonzero(model.batch.fixed & (state.pod_node >= 0)).tolist()
-            if state.pods[q].metadata.namespace in spaces]
-    doms = np.array([codes[state.pod_node[q]] for q in rows if term_matches(term, owner, state.pods[q])], np.int64)
+    rows = np.flatnonzero(model.batch.fixed & (state.pod_node >= 0) & matched_by(state, term, owner))
+    doms = codes[state.pod_node[rows]]
     return np.bincount(doms[doms >= 0], minlength=int(codes.max(initial=-1)) + 1)
 
 
@@ -77,7 +75,8 @@ def _class_anti(model: BatchModel, lin: Linear, c: PodClass, terms: list) -> Non
     checks: dict[int, list[tuple[list[tuple], int]]] = {}  # kept node -> [(terms, constant)] per term
     for term in terms:
         codes = state.label(term.topology_key).codes
-        matched = [d for d in model.classes if term_matches(term, rep, state.pods[d.rep])]
+        hits = matched_by(state, term, rep)
+        matched = [d for d in model.classes if hits[d.rep]]
         found = model.domain_terms(matched, codes)
         fixed = _fixed_per_domain(model, term, rep, codes)
         me = int(any(d.index == c.index for d in matched))  # the pod itself is not "another" pod

@@ -23,7 +23,7 @@ from .duplicates import target_nodes
 from .evictor import sort_low_to_high
 
 __all__ = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity",
-           "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_terms", "preferred_affinity_violated",
+           "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_terms", "matched_by", "preferred_affinity_violated",
            "preferred_weights", "term_matches"]
 
 
@@ -104,6 +104,16 @@ def term_matches(term, owner: Pod, other: Pod) -> bool:  # type: ignore[no-untyp
         label_selector_matches(term.label_selector, other.metadata.labels)
 
 
+def matched_by(state: ClusterState, term, owner: Pod) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """bool [P]: the pods ``term`` of ``owner`` matches (:func:`term_matches`), kept per state: the replicas
+    of a workload share their terms."""
+    key = ("descheduler.matched_by", owner.metadata.namespace, term.model_dump_json())
+    hit = state.memo.get(key)
+    if hit is None:
+        hit = state.memo[key] = np.array([term_matches(term, owner, q) for q in state.pods], dtype=bool)
+    return hit
+
+
 def anti_affinity_violated(state: ClusterState, p: int, node_of: np.ndarray, present: np.ndarray,
                            preferred: bool = False) -> bool:
     """Whether pod ``p``, on its node in ``node_of``, has an anti-affinity term that another ``present``
@@ -115,9 +125,9 @@ def anti_affinity_violated(state: ClusterState, p: int, node_of: np.ndarray, pre
         col = state.label(term.topology_key).codes
         if col[node] < 0:
             continue
-        near = on & (col[np.maximum(node_of, 0)] == col[node])
+        near = on & (col[np.maximum(node_of, 0)] == col[node]) & matched_by(state, term, pod)
         near[p] = False
-        if any(term_matches(term, pod, state.pods[q]) for q in np.nonzero(near)[0].tolist()):
+        if near.any():
             return True
     return False
 
