@@ -289,3 +289,24 @@ def test_a_second_goal_decides_between_plans_equal_on_the_first(goal, used, tier
     names = [t.name for t in plan.certificate.tiers if t.name.startswith("objective:")]
     assert names == tiers
     assert all(t.status == "OPTIMAL" for t in plan.certificate.tiers if t.name in tiers)
+
+
+@pytest.mark.parametrize("goals,soft,tiers", [
+    ("consolidate,balance", False, ("pack", "spread")),
+    ("balance,consolidate", False, ("spread", "pack")),
+    ("consolidate,fit-pending", False, ("pack",)),
+    ("repair,consolidate", True, ("repair", "repair-soft", "pack")),
+], ids=["consolidate then balance are two tiers in that order", "the order given is the order of the tiers",
+        "fit-pending is the placement tiers, no objective tier of its own",
+        "--soft puts repair's preferences right after repair"])
+def test_goal_tiers(goals, soft, tiers):
+    from optisched.reschedule.goals import goal_objectives
+
+    assert goal_objectives(parse_goals(goals), soft) == tiers
+
+
+def test_two_goals_each_get_a_certificate_line_in_order():
+    plan = plan_reschedule(state_of(*half_full()), default_config(), "consolidate,balance", time_limit=5)
+    names = [t.name for t in plan.certificate.tiers]
+    assert names.index("objective:pack") < names.index("objective:spread") < names.index("disruption")
+    assert plan.after.empty_nodes == 1
