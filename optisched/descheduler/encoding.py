@@ -15,8 +15,10 @@ one of the descheduler's strategies would evict, with the predicate that strateg
 kubernetes-sigs/descheduler v0.34.0, ``pkg/framework/plugins/``. The batch's classes are the pods the
 eviction policy lets move (and the pending ones): those the descheduler's evictor counts. A pod the
 batch places passes kube-scheduler's filters (required anti-affinity included), so the violations left
-are among pods that stay. Every term is exact: its ``derived`` values make :meth:`Linear.value` the
-predicate's count on any placement (tests/test_descheduler_encoding.py holds the two to each other).
+are among pods that stay. Every term is exact on the batch's pods (fixed pods, which cannot move, are
+not counted; duplicates take ``upperAvg`` over every pod of the owner in the batch, placed or not): its
+``derived`` values make :meth:`Linear.value` the predicate's count on a placement
+(tests/test_reschedule_repair.py holds the two to each other).
 """
 from __future__ import annotations
 
