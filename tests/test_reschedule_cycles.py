@@ -107,3 +107,15 @@ def test_find_cycle(moves, cycle):
     ms = [Move(i, k, s, t, "") for i, (k, s, t) in enumerate(moves)]
     found = find_cycle(ms[0], ms)
     assert (None if found is None else [m.key for m in found]) == cycle
+
+
+def test_find_cycle_stays_cheap_with_many_moves_between_two_nodes():
+    """Two thousand moves back and forth between n1 and n2: the search reaches each node once."""
+    ms = [Move(i, f"p{i}", "n1" if i % 2 else "n2", "n2" if i % 2 else "n1", "") for i in range(2000)]
+    assert [m.key for m in find_cycle(ms[0], ms)] == ["p0", "p1"]
+
+
+def test_find_cycle_finds_a_ring_of_four_and_not_of_five():
+    ring = [Move(i, f"p{i}", f"n{i}", f"n{i + 1}", "") for i in range(10)]
+    assert [m.key for m in find_cycle(ring[0], ring + [Move(99, "back", "n3", "n0", "")])] == ["p0", "p1", "p2", "back"]
+    assert find_cycle(ring[0], ring + [Move(99, "back", "n4", "n0", "")]) is None

@@ -68,20 +68,31 @@ class Resolution:
 
 def find_cycle(first: MoveLike, remaining: Sequence[MoveLike]) -> list[MoveLike] | None:
     """The shortest chain of moves starting at ``first`` where each move's target is the next move's
-    source and the last move's target is ``first``'s source (at most :data:`LONGEST` moves)."""
-    paths: list[list[MoveLike]] = [[first]]
-    for _ in range(LONGEST):
-        grown = []
-        for path in paths:
-            last = path[-1]
-            if last.target is None:
-                continue
-            if len(path) > 1 and last.target == first.source:
-                return path
-            grown += [path + [m] for m in remaining if m.source == last.target and all(m is not x for x in path)]
-        paths = grown
-    closed = [p for p in paths if len(p) > 1 and p[-1].target == first.source]
-    return closed[0] if closed else None
+    source and the last move's target is ``first``'s source (at most :data:`LONGEST` moves): a breadth-first
+    search over nodes, each reached once, so a plan with many moves between the same nodes stays cheap."""
+    if first.target is None:
+        return None
+    leaving: dict[str, list[MoveLike]] = {}
+    for m in remaining:
+        if m is not first and m.target is not None:
+            leaving.setdefault(m.source, []).append(m)
+    came: dict[str, MoveLike] = {}  # node reached -> the move that reached it
+    frontier = [first.target]
+    for _ in range(LONGEST - 1):
+        nxt = []
+        for node in frontier:
+            for m in leaving.get(node, []):
+                assert m.target is not None
+                if m.target == first.source:
+                    chain = [m]
+                    while chain[-1].source != first.target:
+                        chain.append(came[chain[-1].source])
+                    return [first, *reversed(chain)]
+                if m.target not in came and m.target != first.target:
+                    came[m.target] = m
+                    nxt.append(m.target)
+        frontier = nxt
+    return None
 
 
 def _orders(cycle: list[MoveLike]) -> list[list[MoveLike]]:
