@@ -471,8 +471,10 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
 @app.command()
 def reschedule(
     cluster: ClusterArg = None,
-    goal: Annotated[str, typer.Option("--goal", help="consolidate | fit-pending | balance, several comma-separated "
-                                      "in priority order (docs/reschedule.md).")] = "consolidate",
+    goal: Annotated[str, typer.Option("--goal", help="consolidate | fit-pending | repair | balance, several "
+                                      "comma-separated in priority order (docs/reschedule.md).")] = "consolidate",
+    soft: Annotated[bool, typer.Option("--soft", help="repair: the preferences too (preferred affinity and "
+                                       "anti-affinity, ScheduleAnyway spread), as a lower tier.")] = False,
     max_moves: Annotated[int | None, typer.Option("--max-moves", min=0, help="At most this many evictions.")] = None,
     max_moves_per_node: Annotated[int | None, typer.Option("--max-moves-per-node", min=0,
                                                            help="At most this many evictions off one node.")] = None,
@@ -540,7 +542,7 @@ def reschedule(
     plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
                            time_limit=time_limit, seed=seed,
                            gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels,
-                           pareto=pareto)
+                           pareto=pareto, soft=soft)
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
     if compare_descheduler or descheduler_policy:

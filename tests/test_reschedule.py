@@ -187,12 +187,13 @@ def test_repair_leaves_a_pod_that_tolerates_its_taint():
 
 
 def _zones(max_skew: int) -> list:
-    """Zones a, b, c with 4, 1, 1 web pods under a DoNotSchedule spread: skew 3."""
+    """Zones a (nodes na and nx), b, c with 4 (two per node: no duplicates over the average), 1, 1 web pods
+    under a DoNotSchedule spread: skew 3."""
     spread = [{"maxSkew": max_skew, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
                "labelSelector": {"matchLabels": {"app": "web"}}}]
-    objs = [node(f"n{z}").zone(z) for z in "abc"]
+    objs = [node(f"n{z}").zone(z) for z in "abc"] + [node("nx").zone("a")]
     return objs + [owned(f"w{i}").req(cpu="100m").set("spec.topologySpreadConstraints", spread).on(f"n{z}")
-                   for i, z in enumerate("aaaabc")]
+                   for i, z in enumerate("aaxxbc")]
 
 
 @pytest.mark.parametrize("max_skew,moves", [(2, 1), (1, 2)],
@@ -202,7 +203,7 @@ def test_repair_brings_a_drifted_zone_spread_back_within_max_skew(max_skew, move
     plan = plan_reschedule(state_of(*_zones(max_skew)), default_config(), "repair", time_limit=5)
     assert plan.moves == moves and plan.consistent
     assert plan.before.violations["PodTopologySpread"] > 0 and plan.after.violations["PodTopologySpread"] == 0
-    assert all(m.source == "na" for w in plan.staging.waves for m in w.moves)
+    assert all(m.source in ("na", "nx") for w in plan.staging.waves for m in w.moves)
 
 
 def _gpus(*pending: str, other_priority: int = 0) -> list:
@@ -272,3 +273,46 @@ def test_balance_follows_low_node_utilization_thresholds(low, moves):
                                             "1 over the target thresholds: n1")
     if moves:
         assert plan.after.util_max["cpu"] < plan.before.util_max["cpu"]
+
+
+def _tainted_and_two_half_used() -> list:
+    """n1 tainted NoSchedule under w1 (a repair), n2 and n3 each holding one 1-cpu pod (three owners: no
+    duplicates whichever node they share)."""
+    return [node("n1").taint("maintenance", effect="NoSchedule"), node("n2"), node("n3"),
+            owned("w1").req(cpu="1").on("n1"), owned("w2", "api").req(cpu="1").on("n2"),
+            owned("w3", "db").req(cpu="1").on("n3")]
+
+
+@pytest.mark.parametrize("goal,used,tiers", [
+    ("repair", 2, ["objective:repair"]),
+    ("repair,consolidate", 1, ["objective:repair", "objective:pack"]),
+], ids=["repair alone moves the one violating pod and leaves two nodes in use",
+        "consolidate second chooses among the equal repairs the one that frees every node but one"])
+def test_a_second_goal_decides_between_plans_equal_on_the_first(goal, used, tiers):
+    plan = plan_reschedule(state_of(*_tainted_and_two_half_used()), default_config(), goal, time_limit=5)
+    assert plan.after.violations["TaintToleration"] == 0 and plan.consistent
+    assert plan.after.nodes_used == used
+    names = [t.name for t in plan.certificate.tiers if t.name.startswith("objective:")]
+    assert names == tiers
+    assert all(t.status == "OPTIMAL" for t in plan.certificate.tiers if t.name in tiers)
+
+
+@pytest.mark.parametrize("goals,soft,tiers", [
+    ("consolidate,balance", False, ("pack", "spread")),
+    ("balance,consolidate", False, ("spread", "pack")),
+    ("consolidate,fit-pending", False, ("pack",)),
+    ("repair,consolidate", True, ("repair", "repair-soft", "pack")),
+], ids=["consolidate then balance are two tiers in that order", "the order given is the order of the tiers",
+        "fit-pending is the placement tiers, no objective tier of its own",
+        "--soft puts repair's preferences right after repair"])
+def test_goal_tiers(goals, soft, tiers):
+    from optisched.reschedule.goals import goal_objectives
+
+    assert goal_objectives(parse_goals(goals), soft) == tiers
+
+
+def test_two_goals_each_get_a_certificate_line_in_order():
+    plan = plan_reschedule(state_of(*half_full()), default_config(), "consolidate,balance", time_limit=5)
+    names = [t.name for t in plan.certificate.tiers]
+    assert names.index("objective:pack") < names.index("objective:spread") < names.index("disruption")
+    assert plan.after.empty_nodes == 1

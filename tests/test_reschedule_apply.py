@@ -144,3 +144,20 @@ def test_the_command_reads_the_cluster_plans_and_applies_it(serve, tmp_path, cap
     assert code == 0, err
     assert "replacements predicted on target: 2/2" in out and "applied 1 wave(s), 2 eviction(s)" in out
     assert {"default/web-31-r", "default/web-32-r"} <= set(cluster.pods)
+
+
+def test_a_detour_evicts_the_replacement_of_its_first_leg(plan, serve):
+    """A pod moved twice (a detour's two legs) is evicted the second time under its replacement's name."""
+    import copy
+
+    from optisched.reschedule.waves import Move, Wave
+
+    detour = copy.deepcopy(plan)
+    first = next(m for w in detour.staging.waves for m in w.moves if m.key == "default/web-31")
+    onward = "n2" if first.predicted != "n2" else "n1"
+    detour.staging.waves.append(Wave([Move(first.pod, first.key, first.predicted, onward, "detour (2 of 2)",
+                                           onward)], {}))
+    cluster = FakeCluster({}, _lands(plan) | {"web-31-r": onward})
+    report = apply_plan(detour, serve(cluster), sleep=lambda s: None, poll=0.01)
+    assert report.stopped is None and report.waves_done == 2
+    assert cluster.posts[-1] == "web-31-r" and cluster.pods["default/web-31-r-r"]["spec"]["nodeName"] == onward

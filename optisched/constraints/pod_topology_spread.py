@@ -370,6 +370,16 @@ class PodTopologySpread:
         cycle.data[self.name] = self._compute(cycle.pod, pod, cons) if cons else None
         return Status() if cons else Status.skip()
 
+    def pre_filter_soft(self, cycle: CycleState) -> Status:
+        """PreFilter over the pod's ScheduleAnyway constraints as if they were hard, so Filter then says
+        whether a node breaks their maxSkew: what the descheduler's RemovePodsViolatingTopologySpreadConstraint
+        checks with ``constraints: [ScheduleAnyway]`` (``reschedule --goal repair --soft``). Skip without any."""
+        pod = cycle.pod_obj
+        cons = [] if constraints_error(pod, SCHEDULE_ANYWAY) is not None else \
+            resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
+        cycle.data[self.name] = self._compute(cycle.pod, pod, cons) if cons else None
+        return Status() if cons else Status.skip()
+
     def _compute(self, row: int, pod: Pod, cons: list[SpreadConstraint]) -> _FilterState:
         elig = NodeEligibility(self.state, pod, cons)
         hard = []

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .pod_topology_spread import NodeEligibility, _namespace, domain_counts, matching_pods_per_node
+from .pod_topology_spread import (
+    DO_NOT_SCHEDULE,
+    NodeEligibility,
+    _namespace,
+    domain_counts,
+    matching_pods_per_node,
+    resolve_constraints,
+)
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -28,12 +35,15 @@ if TYPE_CHECKING:
 __all__ = ["encode_excess"]
 
 
-def encode_excess(rule: PodTopologySpread, model: BatchModel, classes: list[PodClass], lin: Linear) -> None:
-    """Add to ``lin`` (minimized) each hard constraint of ``classes`` its excess per domain at the end."""
+def encode_excess(rule: PodTopologySpread, model: BatchModel, classes: list[PodClass], lin: Linear,
+                  action: str = DO_NOT_SCHEDULE) -> None:
+    """Add to ``lin`` (minimized) each hard constraint of ``classes`` its excess per domain at the end;
+    ``action`` ``ScheduleAnyway``: the soft constraints instead (``reschedule --goal repair --soft``, the
+    descheduler's strategy with ``constraints: [ScheduleAnyway]``)."""
     seen: set[tuple] = set()
     for c in classes:
         pod = model.state.pods[c.rep]
-        cons = rule._hard_of(model, c)
+        cons = resolve_constraints(model.snapshot, pod, rule.defaults, action)
         if not c.running or not cons:
             continue
         elig = NodeEligibility(model.state, pod, cons)

@@ -14,11 +14,73 @@ import numpy as np
 
 from ..constraints.node_affinity import required_mask
 from ..constraints.taint_toleration import untolerated
-from ..model.objects import TaintEffect
+from ..model.objects import Pod, TaintEffect
+from ..model.state import ClusterState
 from .args import Args, pod_scope
 from .context import Context
 
-__all__ = ["RemoveDuplicates"]
+__all__ = ["RemoveDuplicates", "over_average", "owner_keys", "target_nodes", "upper_average"]
+
+
+Owner = tuple[str, str, str, str]  # (namespace, owner kind, owner name, the pod's images)
+
+
+def owner_keys(pod: Pod, exclude: frozenset[str] = frozenset()) -> tuple[list[Owner], tuple[str, ...]] | None:
+    """A pod's owners and its duplicate keys (``ns/kind/name/image`` per owner and container, sorted); None
+    for a pod without an owner or with an owner of an excluded kind (``excludeOwnerKinds``)."""
+    owners = pod.metadata.owner_references
+    if not owners or any(o.kind in exclude for o in owners):
+        return None
+    images = "#".join(sorted(c.image or "" for c in pod.spec.containers))
+    ns = pod.metadata.namespace or "default"
+    keys = sorted(f"{ns}/{o.kind}/{o.name}/{c.image}" for o in owners for c in pod.spec.containers)
+    return [(ns, o.kind, o.name, images) for o in owners], tuple(keys)
+
+
+def target_nodes(state: ClusterState, p: int) -> np.ndarray:
+    """bool [N]: the nodes pod ``p`` could use (``getTargetNodes``: node selector and required affinity,
+    NoSchedule/NoExecute taints tolerated, schedulable)."""
+    ok = required_mask(state, state.pods[p]) & ~state.unschedulable
+    effects = {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE}
+    tol = state.pods[p].spec.tolerations
+    return ok & np.array([not untolerated(tol, list(t), effects).any() for t in state.taints], dtype=bool)
+
+
+def upper_average(state: ClusterState, p: int, pods_of_owner: int) -> int | None:
+    """``upperAvg``: the owner's pods over the nodes its pod ``p`` could use, rounded up; None when fewer
+    than two nodes could take it (nothing is then a duplicate to move)."""
+    targets = int(target_nodes(state, p).sum())
+    return math.ceil(pods_of_owner / targets) if targets >= 2 else None
+
+
+def over_average(state: ClusterState, node_of: np.ndarray, counted: np.ndarray,
+                 exclude: frozenset[str] = frozenset()) -> list[int]:
+    """The pods RemoveDuplicates evicts from the placement ``node_of``, in its order: on each node, a
+    ``counted`` pod whose keys equal an earlier pod's there is a duplicate; per owner, a node holding more
+    than ``upperAvg`` keeps that many and the later duplicates go."""
+    dups: dict[Owner, dict[int, list[int]]] = {}
+    count: dict[Owner, int] = {}
+    for n in range(state.num_nodes):
+        seen: set[tuple[str, ...]] = set()
+        for p in np.nonzero(node_of == n)[0].tolist():
+            if not counted[p] or (k := owner_keys(state.pods[p], exclude)) is None:
+                continue
+            owners, keys = k
+            for o in owners:
+                count[o] = count.get(o, 0) + 1
+            if keys in seen:
+                for o in owners:
+                    dups.setdefault(o, {}).setdefault(n, []).append(p)
+            seen.add(keys)
+    out: list[int] = []
+    for owner, per_node in dups.items():
+        upper = upper_average(state, next(iter(per_node.values()))[0], count[owner])
+        if upper is None:
+            continue
+        for pods in per_node.values():
+            if len(pods) + 1 > upper:
+                out += pods[upper - 1:]
+    return out
 
 
 class RemoveDuplicates:
@@ -28,50 +90,12 @@ class RemoveDuplicates:
     def __init__(self, args: Args) -> None:
         args.only("excludeOwnerKinds", "namespaces")
         self.scope = pod_scope(args, with_selector=False)
-        self.exclude = set(args.get("excludeOwnerKinds", list, []))
-
-    def _keys(self, ctx: Context, p: int) -> tuple[list[tuple], tuple] | None:
-        pod = ctx.state.pods[p]
-        owners = pod.metadata.owner_references
-        if not owners or any(o.kind in self.exclude for o in owners):
-            return None
-        images = "#".join(sorted(c.image or "" for c in pod.spec.containers))
-        ns = pod.metadata.namespace
-        keys = sorted(f"{ns}/{o.kind}/{o.name}/{c.image}" for o in owners for c in pod.spec.containers)
-        return [(ns, o.kind, o.name, images) for o in owners], tuple(keys)
-
-    def _targets(self, ctx: Context, p: int) -> int:
-        """Nodes the pod could use (``getTargetNodes``)."""
-        s = ctx.state
-        ok = required_mask(s, s.pods[p]) & ~s.unschedulable
-        effects = {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE}
-        tol = s.pods[p].spec.tolerations
-        return int(sum(1 for n in np.nonzero(ok)[0].tolist() if not untolerated(tol, list(s.taints[n]), effects).any()))
+        self.exclude = frozenset(args.get("excludeOwnerKinds", list, []))
 
     def run(self, ctx: Context) -> None:
         s = ctx.state
-        dups: dict[tuple, dict[int, list[int]]] = {}
-        count: dict[tuple, int] = {}
-        for n in range(s.num_nodes):
-            seen: set[tuple] = set()
-            for p in np.nonzero(s.pod_node == n)[0].tolist():
-                if not ctx.evictor.filter(p) or not self.scope.admits(s.pods[p]) or (k := self._keys(ctx, p)) is None:
-                    continue
-                owners, keys = k
-                for o in owners:
-                    count[o] = count.get(o, 0) + 1
-                if keys in seen:
-                    for o in owners:
-                        dups.setdefault(o, {}).setdefault(n, []).append(p)
-                seen.add(keys)
-        for owner, per_node in dups.items():
-            first = next(iter(per_node.values()))[0]
-            targets = self._targets(ctx, first)
-            if targets < 2:
-                continue
-            upper = math.ceil(count[owner] / targets)
-            for pods in per_node.values():
-                if len(pods) + 1 > upper:
-                    for p in pods[upper - 1:]:
-                        if ctx.evictor.pre_eviction_filter(p):
-                            ctx.evictor.evict(p, self.name)
+        counted = np.array([ctx.evictor.filter(p) and self.scope.admits(s.pods[p]) for p in range(len(s.pods))],
+                           dtype=bool)
+        for p in over_average(s, s.pod_node, counted, self.exclude):
+            if ctx.evictor.pre_eviction_filter(p):
+                ctx.evictor.evict(p, self.name)

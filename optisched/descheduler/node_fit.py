@@ -34,11 +34,16 @@ __all__ = ["NODE_FIT_FILTERS", "NodeFit", "anti_terms"]
 NODE_FIT_FILTERS = ("NodeAffinity", "TaintToleration", "NodeResourcesFit")
 
 
-def anti_terms(pod: Pod) -> list:
-    """The pod's required anti-affinity terms (``GetPodAntiAffinityTerms``)."""
+def anti_terms(pod: Pod, preferred: bool = False) -> list:
+    """The pod's required anti-affinity terms (``GetPodAntiAffinityTerms``); ``preferred``: the terms of
+    its preferred ones instead (what ``reschedule --goal repair --soft`` also repairs)."""
     aff = pod.spec.affinity
     anti = aff.pod_anti_affinity if aff is not None else None
-    return list(anti.required_during_scheduling_ignored_during_execution) if anti else []
+    if anti is None:
+        return []
+    if preferred:
+        return [w.pod_affinity_term for w in anti.preferred_during_scheduling_ignored_during_execution]
+    return list(anti.required_during_scheduling_ignored_during_execution)
 
 
 def term_matches(term, owner: Pod, other: Pod) -> bool:  # type: ignore[no-untyped-def]

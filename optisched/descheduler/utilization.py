@@ -17,11 +17,12 @@ import numpy as np
 
 from ..constraints.taint_toleration import untolerated
 from ..model.objects import TaintEffect
+from ..model.state import ClusterState
 from .args import Args
 from .context import Context
 from .evictor import sort_low_to_high
 
-__all__ = ["HighNodeUtilization", "LowNodeUtilization", "above_any", "below_all"]
+__all__ = ["HighNodeUtilization", "LowNodeUtilization", "above_any", "below_all", "percent", "usage"]
 
 BASIC = ("cpu", "memory", "pods")
 ALL_EFFECTS = set(TaintEffect)
@@ -57,9 +58,9 @@ def _read(args: Args, low: bool) -> UtilizationArgs:
                            bool(args.get("useDeviationThresholds", bool, False)))
 
 
-def _usage(ctx: Context, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(requested, allocatable) int64 [N, R] for ``names`` (a node without a resource has 0 of it)."""
-    s = ctx.state
+def usage(s: ClusterState, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(requested, allocatable) int64 [N, R] for ``names`` (a node without a resource has 0 of it): the
+    requests of the pods bound to each node (``pods`` counts them)."""
     bound = s.pod_node >= 0
     used = np.zeros((s.num_nodes, len(names)), dtype=np.int64)
     cap = np.zeros_like(used)
@@ -72,7 +73,7 @@ def _usage(ctx: Context, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return used, cap
 
 
-def _percent(used: np.ndarray, cap: np.ndarray) -> np.ndarray:
+def percent(used: np.ndarray, cap: np.ndarray) -> np.ndarray:
     """``ResourceUsageToResourceThreshold``: used / capacity * 100, 0 where the capacity is 0."""
     return np.where(cap > 0, used * 100.0 / np.maximum(cap, 1), 0.0)
 
@@ -168,9 +169,9 @@ def _run(ctx: Context, name: str, a: UtilizationArgs, excluded: set[str], low_ut
     """Classify the nodes, then evict from the sources (shared by both strategies)."""
     s = ctx.state
     names = list(dict.fromkeys([*a.thresholds, *BASIC]))
-    used, cap = _usage(ctx, names)
+    used, cap = usage(s, names)
     cols = [names.index(r) for r in a.thresholds]
-    pct = _percent(used[:, cols], cap[:, cols])
+    pct = percent(used[:, cols], cap[:, cols])
     lo_b, hi_b = _bounds(a, pct)
     under = below_all(pct, lo_b)
     if low_util:

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints.node_affinity import required_mask
+from ..constraints.node_affinity import preferred_score, required_mask
 from ..constraints.taint_toleration import untolerated
-from ..model.objects import TaintEffect
+from ..model.objects import Pod, TaintEffect
+from ..model.state import ClusterState
 from .args import Args, PodScope, pod_scope
 from .context import Context
+from .duplicates import target_nodes
 from .evictor import sort_low_to_high
 from .node_fit import anti_terms, term_matches
 
 __all__ = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity",
-           "RemovePodsViolatingNodeTaints"]
+           "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_terms", "matched_by", "preferred_affinity_violated",
+           "preferred_weights", "term_matches"]
 
 
 def _candidates(ctx: Context, scope: PodScope) -> list[int]:
@@ -84,6 +87,54 @@ class RemovePodsViolatingNodeAffinity:
                 ctx.evictor.evict(p, self.name)
 
 
+def matched_by(state: ClusterState, term, owner: Pod) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """bool [P]: the pods ``term`` of ``owner`` matches (:func:`term_matches`), kept per state: the replicas
+    of a workload share their terms."""
+    key = ("descheduler.matched_by", owner.metadata.namespace, term.model_dump_json())
+    hit = state.memo.get(key)
+    if hit is None:
+        hit = state.memo[key] = np.array([term_matches(term, owner, q) for q in state.pods], dtype=bool)
+    return hit
+
+
+def anti_affinity_violated(state: ClusterState, p: int, node_of: np.ndarray, present: np.ndarray,
+                           preferred: bool = False) -> bool:
+    """Whether pod ``p``, on its node in ``node_of``, has an anti-affinity term that another ``present``
+    pod in the same topology domain matches (``CheckPodsWithAntiAffinityExist``); a node without the
+    term's topology key violates nothing."""
+    pod, node = state.pods[p], int(node_of[p])
+    on = present & (node_of >= 0)
+    for term in anti_terms(pod, preferred):
+        col = state.label(term.topology_key).codes
+        if col[node] < 0:
+            continue
+        near = on & (col[np.maximum(node_of, 0)] == col[node]) & matched_by(state, term, pod)
+        near[p] = False
+        if near.any():
+            return True
+    return False
+
+
+def preferred_weights(state: ClusterState, p: int) -> tuple[np.ndarray, int] | None:
+    """Per node, the weight of pod ``p``'s preferred node affinity terms it matches, and the best weight
+    among the nodes the pod could use (:func:`.duplicates.target_nodes`); None without preferred terms."""
+    aff = state.pods[p].spec.affinity
+    spec = aff.node_affinity if aff is not None else None
+    if spec is None or not spec.preferred_during_scheduling_ignored_during_execution:
+        return None
+    weight = preferred_score(state, spec)
+    return weight, int(weight[target_nodes(state, p)].max(initial=0))
+
+
+def preferred_affinity_violated(state: ClusterState, p: int, node: int) -> bool:
+    """``RemovePodsViolatingNodeAffinity`` with ``preferredDuringSchedulingIgnoredDuringExecution``: the
+    pod's node weighs less, by its preferred node affinity, than the best node it could use
+    (``GetBestNodeWeightGivenPodPreferenceList > GetNodeWeightGivenPodPreferenceList``; the nodes it could
+    use are those its selector, required affinity and taints allow, resources aside)."""
+    found = preferred_weights(state, p)
+    return found is not None and int(found[0][node]) < found[1]
+
+
 class RemovePodsViolatingInterPodAntiAffinity:
     name = "RemovePodsViolatingInterPodAntiAffinity"
     point = "deschedule"
@@ -91,20 +142,6 @@ class RemovePodsViolatingInterPodAntiAffinity:
     def __init__(self, args: Args) -> None:
         args.only("namespaces", "labelSelector")
         self.scope = pod_scope(args)
-
-    def _violates(self, ctx: Context, p: int, present: np.ndarray) -> bool:
-        s = ctx.state
-        pod, node = s.pods[p], int(s.pod_node[p])
-        for term in anti_terms(pod):
-            col = s.label(term.topology_key).codes
-            if col[node] < 0:
-                continue
-            near = present & (s.pod_node >= 0)
-            near &= np.where(s.pod_node >= 0, col[np.maximum(s.pod_node, 0)] == col[node], False)
-            near[p] = False
-            if any(term_matches(term, pod, s.pods[q]) for q in np.nonzero(near)[0].tolist()):
-                return True
-        return False
 
     def run(self, ctx: Context) -> None:
         s = ctx.state
@@ -115,6 +152,6 @@ class RemovePodsViolatingInterPodAntiAffinity:
             for p in sort_low_to_high(s, rows):
                 if not ctx.evictor.filter(p) or not anti_terms(s.pods[p]):
                     continue
-                if self._violates(ctx, p, present) and ctx.evictor.pre_eviction_filter(p) and \
+                if anti_affinity_violated(s, p, s.pod_node, present) and ctx.evictor.pre_eviction_filter(p) and \
                         ctx.evictor.evict(p, self.name):
                     present[p] = False

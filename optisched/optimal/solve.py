@@ -38,7 +38,7 @@ from .model import BatchModel, BuildTimeout
 from .neighbourhood import NodeSearch
 from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
-from .user_objectives import check_objective, user_objective
+from .user_objectives import check_objective, objective_names, user_objective
 
 __all__ = ["Certificate", "OptimalOptions", "OptimalResult", "parse_weights", "solve_optimal"]
 
@@ -71,7 +71,9 @@ class OptimalOptions:
     preemption: bool = True
     max_variables: int = 30_000  # above this, classes keep candidate nodes only (see .candidates)
     presolve_limit: int = 20_000  # CP-SAT presolve only for models with at most this many variables
-    objective: str | None = None  # a user objective (user_objectives.OBJECTIVES), a tier before the score
+    # a user objective (user_objectives.OBJECTIVES), a tier before the score; several (a tuple): one tier
+    # each, lexicographic in the order given
+    objective: str | tuple[str, ...] | None = None
     weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
     node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
     eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave (moves, victims)
@@ -136,12 +138,15 @@ def placed_per_level(batch: Batch, node_of: np.ndarray) -> dict[int, int]:
     return out
 
 
-def _objectives(model: BatchModel, objective: str | None = None,
+def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = None,
                 goal_first: bool = False) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
     """(name, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
     when their tier comes (a function), so the placement tiers solve without their constraints. With
-    ``goal_first`` the user objective comes before disruption (a descheduler's goal, then fewest moves)."""
+    ``goal_first`` the user objectives come before disruption (a descheduler's goals, then fewest moves);
+    several user objectives are one tier each, in the order given."""
     batch = model.batch
+    users = [(f"objective:{name}", "min", lambda name=name: user_objective(model, name))
+             for name in objective_names(objective)]
     out = []
     for level in batch.levels:
         lin = Linear()
@@ -152,8 +157,8 @@ def _objectives(model: BatchModel, objective: str | None = None,
         out.append((_level_name(level), "max", lin))
     if victim_budgets(batch):  # preemption breaks as few budgets as it can, before anything else is weighed
         out.append(("pdb-violations", "min", lambda: violation_objective(model)))
-    if objective is not None and goal_first:
-        out.append((f"objective:{objective}", "min", lambda: user_objective(model, objective)))
+    if goal_first:
+        out += users
     if any(c.running for c in batch.classes):
         rank = {p: i + 1 for i, p in enumerate(sorted(batch.levels))}
         lin = Linear()
@@ -163,8 +168,8 @@ def _objectives(model: BatchModel, objective: str | None = None,
                 lin.const += rank[c.priority] * u
                 lin.add(v, -rank[c.priority], u)
         out.append(("disruption", "min", lin))
-    if objective is not None and not goal_first:
-        out.append((f"objective:{objective}", "min", lambda: user_objective(model, objective)))
+    if not goal_first:
+        out += users
     if any(cv.arr_vars for cv in model.vars):
         out.append(("score", "max", lambda: _score(model)))
     return out
@@ -372,8 +377,8 @@ def _above(model: BatchModel, level: int) -> list:
             for v in model.vars[c.index].arr_vars + model.vars[c.index].keep_vars]
 
 
-def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | None, placement: bool,
-                 clock: Clock) -> None:
+def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | tuple[str, ...] | None,
+                 placement: bool, clock: Clock) -> None:
     """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``.
     Objectives after the placement and disruption tiers are built when their turn comes (they add
     variables), and only when time is left to build and solve them."""

@@ -14,10 +14,14 @@ disruption tiers and before the profile's score: what the user asks for outranks
 * ``repair`` (with movable running pods): running pods left on a node whose required node affinity they
   no longer match, or whose NoSchedule/NoExecute taints they do not tolerate (read from the model's own
   phase-1 domains, so the filters are not written again), plus each DoNotSchedule topology spread
-  constraint's excess over maxSkew (:mod:`optisched.constraints.pod_topology_spread_excess`): the
-  intents of the descheduler's ``RemovePodsViolatingNodeAffinity``, ``RemovePodsViolatingNodeTaints``
-  and ``RemovePodsViolatingTopologySpreadConstraint`` (kubernetes-sigs/descheduler v0.34.0,
-  ``pkg/framework/plugins/removepodsviolating*``).
+  constraint's excess over maxSkew (:mod:`optisched.constraints.pod_topology_spread_excess`), plus the
+  pods whose required anti-affinity is violated and the duplicates of one owner on a node
+  (:mod:`optisched.descheduler.encoding`): the intents of the descheduler's
+  ``RemovePodsViolatingNodeAffinity``, ``RemovePodsViolatingNodeTaints``,
+  ``RemovePodsViolatingTopologySpreadConstraint``, ``RemovePodsViolatingInterPodAntiAffinity`` and
+  ``RemoveDuplicates`` (kubernetes-sigs/descheduler v0.34.0, ``pkg/framework/plugins/``).
+* ``repair-soft``: the same for the preferences: pods off the best node of their preferred node
+  affinity, ScheduleAnyway spread over maxSkew, pods whose preferred anti-affinity is violated.
 
 Utilization here counts actual requests (no scoring defaults), fixed pods included.
 """
@@ -27,7 +31,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..constraints.pod_topology_spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from ..constraints.pod_topology_spread_excess import encode_excess
+from ..descheduler.encoding import encode_anti_affinity, encode_duplicates, encode_preferred_affinity
 from ..errors import InputError
 from ..metrics.cost import COST_KEY, node_costs
 from ..policy.eviction import KINDS, Keep, pod_kinds
@@ -37,18 +43,26 @@ from .tiers import Linear
 if TYPE_CHECKING:
     from .model import BatchModel
 
-__all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "user_objective"]
+__all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "objective_names", "user_objective"]
 
-OBJECTIVES = ("pack", "spread", "balance", "repair")
+OBJECTIVES = ("pack", "spread", "balance", "repair", "repair-soft")
 NODE_RULES = ("NodeAffinity", "TaintToleration")  # a running pod's own node breaks them
 REPAIRED_RULES = (*NODE_RULES, "PodTopologySpread")
 RESOURCES = ("cpu", "memory")
 
 
-def check_objective(name: str | None) -> None:
+def objective_names(objective: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    """The objectives asked for, in order: none, one name, or several (one tier each, lexicographic)."""
+    if objective is None:
+        return ()
+    return (objective,) if isinstance(objective, str) else tuple(objective)
+
+
+def check_objective(name: str | tuple[str, ...] | None) -> None:
     """Refuse an objective that is not one of :data:`OBJECTIVES`."""
-    if name is not None and name not in OBJECTIVES:
-        raise InputError(f"--objective: {name!r} is not one of {', '.join(OBJECTIVES)}")
+    for one in objective_names(name):
+        if one not in OBJECTIVES:
+            raise InputError(f"--objective: {one!r} is not one of {', '.join(OBJECTIVES)}")
 
 
 def _var_nodes(model: BatchModel) -> np.ndarray:
@@ -81,11 +95,23 @@ def _balance(model: BatchModel, lin: Linear) -> None:
             add_var(lin, abs_var(model, lin, row["cpu"].minus(row["memory"]), f"balance{n}"), 1)
 
 
-def _repair(model: BatchModel, lin: Linear) -> None:
+def _spread_excess(model: BatchModel, lin: Linear, action: str) -> None:
     for sched, classes in model.by_profile.items():
         fw = model.frameworks[sched]
         if "PodTopologySpread" in fw.filter_names:
-            encode_excess(fw.filter_rules["PodTopologySpread"], model, classes, lin)
+            encode_excess(fw.filter_rules["PodTopologySpread"], model, classes, lin, action)
+
+
+def _repair_soft(model: BatchModel, lin: Linear) -> None:
+    _spread_excess(model, lin, SCHEDULE_ANYWAY)
+    encode_anti_affinity(model, lin, preferred=True)
+    encode_preferred_affinity(model, lin)
+
+
+def _repair(model: BatchModel, lin: Linear) -> None:
+    _spread_excess(model, lin, DO_NOT_SCHEDULE)
+    encode_anti_affinity(model, lin)
+    encode_duplicates(model, lin)
     for c in model.classes:
         cv = model.vars[c.index]
         masks = [m for r in NODE_RULES if (m := model.forbidden_by.get((c.index, r))) is not None]
@@ -101,5 +127,6 @@ def user_objective(model: BatchModel, name: str) -> Linear:
     """The user objective ``name``, to be minimized (the tier ``objective:NAME``)."""
     check_objective(name)
     lin = Linear()
-    {"pack": _pack, "spread": _spread, "balance": _balance, "repair": _repair}[name](model, lin)
+    {"pack": _pack, "spread": _spread, "balance": _balance, "repair": _repair,
+     "repair-soft": _repair_soft}[name](model, lin)
     return lin

@@ -11,10 +11,11 @@ Re-created pods: a pod that leaves its node and has an ownerReference comes back
 controller re-creates it, here with the same name and spec); a bare pod is gone. A replacement is a new
 object: its ``creationTimestamp`` is the moment of its eviction, after every pod of the input, so
 PrioritySort (priority, then creation time) queues it after the pods already pending of its priority,
-and the replacements among themselves in eviction order (pod row order here).
+and the replacements among themselves in eviction order (the order given, else pod row order).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -48,26 +49,30 @@ class Landing:
                 "furtherPreemptions": list(self.preempted)}
 
 
-def _after_evictions(state: ClusterState, node_of: np.ndarray) -> tuple[ClusterState, list[str]]:
+def _after_evictions(state: ClusterState, node_of: np.ndarray,
+                     evicted: Sequence[str] = ()) -> tuple[ClusterState, list[str]]:
     """The cluster once the pods that leave their node are evicted (re-created pending when owned), and
-    the keys of the pods to be placed: every pending pod, then every re-created one."""
+    the keys of the pods to be placed: every pending pod, then every re-created one, in eviction order
+    (``evicted``: keys in the order the evictions are issued; the others after them, in row order)."""
     gone = (state.pod_node >= 0) & (node_of != state.pod_node)
     pods: list[Pod] = []
     placed: list[str] = []
     stamps = [p.metadata.creation_timestamp for p in state.pods if p.metadata.creation_timestamp is not None]
     evicted_at = max([_aware(t) for t in stamps], default=datetime(2000, 1, 1, tzinfo=UTC))
-    replacements = []
     for p, pod in enumerate(state.pods):
         if not gone[p]:
             pods.append(pod)
             if state.pod_node[p] < 0:
                 placed.append(pod.key)
-        elif pod.metadata.owner_references:
-            evicted_at += timedelta(seconds=1)
-            meta = pod.metadata.model_copy(update={"creation_timestamp": evicted_at})
-            replacements.append(pod.model_copy(update={
-                "metadata": meta, "spec": pod.spec.model_copy(update={"node_name": None}), "status": PodStatus()}))
-            placed.append(pod.key)
+    rank = {k: i for i, k in enumerate(evicted)}
+    order = sorted(np.flatnonzero(gone).tolist(), key=lambda p: (rank.get(state.pods[p].key, len(rank)), p))
+    replacements = []
+    for pod in (state.pods[p] for p in order if state.pods[p].metadata.owner_references):
+        evicted_at += timedelta(seconds=1)
+        meta = pod.metadata.model_copy(update={"creation_timestamp": evicted_at})
+        replacements.append(pod.model_copy(update={
+            "metadata": meta, "spec": pod.spec.model_copy(update={"node_name": None}), "status": PodStatus()}))
+        placed.append(pod.key)
     return compile_cluster(replace(state.cluster, pods=pods + replacements)), placed
 
 
@@ -75,9 +80,12 @@ def _aware(t: datetime) -> datetime:
     return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
-def predict_landing(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> Landing:
-    """Replay ``node_of``'s evictions and let greedy mode place the rest (see the module docstring)."""
-    after, keys = _after_evictions(state, np.asarray(node_of))
+def predict_landing(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
+                    evicted: Sequence[str] = ()) -> Landing:
+    """Replay ``node_of``'s evictions and let greedy mode place the rest (see the module docstring);
+    ``evicted``: the order the evictions are issued in (pod keys), which is the replacements' queue order
+    within a priority; by default, row order."""
+    after, keys = _after_evictions(state, np.asarray(node_of), evicted)
     names = state.node_names
     target = {k: (names[n] if (n := int(node_of[state.pod_index[k]])) >= 0 else None) for k in keys}
     result = GreedyScheduler(after, config, GreedyOptions(record=False)).run()

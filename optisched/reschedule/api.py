@@ -21,10 +21,11 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
                        max_moves_per_node: int | None = None, max_unavailable_per_workload: str | None = None,
                        evict: str = "", namespaces: Iterable[str] = (), exclude_namespaces: Iterable[str] = (),
                        selector: str = "", time_limit: float = 30.0, seed: int = 0,
-                       gang: Iterable[str] = (), pareto: bool = False,
+                       gang: Iterable[str] = (), soft: bool = False, pareto: bool = False,
                        compare_descheduler: bool | str | Path = False) -> ReschedulePlan:
-    """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"balance"``; several in priority
-    order), in waves, each replacement's landing predicted by a kube-scheduler replay (docs/reschedule.md).
+    """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"repair"``, ``"balance"``; several
+    in priority order), in waves, each replacement's landing predicted by a kube-scheduler replay
+    (docs/reschedule.md); ``soft``: ``repair`` repairs the preferences too.
     The answer's ``target_frame()``, ``waves_frame()`` and ``prediction_frame()`` are pandas DataFrames;
     ``summary()`` the terminal lines, ``to_dict()`` plan.json. ``gang``: ``fit-pending`` for these pending
     pods only (``--for``), all or none. ``pareto``: also the goal at move budgets 0, 1, 2, 4, ...
@@ -36,7 +37,8 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
                      exclude_namespaces=tuple(exclude_namespaces), selector=selector)
     state = compile_cluster(cluster)
     plan = plan_reschedule(state, config, goal, Budgets(max_moves, max_moves_per_node, max_unavailable_per_workload),
-                           policy, time_limit=time_limit, seed=seed, gang=list(gang) or None, pareto=pareto)
+                           policy, time_limit=time_limit, seed=seed, gang=list(gang) or None, soft=soft,
+                           pareto=pareto)
     if compare_descheduler is not False:
         from ..descheduler import load_policy
         from .versus import compare_descheduler as versus

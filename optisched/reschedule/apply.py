@@ -8,7 +8,8 @@ run stops. It answers 500 when several budgets select the pod: reported and skip
 does. 404: the pod is gone, the cluster differs from the plan: the run stops. Then the pods are listed
 until each evicted pod's controller has a replacement bound to a node (a new pod with the same controller
 uid); a replacement on another node than predicted, or a new pod of another controller, stops the run
-with what differs. Nothing is evicted after a stop.
+with what differs. Nothing is evicted after a stop. A pod the plan moves twice (a detour through a third
+node, :mod:`.cycles`) is evicted the second time under its replacement's name.
 """
 from __future__ import annotations
 
@@ -112,12 +113,14 @@ def apply_plan(plan: ReschedulePlan, api: Any, *, retry_for: float = 60.0, wait_
         return client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
 
     report = ApplyReport()
+    live: dict[str, str] = {}  # a pod the plan moves again (a detour's second leg) -> its replacement's name
     for wave in plan.staging.waves:
         before = _pods(api)
-        owner_of = {m.key: _controller(before[m.key]) if m.key in before else None for m in wave.moves}
+        owner_of = {m.key: _controller(before[k]) if (k := live.get(m.key, m.key)) in before else None
+                    for m in wave.moves}
         evicted: list[str] = []
         for m in wave.moves:
-            why = _evict(api, body_of, m.key, time.monotonic() + retry_for, sleep)
+            why = _evict(api, body_of, live.get(m.key, m.key), time.monotonic() + retry_for, sleep)
             if why is None:
                 evicted.append(m.key)
             elif why.startswith("skip: "):
@@ -133,8 +136,27 @@ def apply_plan(plan: ReschedulePlan, api: Any, *, retry_for: float = 60.0, wait_
         if why:
             report.stopped = f"wave {report.waves_done + 1}: {why}"
             return report
+        live.update(_replacements(wave.moves, evicted, owner_of, new or {}))
         report.waves_done += 1
     return report
+
+
+def _replacements(wave: list[Move], evicted: list[str], owner_of: dict[str, str | None],
+                  new: dict[str, dict]) -> dict[str, str]:
+    """Per evicted pod, a replacement of its controller on the node predicted for it: the pod a later wave
+    evicts when the plan moves it again (a detour's second leg). Replicas of one controller on one node are
+    interchangeable, so any pairing among them will do."""
+    free = dict(new)
+    out: dict[str, str] = {}
+    for m in wave:
+        if m.key not in evicted:
+            continue
+        hit = next((k for k, p in free.items() if _controller(p) == owner_of[m.key]
+                    and p["spec"].get("nodeName") == m.predicted), None)
+        if hit is not None:
+            out[m.key] = hit
+            del free[hit]
+    return out
 
 
 def apply_live(plan: ReschedulePlan, kubeconfig: str | None, context: str | None) -> ApplyReport:

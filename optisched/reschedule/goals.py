@@ -16,11 +16,14 @@ goal):
   ``targetThresholds`` (:func:`utilization_classes`), only pods on over-utilized nodes may leave, and only
   when some node is under-utilized.
 
-* ``repair``: the ``repair`` objective: running pods off the nodes whose required node affinity they no
-  longer match or whose NoSchedule/NoExecute taints they do not tolerate, and DoNotSchedule topology
-  spread back within maxSkew (the descheduler's ``RemovePodsViolatingNodeAffinity``,
-  ``RemovePodsViolatingNodeTaints``, ``RemovePodsViolatingTopologySpreadConstraint``). Violated required
-  anti-affinity and duplicates are not repaired yet.
+* ``repair``: the ``repair`` objective: running pods off the nodes whose required node affinity they
+  no longer match or whose NoSchedule/NoExecute taints they do not tolerate, DoNotSchedule topology
+  spread back within maxSkew, pods whose required anti-affinity is violated, replicas of one owner above
+  RemoveDuplicates' average on a node (the descheduler's ``RemovePodsViolatingNodeAffinity``,
+  ``RemovePodsViolatingNodeTaints``, ``RemovePodsViolatingTopologySpreadConstraint``,
+  ``RemovePodsViolatingInterPodAntiAffinity``, ``RemoveDuplicates``); with ``soft``, the ``repair-soft``
+  tier after it: the same for preferred node affinity, ScheduleAnyway spread and preferred
+  anti-affinity. Which pods break what: :mod:`.violations`.
 """
 from __future__ import annotations
 
@@ -29,20 +32,16 @@ from enum import StrEnum
 
 import numpy as np
 
-from ..descheduler.utilization import above_any, below_all
+from ..descheduler.utilization import above_any, below_all, percent, usage
 from ..errors import InputError
-from ..framework import Code, CycleState
-from ..greedy.framework_runner import Framework
 from ..metrics.cost import node_costs
-from ..metrics.resources import pods_per_node, utilization, utilization_stats
-from ..model.snapshot import Snapshot
+from ..metrics.resources import pods_per_node, utilization_stats
 from ..model.state import ClusterState
-from ..optimal.user_objectives import REPAIRED_RULES
-from ..policy.eviction import KINDS, Keep, pod_kinds
 from ..profile import SchedulerConfig
+from .violations import daemon_only, violations
 
-__all__ = ["Goal", "empty_nodes", "goal_objective", "metrics", "parse_goals", "parse_thresholds",
-           "utilization_classes", "violating"]
+__all__ = ["Goal", "empty_nodes", "goal_objectives", "metrics", "parse_goals", "parse_thresholds",
+           "utilization_classes"]
 
 
 class Goal(StrEnum):
@@ -68,25 +67,23 @@ def parse_goals(text: str | list[str]) -> list[Goal]:
     return list(dict.fromkeys(goals))
 
 
-def goal_objective(goals: list[Goal]) -> str | None:
-    """The one objective tier the goals ask for. ``fit-pending`` is the placement tiers, which come first
-    whatever the order; of ``consolidate`` and ``balance`` the first named is the tier (the model holds one
-    objective tier: a second is reported, not optimized)."""
-    named = [OBJECTIVE[g] for g in goals if OBJECTIVE[g] is not None]
-    return named[0] if named else None
-
-
-def _daemon_only(state: ClusterState) -> np.ndarray:
-    """bool [P]: DaemonSet and mirror/static pods (a node holding only these counts as empty)."""
-    kinds = pod_kinds(state)
-    return kinds[:, KINDS.index(Keep.STATIC)] | kinds[:, KINDS.index(Keep.DAEMONSET)]
+def goal_objectives(goals: list[Goal], soft: bool = False) -> tuple[str, ...]:
+    """The objective tiers the goals ask for, in the order given (lexicographic: each tier is optimized,
+    then held at its value while the next is). ``fit-pending`` is the placement tiers, which come first
+    whatever the order; ``soft``: ``repair`` is followed by its preferences' tier, ``repair-soft``."""
+    if soft and Goal.REPAIR not in goals:
+        raise InputError("--soft repairs preferences: it needs --goal repair")
+    out = [o for g in goals if (o := OBJECTIVE[g]) is not None]
+    if soft:
+        out.insert(out.index("repair") + 1, "repair-soft")
+    return tuple(out)
 
 
 def empty_nodes(state: ClusterState, node_of: np.ndarray) -> np.ndarray:
     """bool [N]: nodes where ``node_of`` leaves only DaemonSet and mirror/static pods (or none)."""
     node_of = np.asarray(node_of, dtype=np.int64)
     busy = node_of.copy()
-    busy[_daemon_only(state)] = -1
+    busy[daemon_only(state)] = -1
     return pods_per_node(state, busy) == 0
 
 
@@ -106,42 +103,11 @@ class Metrics:
                 "pendingPlaced": self.pending_placed, "violations": self.violations}
 
 
-def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> dict[int, str]:
-    """Pod row -> the first repaired rule whose greedy filter rejects the node ``node_of`` leaves it on,
-    checked as kube would for the pod arriving last: against the end state without it."""
-    node_of = np.asarray(node_of, dtype=np.int64)
-    snapshot = Snapshot(state, with_bound=False)
-    for p in np.flatnonzero(node_of >= 0).tolist():
-        snapshot.add(p, int(node_of[p]))
-    frameworks = {p.scheduler_name: Framework(snapshot, p) for p in config.profiles}
-    out: dict[int, str] = {}
-    for p in np.flatnonzero((node_of >= 0) & ~_daemon_only(state)).tolist():
-        fw = frameworks.get(state.pods[p].spec.scheduler_name)
-        if fw is None:
-            continue
-        snapshot.remove(p)
-        cyc = CycleState(p, snapshot, fw.profile)
-        for name in REPAIRED_RULES:
-            rule = fw.filter_rules.get(name)
-            if rule is None or name not in fw.filter_names or rule.pre_filter(cyc).code == Code.SKIP:
-                continue
-            if rule.filter(cyc, node_of[p:p + 1]).code[0] != 0:
-                out[p] = name
-                break
-        snapshot.add(p, int(node_of[p]))
-    return out
-
-
-def violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> dict[str, int]:
-    """Per repaired rule, how many pods ``node_of`` leaves on a node that rule rejects."""
-    found = list(violating(state, config, node_of).values())
-    return {name: found.count(name) for name in REPAIRED_RULES}
-
-
 def metrics(state: ClusterState, node_of: np.ndarray, pending: np.ndarray,
-            config: SchedulerConfig | None = None) -> Metrics:
+            config: SchedulerConfig | None = None, counted: np.ndarray | None = None, soft: bool = False) -> Metrics:
     """The summary's metrics for ``node_of``; ``pending``: rows of the pods pending in the input.
-    Cost counts the nodes that are not empty in the consolidation sense (an autoscaler keeps those)."""
+    Cost counts the nodes that are not empty in the consolidation sense (an autoscaler keeps those).
+    ``counted`` and ``soft``: as :func:`.violations.violating` takes them."""
     node_of = np.asarray(node_of, dtype=np.int64)
     empty = empty_nodes(state, node_of)
     costs = node_costs(state)
@@ -153,7 +119,7 @@ def metrics(state: ClusterState, node_of: np.ndarray, pending: np.ndarray,
                    {r: round(float(stats.mean[i]), 4) for r, i in zip(keep, idx)},
                    {r: round(float(stats.max[i]), 4) for r, i in zip(keep, idx)},
                    int(np.count_nonzero(node_of[pending] >= 0)),
-                   violations(state, config, node_of) if config is not None else {})
+                   violations(state, config, node_of, counted, soft) if config is not None else {})
 
 
 def parse_thresholds(text: str, option: str) -> dict[str, int]:
@@ -172,18 +138,15 @@ def utilization_classes(state: ClusterState, thresholds: dict[str, int],
     """(under-utilized, over-utilized) node names as the descheduler's LowNodeUtilization sorts them
     (kubernetes-sigs/descheduler v0.34.0, ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``):
     under when every threshold resource is at or below its percent (schedulable nodes only), over when any
-    target resource is above its percent; requests of the pods on the node against allocatable."""
-    pct = utilization(state, state.pod_node) * 100
+    target resource is above its percent; requests of the pods on the node against allocatable, counted
+    as the descheduler counts them (:func:`optisched.descheduler.utilization.usage`)."""
     names = np.array(state.node_names, dtype=object)
 
-    def column(r: str, option: str) -> np.ndarray:
-        if r not in state.resources:
-            raise InputError(f"{option}: no node offers {r!r}")
-        return np.nan_to_num(pct[:, state.resources.index(r)])
-
     def side(given: dict[str, int], option: str) -> tuple[np.ndarray, np.ndarray]:
-        cols = [column(r, option) for r in given]
-        pct_of = np.stack(cols, axis=1) if cols else np.zeros((state.num_nodes, 0))
+        missing = [r for r in given if r not in state.resources]
+        if missing:
+            raise InputError(f"{option}: no node offers {missing[0]!r}")
+        pct_of = percent(*usage(state, list(given)))
         return pct_of, np.array(list(given.values()), dtype=float)
 
     under = below_all(*side(thresholds, "--thresholds")) & ~state.unschedulable

@@ -66,6 +66,7 @@ class ReschedulePlan:
             "before": self.before.to_dict(), "after": self.after.to_dict(),
             "removableNodes": self.removable, "hourlySaving": self.saving,
             "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
+            "cycles": [c.to_dict() for c in self.staging.cycles],
             "notes": self.staging.notes,
             "certificate": self.certificate.to_dict(),
             **({"pareto": self.pareto.to_dict()} if self.pareto is not None else {}),
@@ -100,6 +101,7 @@ class ReschedulePlan:
             saving = f", saving {self.saving:.3f}/h" if self.saving is not None else ""
             lines.append(f"removable nodes: {', '.join(self.removable)}{saving}")
         lines += [f"dropped {m.key} ({m.source} -> {m.target}): {why}" for m, why in self.staging.dropped]
+        lines += [c.line() for c in self.staging.cycles]
         lines += self.staging.notes
         c = self.certificate
         lines.append(f"certificate: {c.status}; " + "; ".join(

@@ -19,9 +19,10 @@ from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
-from .goals import Goal, empty_nodes, goal_objective, metrics, parse_goals, utilization_classes, violating
+from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes
 from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
+from .violations import violating
 from .waves import Budgets, stage
 
 __all__ = ["plan_reschedule"]
@@ -37,7 +38,7 @@ def _reasons(state: ClusterState, target: np.ndarray, goals: list[Goal], emptied
         if target[p] < 0:
             out[p] = "fit-pending: evicted to make room"
         elif Goal.REPAIR in goals and p in bad:
-            out[p] = f"repair: {bad[p]} rejects {src}"
+            out[p] = f"repair: {bad[p]} {'on' if bad[p] == 'Duplicates' else 'rejects'} {src}"
         elif Goal.CONSOLIDATE in goals and src in emptied:
             out[p] = f"consolidate: empties {src}"
         elif Goal.FIT_PENDING in goals:
@@ -84,11 +85,11 @@ def _low_node_utilization(state: ClusterState, policy: EvictionPolicy, threshold
 
 def solve_target(state: ClusterState, config: SchedulerConfig, goals: list[Goal], budgets: Budgets,
                  policy: EvictionPolicy, time_limit: float, seed: int, gang: list[str] | None,
-                 notes: list[str]) -> tuple[np.ndarray, OptimalResult]:
+                 notes: list[str], soft: bool = False) -> tuple[np.ndarray, OptimalResult]:
     """The target placement (a node row per pod row, -1: none) and the solve's answer, with
     ``--max-moves`` a constraint of the model: the best goal within that many moves (the Pareto sweep,
     :mod:`.pareto`, calls this once per budget)."""
-    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(goals),
+    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objectives(goals, soft) or None,
                              goal_first=True, staged=True, eviction=policy, max_moves=budgets.max_moves)
     if gang:
         target, result, gang_notes = _gang_target(state, config, options, gang)
@@ -102,12 +103,13 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
                     budgets: Budgets | None = None, policy: EvictionPolicy | None = None,
                     time_limit: float = 30.0, seed: int = 0, gang: list[str] | None = None,
                     thresholds: tuple[dict[str, int], dict[str, int]] | None = None,
-                    pareto: bool = False) -> ReschedulePlan:
+                    soft: bool = False, pareto: bool = False) -> ReschedulePlan:
     """The plan for ``goals`` (see the module docstring); ``gang``: the pending pods ``fit-pending`` is
     for (``--for``; all or none), instead of every pending pod; ``thresholds``: ``balance``'s
-    (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments. ``pareto``: also the
-    goal at move budgets 0, 1, 2, 4, ... (:mod:`.pareto`; the plan's solve then has half of ``time_limit``,
-    the sweep the rest)."""
+    (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments; ``soft``: ``repair``
+    repairs the preferences too, as a tier after the required rules. ``pareto``: also the goal at move
+    budgets 0, 1, 2, 4, ... (:mod:`.pareto`; the plan's solve then has half of ``time_limit``, the sweep
+    the rest)."""
     if pareto and gang:
         raise InputError("--pareto and --for do not go together (a gang is all or none: compare budgets with "
                          "--max-moves instead)")
@@ -115,17 +117,21 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     policy = policy or EvictionPolicy()
     parsed = parse_goals(goals)
     notes: list[str] = []
+    counted = policy.verdicts(state).may_leave  # the pods the descheduler's evictor would count
     if thresholds is not None and Goal.BALANCE in parsed:
         policy = _low_node_utilization(state, policy, thresholds, notes)
     started = time.perf_counter()
     target, result = solve_target(state, config, parsed, budgets, policy,
-                                  time_limit / 2 if pareto else time_limit, seed, gang, notes)
+                                  time_limit / 2 if pareto else time_limit, seed, gang, notes, soft)
     spent = time.perf_counter() - started
     names = state.node_names
     was_empty = empty_nodes(state, state.pod_node)
     emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
-    reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node))
-    staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed)
+    reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node, counted, soft))
+    idle = {names[n] for n in np.flatnonzero(empty_nodes(state, target)).tolist()} - emptied \
+        if Goal.CONSOLIDATE in parsed else set()
+    staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed,
+                    frozenset(idle))
     staging.notes = notes + staging.notes
     if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")
@@ -134,11 +140,12 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     pending = np.flatnonzero(state.pod_node < 0)
     removable = np.flatnonzero(empty_nodes(state, final) & ~was_empty).tolist()
     placements = {p.key: (names[int(t)] if t >= 0 else None) for p, t in zip(state.pods, target)}
-    plan = ReschedulePlan(parsed, placements, staging, metrics(state, state.pod_node, pending, config),
-                          metrics(state, final, pending, config), result.certificate, [names[n] for n in removable],
+    plan = ReschedulePlan(parsed, placements, staging, metrics(state, state.pod_node, pending, config, counted, soft),
+                          metrics(state, final, pending, config, counted, soft), result.certificate,
+                          [names[n] for n in removable],
                           node_saving(node_costs(state), removable))
     if pareto:
         plan.pareto = sweep(state, parsed, target, result.certificate, lambda k, seconds: solve_target(
-            state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, None, []),
+            state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, None, [], soft),
             max(time_limit - spent, time_limit / 2))
     return plan

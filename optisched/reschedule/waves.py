@@ -13,7 +13,9 @@ replay disagrees, the plan is changed from the predicted state, and the change i
 
 1. *accept*: a replacement landing on another node that the target does not empty keeps that landing;
 2. *reorder*: the move waits for a later wave (the pods that make room for it leave first);
-3. *drop*: a wave that cannot start with any of its moves drops its first one; the pod stays.
+3. *drop*: a wave that cannot start with any of its moves drops its first one; the pod stays — unless
+   that move waits on the others in a cycle (:mod:`.cycles`: evicted together in the right order, else a
+   detour through a third node, else dropped).
 
 Limits at every intermediate state: per PodDisruptionBudget, a wave's evictions never exceed its
 ``disruptionsAllowed`` (an evicted pod counts as disrupted until its replacement is placed, i.e. until the
@@ -23,6 +25,7 @@ wave ends; kubernetes v1.35.4 ``pkg/registry/core/pod/storage/eviction.go`` refu
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -32,6 +35,7 @@ from ..model.state import ClusterState, compile_cluster
 from ..preemption.landing import Landing, predict_landing
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
+from .cycles import CycleReport, resolve_cycle
 
 __all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
 
@@ -66,6 +70,7 @@ class Staging:
     notes: list[str] = field(default_factory=list)
     final: dict[str, str | None] = field(default_factory=dict)  # every pod's predicted node at the end
     cordoned: list[str] = field(default_factory=list)  # nodes to cordon before the first wave
+    cycles: list[CycleReport] = field(default_factory=list)  # moves waiting on each other, and what was done
 
 
 def state_at(state: ClusterState, node_of: np.ndarray, cordoned: frozenset[str] = frozenset()) -> ClusterState:
@@ -155,7 +160,7 @@ def _replay(state: ClusterState, config: SchedulerConfig, current: np.ndarray, w
     node_of_at = np.full(len(at.pods), -1, dtype=np.int64)
     for p, pod in enumerate(state.pods):
         node_of_at[at.pod_index[pod.key]] = node_of[p]
-    landing = predict_landing(at, config, node_of_at)
+    landing = predict_landing(at, config, node_of_at, [m.key for m in wave])
     after = landing.replay.state
     preempts = {after.pods[by].key: after.pods[v].key for v, (by, _) in landing.replay.preempted.items()}
     return landing, preempts
@@ -174,11 +179,12 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
         return "replacement predicted to stay pending"
     if landed == m.source:
         return f"loop: lands back on {m.source}"
-    return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan empties"
+    return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan leaves empty"
 
 
 def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, wave: list[Move],
-            pending: dict[int, int], emptied: frozenset[str], staging: Staging) -> tuple[Landing | None, dict[str, str]]:
+            pending: dict[int, int], emptied: frozenset[str], staging: Staging,
+            idle: frozenset[str] = frozenset()) -> tuple[Landing | None, dict[str, str]]:
     """Replay ``wave`` until every move left in it is consistent: a landing elsewhere that may be kept is
     accepted (the target follows it), any other disagreement takes the move out of the wave (it waits).
     Returns the last replay (None when the wave emptied) and, per move taken out, why."""
@@ -188,7 +194,7 @@ def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, w
         landing, preempts = _replay(state, config, current, wave, pending, emptied)
         bad = False
         for m in list(wave):
-            why = _verdict(m, landing.landed.get(m.key), preempts, emptied)
+            why = _verdict(m, landing.landed.get(m.key), preempts, emptied | idle)
             if why is None:
                 continue
             bad = True
@@ -205,13 +211,16 @@ def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, w
 
 
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
-          budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False) -> Staging:
+          budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
+          idle: frozenset[str] = frozenset()) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
     without it kube-scheduler's LeastAllocated score sends a replacement back to the emptiest node, the
     descheduler's eviction loop). ``homeless``: pods the target evicts without a node may be evicted
-    (fit-pending makes room with them); otherwise they stay."""
+    (fit-pending makes room with them); otherwise they stay. ``idle``: further nodes the target leaves
+    empty (consolidate: empty already, so not cordoned): a replacement landing there is not accepted, it
+    would put the node in use, but a detour (:mod:`.cycles`) may stop there."""
     budgets = budgets or Budgets()
     staging = Staging(cordoned=sorted(emptied))
     names = state.node_names
@@ -227,12 +236,14 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     while remaining:
         wave, used = _pick(state, remaining, ledger, caps)
         first = wave[0] if wave else remaining[0]
-        landing, why_out = _settle(state, config, current, wave, pending, emptied, staging)
+        landing, why_out = _settle(state, config, current, wave, pending, emptied, staging, idle)
         if not wave:
-            reason = why_out.get(first.key, "no wave can take it within the budgets")
-            staging.dropped.append((first, reason))
-            remaining.remove(first)
-            continue
+            wave, landing, why = _unstick(state, config, current, first, remaining, pending, emptied, ledger, caps,
+                                          staging, budgets)
+            if not wave:
+                staging.dropped.append((first, why or why_out.get(first.key, "no wave can take it within the budgets")))
+                remaining.remove(first)
+                continue
         assert landing is not None
         for m in wave:
             m.predicted = landing.landed.get(m.key)
@@ -248,6 +259,45 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         landing, _ = _replay(state, config, current, [], pending, emptied)
         staging.final.update(landing.landed)
     return staging
+
+
+def _unstick(state: ClusterState, config: SchedulerConfig, current: np.ndarray, first: Move, remaining: list[Move],
+             pending: dict[int, int], emptied: frozenset[str], ledger: PDBLedger, caps: dict[str, int],
+             staging: Staging, budgets: Budgets) -> tuple[list[Move], Landing | None, str | None]:
+    """When no wave can start, the cycle ``first`` is in, if any (:mod:`.cycles`): the wave that resolves
+    it (for a detour, its first leg, put in ``remaining`` in place of the pod's move, which now starts
+    from the third node and goes last), or no wave and why the move is dropped."""
+    def together(moves: list[Move]) -> Landing | None:
+        if len(_pick(state, moves, ledger, caps)[0]) != len(moves):
+            return None
+        landing, preempts = _replay(state, config, current, moves, pending, emptied)
+        ok = all(landing.landed.get(m.key) == m.target and m.key not in preempts for m in moves)
+        return landing if ok else None
+
+    planned = sum(len(w.moves) for w in staging.waves) + len(remaining)
+    per_node = Counter(m.source for m in remaining + [m for w in staging.waves for m in w.moves])
+
+    def alone(m: Move) -> str | None:
+        if budgets.max_moves is not None and planned >= budgets.max_moves:
+            return None  # a detour is one move more
+        trial = replace(m, target=None)
+        if not _pick(state, [trial], ledger, caps)[0]:
+            return None
+        landing, preempts = _replay(state, config, current, [trial], pending, emptied)
+        via = landing.landed.get(m.key)
+        full = budgets.max_moves_per_node is not None and per_node.get(via or "", 0) >= budgets.max_moves_per_node
+        return None if m.key in preempts or full else via
+
+    found = resolve_cycle(first, remaining, together, alone, emptied)
+    if found is None:
+        return [], None, None
+    staging.cycles.append(found.report)
+    if found.onward is not None:  # the second leg waits for the rest of the cycle
+        k = next(i for i, m in enumerate(remaining) if m.key == found.onward.key)
+        remaining[k] = found.wave[0]
+        remaining.append(found.onward)
+    why = None if found.wave else found.report.detail
+    return found.wave, found.landing, why
 
 
 def _advance(state: ClusterState, landing: Landing, current: np.ndarray, wave: list[Move]) -> np.ndarray:
