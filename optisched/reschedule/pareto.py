@@ -30,7 +30,7 @@ import pandas as pd
 from ..model.state import ClusterState
 from ..optimal.solve import Certificate, OptimalResult
 from ..optimal.tiers import relative_gap
-from .goals import Goal, goal_objective
+from .goals import Goal, goal_objectives
 
 __all__ = ["ParetoCurve", "ParetoPoint", "budgets_below", "goal_value", "knee", "sweep"]
 
@@ -106,14 +106,15 @@ def goal_value(certificate: Certificate, goals: list[Goal]) -> tuple[str, str, s
     """(tier, sense, unit, value, bound, gap, status) of the goal the curve measures: the first goal
     named. ``fit-pending`` is the placement tiers (pods on a node, summed over priorities, maximized);
     the others their objective tier (minimized). None when that tier was not solved (no time)."""
-    if goals[0] == Goal.FIT_PENDING or goal_objective(goals) is None:
+    named = goal_objectives(goals)
+    if goals[0] == Goal.FIT_PENDING or not named:
         placed = [t for t in certificate.tiers if t.name.startswith("placed[")]
         if not placed:
             return None
         value, bound = sum(t.objective for t in placed), sum(t.bound for t in placed)
         worst = "OPTIMAL" if all(t.status == "OPTIMAL" for t in placed) else "FEASIBLE"
         return "placed", "max", "pods on a node", value, bound, relative_gap(value, bound), worst
-    name = f"objective:{goal_objective(goals)}"
+    name = f"objective:{named[0]}"
     tier = next((t for t in certificate.tiers if t.name == name), None)
     if tier is None:
         return None
