@@ -142,20 +142,28 @@ def _capped(state: ClusterState, moves: list[Move], budgets: Budgets, staging: S
     return kept
 
 
-def _replay(state: ClusterState, config: SchedulerConfig, current: np.ndarray, wave: list[Move],
-            pending: dict[int, int], cordoned: frozenset[str]) -> tuple[Landing, dict[str, str]]:
-    """Evict ``wave`` from the state ``current`` describes (``cordoned`` nodes cordoned) and replay; also,
-    per replacement that preempts on arrival, the pods it would evict."""
-    at = state_at(state, current, cordoned)
+def cordon(state: ClusterState, cordoned: frozenset[str]) -> ClusterState:
+    """``state`` with the ``cordoned`` nodes marked unschedulable (``kubectl cordon``), without a recompile:
+    only the nodes and their mask change (the pods' rows and arrays are shared)."""
+    if not cordoned:
+        return state
+    nodes = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
+             if n.metadata.name in cordoned else n for n in state.cluster.nodes]
+    mask = state.unschedulable | np.isin(np.array(state.node_names, dtype=object), list(cordoned))
+    return replace(state, cluster=replace(state.cluster, nodes=nodes), unschedulable=mask, memo={})
+
+
+def _replay(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
+            wave: list[Move], pending: dict[int, int]) -> tuple[Landing, dict[str, str]]:
+    """Evict ``wave`` from the placement ``current`` of ``base`` (the input, its nodes cordoned; ``gone``:
+    bare pods evicted before) and replay; also, per replacement that preempts on arrival, the pods it
+    would evict. The state replayed is a delta on ``base``'s arrays (:func:`predict_landing`)."""
     node_of = current.copy()
     for p, t in pending.items():
         node_of[p] = t
     for m in wave:
-        node_of[m.pod] = state.node_index[m.target] if m.target is not None else -1
-    node_of_at = np.full(len(at.pods), -1, dtype=np.int64)
-    for p, pod in enumerate(state.pods):
-        node_of_at[at.pod_index[pod.key]] = node_of[p]
-    landing = predict_landing(at, config, node_of_at)
+        node_of[m.pod] = base.node_index[m.target] if m.target is not None else -1
+    landing = predict_landing(base, config, node_of, current, gone)
     after = landing.replay.state
     preempts = {after.pods[by].key: after.pods[v].key for v, (by, _) in landing.replay.preempted.items()}
     return landing, preempts
@@ -177,7 +185,7 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
     return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan empties"
 
 
-def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, wave: list[Move],
+def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray, wave: list[Move],
             pending: dict[int, int], emptied: frozenset[str], staging: Staging) -> tuple[Landing | None, dict[str, str]]:
     """Replay ``wave`` until every move left in it is consistent: a landing elsewhere that may be kept is
     accepted (the target follows it), any other disagreement takes the move out of the wave (it waits).
@@ -185,7 +193,7 @@ def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, w
     landing = None
     why_out: dict[str, str] = {}
     while wave:
-        landing, preempts = _replay(state, config, current, wave, pending, emptied)
+        landing, preempts = _replay(base, config, current, gone, wave, pending)
         bad = False
         for m in list(wave):
             why = _verdict(m, landing.landed.get(m.key), preempts, emptied)
@@ -224,10 +232,12 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     pending = {p: int(target[p]) for p in np.flatnonzero(current < 0).tolist()}
     ledger = PDBLedger(state, (current >= 0).tolist())
     caps = _workload_caps(state, budgets.max_unavailable_per_workload)
+    base = cordon(state, emptied)
+    gone = np.zeros(len(state.pods), dtype=bool)
     while remaining:
         wave, used = _pick(state, remaining, ledger, caps)
         first = wave[0] if wave else remaining[0]
-        landing, why_out = _settle(state, config, current, wave, pending, emptied, staging)
+        landing, why_out = _settle(base, config, current, gone, wave, pending, emptied, staging)
         if not wave:
             reason = why_out.get(first.key, "no wave can take it within the budgets")
             staging.dropped.append((first, reason))
@@ -241,23 +251,21 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
             staging.notes.append(f"{key}: waits for a later wave ({why} in wave {len(staging.waves) + 1})")
         _, used = _pick(state, wave, ledger, caps)
         staging.waves.append(Wave(wave, used))
-        current = _advance(state, landing, current, wave)
+        current, gone = _advance(landing, current, gone)
         pending = {p: t for p, t in pending.items() if current[p] < 0}
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
     if not staging.waves and pending:
-        landing, _ = _replay(state, config, current, [], pending, emptied)
+        landing, _ = _replay(base, config, current, gone, [], pending)
         staging.final.update(landing.landed)
     return staging
 
 
-def _advance(state: ClusterState, landing: Landing, current: np.ndarray, wave: list[Move]) -> np.ndarray:
-    """The placement once a wave's replacements and the pending pods are placed as the replay says."""
-    out = current.copy()
-    final = landing.replay.placements()
-    for p, pod in enumerate(state.pods):
-        if pod.key in final:
-            node = final[pod.key]
-            out[p] = state.node_index[node] if node is not None else -1
-        else:  # a bare pod evicted: gone
-            out[p] = -1
-    return out
+def _advance(landing: Landing, current: np.ndarray, gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The placement once a wave's replacements and the pending pods are placed as the replay says, and
+    the rows gone from the cluster (bare pods evicted: no controller re-creates them)."""
+    assert landing.origin is not None
+    out = np.full(len(current), -1, dtype=np.int64)
+    out[landing.origin] = landing.replay.snapshot.node_of
+    present = np.zeros(len(current), dtype=bool)
+    present[landing.origin] = True
+    return out, ~present
