@@ -32,6 +32,7 @@ from ..model.state import ClusterState, compile_cluster
 from ..preemption.landing import Landing, predict_landing
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
+from .wave_pack import schedule_moves
 
 __all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
 
@@ -66,6 +67,8 @@ class Staging:
     notes: list[str] = field(default_factory=list)
     final: dict[str, str | None] = field(default_factory=dict)  # every pod's predicted node at the end
     cordoned: list[str] = field(default_factory=list)  # nodes to cordon before the first wave
+    replays: int = 0  # kube-scheduler replays run (one per wave, more where a wave was re-planned)
+    minimal: bool | None = None  # the wave count is proven the fewest for the budgets (None: no moves)
 
 
 def state_at(state: ClusterState, node_of: np.ndarray, cordoned: frozenset[str] = frozenset()) -> ClusterState:
@@ -194,6 +197,7 @@ def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, go
     why_out: dict[str, str] = {}
     while wave:
         landing, preempts = _replay(base, config, current, gone, wave, pending)
+        staging.replays += 1
         bad = False
         for m in list(wave):
             why = _verdict(m, landing.landed.get(m.key), preempts, emptied)
@@ -213,13 +217,15 @@ def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, go
 
 
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
-          budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False) -> Staging:
+          budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
+          pack: bool = True) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
     without it kube-scheduler's LeastAllocated score sends a replacement back to the emptiest node, the
     descheduler's eviction loop). ``homeless``: pods the target evicts without a node may be evicted
-    (fit-pending makes room with them); otherwise they stay."""
+    (fit-pending makes room with them); otherwise they stay. ``pack``: the fewest waves for all budgets
+    at once (:mod:`.wave_pack`); else waves filled first-fit in queue order."""
     budgets = budgets or Budgets()
     staging = Staging(cordoned=sorted(emptied))
     names = state.node_names
@@ -234,15 +240,24 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     caps = _workload_caps(state, budgets.max_unavailable_per_workload)
     base = cordon(state, emptied)
     gone = np.zeros(len(state.pods), dtype=bool)
+    plan: dict[str, int] = {}
     while remaining:
-        wave, used = _pick(state, remaining, ledger, caps)
+        if not plan:  # the first wave, or the last one went otherwise than planned: plan the rest
+            plan = _plan(state, remaining, ledger, caps, current, pending, pack)
+            staging.minimal = plan.pop("", 0) == 1 and staging.minimal is not False
+        nxt = min(plan[m.key] for m in remaining)
+        wave, used = _pick(state, [m for m in remaining if plan[m.key] == nxt], ledger, caps)
         first = wave[0] if wave else remaining[0]
+        planned = len(wave)
         landing, why_out = _settle(base, config, current, gone, wave, pending, emptied, staging)
         if not wave:
             reason = why_out.get(first.key, "no wave can take it within the budgets")
             staging.dropped.append((first, reason))
             remaining.remove(first)
+            plan, staging.minimal = {}, False
             continue
+        if len(wave) < planned:
+            plan, staging.minimal = {}, False
         assert landing is not None
         for m in wave:
             m.predicted = landing.landed.get(m.key)
@@ -258,6 +273,20 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         landing, _ = _replay(base, config, current, gone, [], pending)
         staging.final.update(landing.landed)
     return staging
+
+
+def _plan(state: ClusterState, moves: list[Move], ledger: PDBLedger, caps: dict[str, int], current: np.ndarray,
+          pending: dict[int, int], pack: bool) -> dict[str, int]:
+    """Per move key, the wave (from 0) it is planned in; under ``""``, 1 when the count is proven fewest."""
+    rows = [m.pod for m in moves]
+    placed_at = current.copy()
+    for p, t in pending.items():
+        placed_at[p] = t
+    names = state.node_index
+    schedule = schedule_moves(rows, [names[m.target] if m.target is not None else -1 for m in moves],
+                              [_owner(state, p) for p in rows], ledger.budgets_of, ledger.allowed, caps, current,
+                              placed_at, state.pod_requests, state.allocatable, pack)
+    return {"": int(schedule.proven), **{m.key: w for m, w in zip(moves, schedule.wave_of)}}
 
 
 def _advance(landing: Landing, current: np.ndarray, gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
