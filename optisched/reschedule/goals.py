@@ -110,6 +110,16 @@ def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray)
     """Pod row -> the first repaired rule whose greedy filter rejects the node ``node_of`` leaves it on,
     checked as kube would for the pod arriving last: against the end state without it."""
     node_of = np.asarray(node_of, dtype=np.int64)
+    memo = ("violating", node_of.tobytes())  # a plan asks twice for one placement (its moves, its summary)
+    hit = state.memo.get(memo)
+    if hit is not None and hit[0] is config:  # type: ignore[index]
+        return dict(hit[1])  # type: ignore[index]
+    out = _violating(state, config, node_of)
+    state.memo[memo] = (config, out)  # type: ignore[assignment]
+    return dict(out)
+
+
+def _violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray) -> dict[int, str]:
     snapshot = Snapshot(state, with_bound=False)
     for p in np.flatnonzero(node_of >= 0).tolist():
         snapshot.add(p, int(node_of[p]))

@@ -20,6 +20,7 @@ from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
 from .goals import Goal, empty_nodes, goal_objective, metrics, parse_goals, utilization_classes, violating
 from .plan import ReschedulePlan, node_saving
+from .scope import narrowed
 from .waves import Budgets, stage
 
 __all__ = ["plan_reschedule"]
@@ -93,6 +94,8 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     notes: list[str] = []
     if thresholds is not None and Goal.BALANCE in parsed:
         policy = _low_node_utilization(state, policy, thresholds, notes)
+    bad = violating(state, config, state.pod_node)
+    policy = narrowed(state, policy, parsed, bad)
     options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(parsed),
                              goal_first=True, staged=True, eviction=policy)
     if gang:
@@ -104,7 +107,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     names = state.node_names
     was_empty = empty_nodes(state, state.pod_node)
     emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
-    reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node))
+    reasons = _reasons(state, target, parsed, emptied, bad)
     staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed)
     staging.notes = notes + staging.notes
     if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
