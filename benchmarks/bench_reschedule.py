@@ -15,6 +15,7 @@ cluster with no eviction (what each wave costs at least). ``--cache DIR`` keeps 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import time
@@ -29,17 +30,47 @@ from optisched.profile import default_config
 from optisched.reschedule import plan_reschedule
 
 
-def row(state, config, goal: str, limit: float, seed: int) -> str:  # type: ignore[no-untyped-def]
+def row(state, config, goal: str, limit: float, seed: int) -> dict:  # type: ignore[no-untyped-def]
+    """One plan and what the table and the plot show of it."""
     t0 = time.perf_counter()
     plan = plan_reschedule(state, config, goal, time_limit=limit, seed=seed)
     total = time.perf_counter() - t0
-    target = plan.certificate.seconds
     tier = next((t for t in plan.certificate.tiers if t.name.startswith("objective:")), None)
-    value = f"{tier.objective}, bound {tier.bound}, gap {100 * tier.gap:.1f} %, {tier.status}" if tier else "-"
-    proven = {True: "minimal", False: "not proven minimal", None: "-"}[plan.staging.minimal]
-    return (f"| {goal} | {total:.1f} s | {target:.1f} s | {total - target:.1f} s ({plan.staging.replays}) | "
-            f"{plan.moves} | {len(plan.staging.waves)} ({proven}) | {len(plan.staging.dropped)} | {value} | "
-            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB |")
+    return {"nodes": state.num_nodes, "pods": int((state.pod_node >= 0).sum()), "goal": goal, "limit": limit,
+            "total": total, "target": plan.certificate.seconds, "staging": plan.staging.seconds,
+            "replays": plan.staging.replays, "moves": plan.moves, "waves": len(plan.staging.waves),
+            "minimal": plan.staging.minimal, "dropped": len(plan.staging.dropped),
+            "goal_value": tier.objective if tier else None, "bound": tier.bound if tier else None,
+            "gap": tier.gap if tier else None, "status": tier.status if tier else None,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def line(r: dict) -> str:
+    value = f"{r['goal_value']}, bound {r['bound']}, gap {100 * r['gap']:.1f} %, {r['status']}" \
+        if r["goal_value"] is not None else "-"
+    proven = {True: "minimal", False: "not proven minimal", None: "-"}[r["minimal"]]
+    return (f"| {r['goal']} | {r['total']:.1f} s | {r['target']:.1f} s | {r['staging']:.1f} s ({r['replays']}) | "
+            f"{r['moves']} | {r['waves']} ({proven}) | {r['dropped']} | {value} | {r['peak_mib']:.0f} MiB |")
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Per run, the plan's time split into the target, the staging (waves and replays) and the rest
+    (violations and metrics before and after), against the time limit asked for."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.2))
+    labels = [f"{r['nodes']} nodes / {r['pods']} pods, {r['goal']}" for r in rows]
+    left = [0.0] * len(rows)
+    for key, color in (("target", "tab:blue"), ("staging", "tab:orange"), ("rest", "tab:gray")):
+        widths = [r["total"] - r["target"] - r["staging"] if key == "rest" else r[key] for r in rows]
+        ax.barh(labels, widths, left=left, color=color, label=key)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.scatter([r["limit"] for r in rows], labels, marker="|", s=400, color="black", label="time limit", zorder=3)
+    ax.set_xlabel("seconds (a machine shared with other runs)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main() -> None:
@@ -50,6 +81,8 @@ def main() -> None:
     ap.add_argument("--goals", default="consolidate,repair")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cache", type=Path, default=None, help="keep the generated cluster here")
+    ap.add_argument("--record", type=Path, default=None, help="append each row to this JSON-lines file")
+    ap.add_argument("--plot", type=Path, default=None, help="draw every row of --record into this PNG")
     args = ap.parse_args()
     objs = running_cluster(args.nodes, args.pods or 20 * args.nodes, args.seed, args.cache)
     state = compile_cluster(cluster_from_objects(objs))
@@ -62,7 +95,13 @@ def main() -> None:
     print("| goal | total | target | waves (replays) | moves | waves | dropped | goal tier | peak RSS |")
     print("|---|---|---|---|---|---|---|---|---|")
     for goal in args.goals.split(","):
-        print(row(state, config, goal, args.time_limit, args.seed), flush=True)
+        r = row(state, config, goal, args.time_limit, args.seed)
+        print(line(r), flush=True)
+        if args.record is not None:
+            with args.record.open("a") as f:
+                f.write(json.dumps(r) + "\n")
+    if args.plot is not None and args.record is not None:
+        plot([json.loads(x) for x in args.record.read_text().splitlines() if x.strip()], args.plot)
 
 
 if __name__ == "__main__":

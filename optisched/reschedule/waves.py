@@ -23,6 +23,7 @@ wave ends; kubernetes v1.35.4 ``pkg/registry/core/pod/storage/eviction.go`` refu
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -69,6 +70,7 @@ class Staging:
     cordoned: list[str] = field(default_factory=list)  # nodes to cordon before the first wave
     replays: int = 0  # kube-scheduler replays run (one per wave, more where a wave was re-planned)
     minimal: bool | None = None  # the wave count is proven the fewest for the budgets (None: no moves)
+    seconds: float = 0.0  # the staging's time (packing and replays)
 
 
 def state_at(state: ClusterState, node_of: np.ndarray, cordoned: frozenset[str] = frozenset()) -> ClusterState:
@@ -227,6 +229,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     (fit-pending makes room with them); otherwise they stay. ``pack``: the fewest waves for all budgets
     at once (:mod:`.wave_pack`); else waves filled first-fit in queue order."""
     budgets = budgets or Budgets()
+    t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied))
     names = state.node_names
     current = state.pod_node.copy()
@@ -272,6 +275,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     if not staging.waves and pending:
         landing, _ = _replay(base, config, current, gone, [], pending)
         staging.final.update(landing.landed)
+    staging.seconds = time.perf_counter() - t0
     return staging
 
 
