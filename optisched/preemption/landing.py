@@ -63,8 +63,7 @@ def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarr
     owned = _owned(state)
     keep = ~moved if gone is None else ~moved & ~gone
     rows = np.concatenate([np.flatnonzero(keep), np.flatnonzero(moved & owned)])
-    stamps = [p.metadata.creation_timestamp for p in state.pods if p.metadata.creation_timestamp is not None]
-    evicted_at = max([_aware(t) for t in stamps], default=datetime(2000, 1, 1, tzinfo=UTC))
+    evicted_at, keys = _stamp_and_keys(state)
     pods = [state.pods[p] for p in rows[:int(keep.sum())].tolist()]
     for k, p in enumerate(rows[len(pods):].tolist()):
         pod = state.pods[p]
@@ -74,11 +73,22 @@ def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarr
     pod_node = current[rows].copy()
     pod_node[int(keep.sum()):] = -1
     after = replace(state, cluster=replace(state.cluster, pods=pods), pods=pods,
-                    pod_index={p.key: i for i, p in enumerate(pods)}, pod_requests=state.pod_requests[rows],
+                    pod_index=dict(zip(keys[rows].tolist(), range(len(rows)))), pod_requests=state.pod_requests[rows],
                     pod_nonzero=state.pod_nonzero[rows], pod_node=pod_node, pod_priority=state.pod_priority[rows],
                     memo={})
     placed = [pods[i].key for i in np.flatnonzero(pod_node < 0).tolist()]
     return after, placed, rows
+
+
+def _stamp_and_keys(state: ClusterState) -> tuple[datetime, np.ndarray]:
+    """The latest creation time of the input (replacements are created after it) and the pods' keys
+    (a replacement keeps its original's), once per state (``state.memo``)."""
+    hit = state.memo.get(("stamp-and-keys",))
+    if hit is None:
+        stamps = [p.metadata.creation_timestamp for p in state.pods if p.metadata.creation_timestamp is not None]
+        latest = max([_aware(t) for t in stamps], default=datetime(2000, 1, 1, tzinfo=UTC))
+        hit = state.memo[("stamp-and-keys",)] = (latest, np.array([p.key for p in state.pods], dtype=object))  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
 
 
 def _owned(state: ClusterState) -> np.ndarray:
