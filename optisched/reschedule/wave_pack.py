@@ -19,8 +19,8 @@ bound it is proven minimal without a model.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from ortools.sat.python import cp_model
