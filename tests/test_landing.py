@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import yaml
 from builders import node, pod, run_cli, state_of
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

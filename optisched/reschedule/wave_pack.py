@@ -109,15 +109,15 @@ def fewest_waves(groups: Sequence[Sequence[int]], limits: Sequence[int], moves: 
     if (waves <= bound and fits) or len(groups) * waves > MAX_BOOLS:
         return WaveSchedule(greedy, waves <= bound and fits)
     model = cp_model.CpModel()
-    x = [[model.NewBoolVar(f"x{m}_{w}") for w in range(waves)] for m in range(len(groups))]
-    used = [model.NewBoolVar(f"used{w}") for w in range(waves)]
+    x = [[model.new_bool_var(f"x{m}_{w}") for w in range(waves)] for m in range(len(groups))]
+    used = [model.new_bool_var(f"used{w}") for w in range(waves)]
     for m, row in enumerate(x):
-        model.AddExactlyOne(row)
+        model.add_exactly_one(row)
         for w in range(waves):
-            model.AddImplication(row[w], used[w])
-            model.AddHint(row[w], greedy[m] == w)
+            model.add_implication(row[w], used[w])
+            model.add_hint(row[w], greedy[m] == w)
     for w in range(waves - 1):
-        model.AddImplication(used[w + 1], used[w])
+        model.add_implication(used[w + 1], used[w])
     members: dict[int, list[int]] = defaultdict(list)
     for m, gs in enumerate(groups):
         for g in gs:
@@ -125,12 +125,12 @@ def fewest_waves(groups: Sequence[Sequence[int]], limits: Sequence[int], moves: 
     for g, ms in members.items():
         if len(ms) > limits[g]:
             for w in range(waves):
-                model.Add(sum(x[m][w] for m in ms) <= limits[g])
+                model.add(sum(x[m][w] for m in ms) <= limits[g])
     _capacity(model, x, moves, waves)
     for w in range(waves):
-        model.AddHint(used[w], w < waves)
-    model.Add(sum(used) >= bound)
-    model.Minimize(sum(used))
+        model.add_hint(used[w], w < waves)
+    model.add(sum(used) >= bound)
+    model.minimize(sum(used))
     return _solve(model, x, used, greedy, seconds, seed)
 
 
@@ -147,7 +147,7 @@ def _capacity(model: cp_model.CpModel, x: list[list[cp_model.IntVar]], moves: Fl
         for r in np.flatnonzero(moves.requests[ms].any(axis=0)).tolist():
             coefs = (sign * moves.requests[ms, r]).tolist()
             for w in range(waves - 1):
-                model.Add(sum(c * _done(model, x, done, m)[w] for m, c in zip(ms.tolist(), coefs))
+                model.add(sum(c * _done(model, x, done, m)[w] for m, c in zip(ms.tolist(), coefs))
                           <= int(moves.room[n, r]))
 
 
@@ -171,9 +171,9 @@ def _done(model: cp_model.CpModel, x: list[list[cp_model.IntVar]], done: dict[in
     """Per wave, whether move ``m`` is made by then (built once per move)."""
     hit = done.get(m)
     if hit is None:
-        hit = done[m] = [model.NewBoolVar(f"done{m}_{w}") for w in range(len(x[m]))]
+        hit = done[m] = [model.new_bool_var(f"done{m}_{w}") for w in range(len(x[m]))]
         for w, v in enumerate(hit):
-            model.Add(v == sum(x[m][: w + 1]))
+            model.add(v == sum(x[m][: w + 1]))
     return hit
 
 
@@ -183,10 +183,10 @@ def _solve(model: cp_model.CpModel, x: list[list[cp_model.IntVar]], used: list[c
     solver.parameters.max_deterministic_time = seconds
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return WaveSchedule(greedy, False)
-    found = [next(w for w, v in enumerate(row) if solver.Value(v)) for row in x]
+    found = [next(w for w, v in enumerate(row) if solver.value(v)) for row in x]
     if max(found) + 1 >= max(greedy) + 1 and status != cp_model.OPTIMAL:
         return WaveSchedule(greedy, False)
     return WaveSchedule(found, status == cp_model.OPTIMAL)
