@@ -59,6 +59,7 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    rows = sorted(rows, key=lambda r: (r["nodes"], r["goal"]))
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.2))
     labels = [f"{r['nodes']} nodes / {r['pods']} pods, {r['goal']}" for r in rows]
     left = [0.0] * len(rows)
