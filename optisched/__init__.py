@@ -88,8 +88,8 @@ def reschedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, goal
     """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"balance"``; several in priority
     order), in waves, each replacement's landing predicted by a kube-scheduler replay (docs/reschedule.md).
     Options: ``max_moves``, ``max_moves_per_node``, ``max_unavailable_per_workload``, ``evict``,
-    ``namespaces``, ``exclude_namespaces``, ``selector``, ``time_limit``, ``seed``. The answer's
-    ``target_frame()``, ``waves_frame()`` and ``prediction_frame()`` are pandas DataFrames; ``summary()``
+    ``namespaces``, ``exclude_namespaces``, ``selector``, ``time_limit``, ``seed``, ``pareto``. The answer's
+    ``target_frame()``, ``waves_frame()``, ``prediction_frame()`` and ``pareto_frame()`` are pandas DataFrames; ``summary()``
     the terminal lines, ``to_dict()`` plan.json."""
     from .reschedule.api import reschedule_cluster
 

@@ -490,12 +490,21 @@ def reschedule(
                                           "all or none.")] = "",
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for the target.")] = 30.0,
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    pareto: Annotated[bool, typer.Option("--pareto", help="Also the goal at 0, 1, 2, 4, ... moves, with the "
+                                         "knee (shares --time-limit with the plan).")] = False,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write the plan: plan.json or plan.yaml (Evictions).")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Carry the plan out through the Eviction API, wave by "
                                         "wave (needs --kubeconfig; a dry run otherwise).")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    compare_descheduler: Annotated[bool, typer.Option("--compare-descheduler", help="Also run the descheduler's "
+                                                      "strategy for the goal on the snapshot, replayed, beside "
+                                                      "the plan (docs/whatif.md).")] = False,
+    descheduler_policy: Annotated[Path | None, typer.Option("--descheduler-policy", help="With "
+                                                            "--compare-descheduler: this DeschedulerPolicy instead "
+                                                            "of the goal's strategy.")] = None,
 ) -> None:
     """Evict running pods to reach a goal, in waves kube can carry out, each replacement's landing predicted."""
     import dataclasses
@@ -516,18 +525,37 @@ def reschedule(
         raise InputError(f"--max-unavailable-per-workload: {max_unavailable!r} is not a count or a percent")
     if output is not None:
         check_output(output)
-    _check_outputs({"--output": output}, cluster, profile)
+    _check_outputs({"--output": output, "--report": report}, cluster, profile, descheduler_policy, folders=("--report",))
+    if report is not None:
+        from .reschedule.report import check_reschedule_report
+
+        check_reschedule_report(report)
+    from .descheduler import load_policy
+
+    versus_policy = load_policy(descheduler_policy) if descheduler_policy else None
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
     state, config, _ = _load(cluster, profile, kubeconfig, context)
     plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
                            time_limit=time_limit, seed=seed,
-                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels)
+                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels,
+                           pareto=pareto)
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
+    if compare_descheduler or descheduler_policy:
+        from .reschedule.versus import compare_descheduler as versus
+        from .reschedule.versus import render_versus
+
+        plan.versus = versus(state, config, plan, versus_policy, levels)
+        render_versus(out, plan.versus)
     if output is not None:
         write_plan(plan, output)
+    if report is not None:
+        from .reschedule.report import write_reschedule_report
+
+        written = write_reschedule_report(plan, state, report)
+        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
     if apply:
         from .reschedule.apply import apply_live
 
@@ -711,55 +739,100 @@ def pressure(
 def drain(
     cluster: ClusterArg = None,
     node: Annotated[str, typer.Option("--node", help="Nodes to drain together (comma-separated).")] = "",
+    pool: Annotated[str, typer.Option("--pool", help="Or every node with this label, LABEL=VALUE (a node "
+                                      "pool); the largest set of it that drains is found.")] = "",
     ignore_daemonsets: Annotated[bool, typer.Option("--ignore-daemonsets", help="As kubectl: skip DaemonSet "
                                                     "pods instead of refusing the drain.")] = False,
     delete_emptydir_data: Annotated[bool, typer.Option("--delete-emptydir-data", help="As kubectl: evict pods "
                                                        "with emptyDir storage.")] = False,
     force: Annotated[bool, typer.Option("--force", help="As kubectl: evict pods without a controller.")] = False,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds per optimal solve.")] = 10.0,
+    output: Annotated[Path | None, typer.Option("--output", help="Write plan.json.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write report.html and plan.json here.")] = None,
     profile: ProfileOpt = None,
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
-    """What `kubectl drain` would do: refused pods, eviction waves under PDBs, and where the pods land."""
-    from .whatif.drain import DrainFlags, run_drain
+    """What `kubectl drain` would do: refused pods, eviction waves under PDBs, where the pods land (and
+    optisched's best placement), and the largest set of the nodes that drains together."""
+    from .whatif.drain import DrainFlags, pool_nodes, run_drain
+    from .whatif.drainable import annotate
     from .whatif.render import render_drain
 
     names = [n.strip() for n in node.split(",") if n.strip()]
-    if not names:
-        raise InputError("--node: give the nodes to drain, e.g. --node worker-1,worker-2")
+    if bool(names) == bool(pool):
+        raise InputError("--node: give the nodes to drain (--node worker-1,worker-2) or a --pool LABEL=VALUE")
+    if output is not None and output.suffix != ".json":
+        raise InputError(f"--output: {output} must end in .json")
+    _check_outputs({"--output": output, "--report": report}, cluster, profile, folders=("--report",))
+    if report is not None:
+        from .whatif.drain_report import check_drain_report
+
+        check_drain_report(report)
     state, config, _ = _load(cluster, profile, kubeconfig, context)
-    outcome = run_drain(state, config, names, DrainFlags(ignore_daemonsets, delete_emptydir_data, force))
-    if as_json:
-        _print_json(outcome.to_dict())
-    else:
-        render_drain(out, outcome)
+    names = names or pool_nodes(state, pool)
+    flags = DrainFlags(ignore_daemonsets, delete_emptydir_data, force)
+    outcome = run_drain(state, config, names, flags)
+    annotate(outcome, state, config, flags, time_limit)
+    _print_json(outcome.to_dict()) if as_json else render_drain(out, outcome)
+    if output is not None:
+        from .outputs import write_text
+
+        write_text(output, json.dumps(outcome.to_dict(), indent=1) + "\n")
+    if report is not None:
+        from .whatif.drain_report import write_drain_report
+
+        written = write_drain_report(outcome, state, report)
+        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
 
 
 @app.command("what-if")
 def what_if(
     cluster: ClusterArg = None,
     taint: Annotated[str, typer.Option("--taint", help="A NoExecute taint, key[=value]:NoExecute.")] = "",
-    node: Annotated[str, typer.Option("--node", help="Nodes that get the taint (comma-separated).")] = "",
+    node: Annotated[str, typer.Option("--node", help="Nodes that get the taint, or fail with --fail "
+                                      "(comma-separated).")] = "",
+    fail: Annotated[bool, typer.Option("--fail", help="The --node nodes fail (unreachable).")] = False,
+    fail_zone: Annotated[str, typer.Option("--fail-zone", help="Every node of this zone fails.")] = "",
+    zone_key: Annotated[str, typer.Option("--zone-key", help="The label naming a node's zone.")] =
+    "topology.kubernetes.io/zone",
+    optimal: Annotated[bool, typer.Option("--optimal", help="Also optimal mode's best re-placement.")] = False,
     profile: ProfileOpt = None,
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
-    """Taint-based eviction: which pods a NoExecute taint deletes and when, broken PDBs, where pods land."""
+    """Taint-based eviction or node failure: which pods go and when, broken PDBs, where pods land."""
     from .whatif.render import render_taint
     from .whatif.taint import parse_taint, run_taint
 
-    t = parse_taint(taint)
     names = [n.strip() for n in node.split(",") if n.strip()]
+    if fail or fail_zone:
+        return _what_if_failure(cluster, names, fail_zone, zone_key, optimal, profile, as_json, kubeconfig, context)
+    if not taint:
+        raise InputError("give --taint KEY[=VALUE]:NoExecute --node N, --fail --node N, or --fail-zone ZONE")
+    t = parse_taint(taint)
     if not names:
         raise InputError("--node: give the nodes that get the taint")
     state, config, _ = _load(cluster, profile, kubeconfig, context)
-    outcome = run_taint(state, config, names, t)
+    outcome = run_taint(state, config, names, t, optimal)
     if as_json:
         _print_json(outcome.to_dict())
     else:
         render_taint(out, outcome)
+
+
+def _what_if_failure(cluster, names: list[str], zone: str, zone_key: str, optimal: bool,  # type: ignore[no-untyped-def]
+                     profile, as_json: bool, kubeconfig, context) -> None:
+    from .whatif.failure import run_failure, zone_nodes
+    from .whatif.render import render_failure
+
+    if bool(zone) == bool(names):
+        raise InputError("give either --fail-zone ZONE or --fail --node N[,N...]")
+    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    outcome = run_failure(state, config, zone_nodes(state, zone, zone_key) if zone else names, optimal)
+    _print_json(outcome.to_dict()) if as_json else render_failure(out, outcome)
 
 
 @app.callback()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from optisched.model.loader import cluster_from_objects
@@ -156,3 +157,10 @@ def run_cli(args: list[str], capsys) -> tuple[int, str, str]:  # type: ignore[no
         sys.argv = old
     cap = capsys.readouterr()
     return code, cap.out, cap.err
+
+
+def chromium_command(chromium: str, profile: Path, *args: str) -> list[str]:
+    """Headless Chromium with no network side traffic and its own profile folder, then ``args``."""
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            f"--user-data-dir={profile}", *args]

@@ -8,7 +8,7 @@ import yaml
 from builders import run_cli, state_of
 from helpers.descheduler import CFG, tnode, tpod
 
-from optisched.whatif.drain import DrainFlags, run_drain
+from optisched.whatif.drain import NO_ROOM, DrainFlags, run_drain
 
 
 def _pdb(name: str, app: str, max_unavailable: int) -> dict:
@@ -26,7 +26,7 @@ NODES = [tnode("n1", 4000, 8 << 30, 110), tnode("n2", 4000, 8 << 30, 110), tnode
 def test_a_budget_of_one_drains_in_one_wave_per_pod() -> None:
     out = run_drain(state_of(*NODES, _web(1), _web(2), _web(3, "n2"), _pdb("web", "web", 1)), CFG, ["n1"])
     assert [[e["pod"] for e in w] for w in out.waves] == [["default/web-1"], ["default/web-2"]]
-    assert all(e["to"] in ("n2", "n3") for w in out.waves for e in w)
+    assert all(e["predicted"] in ("n2", "n3") for w in out.waves for e in w)
     assert out.drained == {"n1": True} and out.blocked == []
 
 
@@ -37,13 +37,17 @@ def test_without_a_budget_everything_leaves_in_one_wave() -> None:
 
 def test_the_second_wave_waits_for_the_first_replacement_and_may_leave_a_pod_pending() -> None:
     """n2, the only other node, holds one 3-cpu pod: big-0 lands there and gives the budget back, so big-1
-    leaves in a second wave and its replacement stays pending (the node still drains)."""
+    leaves in a second wave and its replacement stays pending: kubectl finishes, but the node does not
+    drain without losing big-1 (no room anywhere)."""
     big = [tpod(f"big-{i}", 3000, "n1").label(app="big") for i in range(2)]
     nodes = [tnode("n1", 8000, 8 << 30, 110), tnode("n2", 4000, 8 << 30, 110)]
     out = run_drain(state_of(*nodes, *big, _pdb("big", "big", 1)), CFG, ["n1"])
     assert [[e["pod"] for e in w] for w in out.waves] == [["default/big-0"], ["default/big-1"]]
-    assert out.waves[1][0]["to"] is None
-    assert out.drained == {"n1": True}  # both left; one is pending
+    assert out.waves[1][0]["predicted"] is None
+    assert out.drained == {"n1": False}
+    assert out.blocked == [{"pod": "default/big-1", "node": "n1", "reason": NO_ROOM}]
+    assert out.per_node() == {"n1": {"drains": False, "waves": 2, "blockers": [
+        {"pod": "default/big-1", "reason": NO_ROOM}]}}
 
 
 REFUSALS = [

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from builders import chromium_command
 
 import optisched
 from optisched.experiments import PlacementRun, build_comparison, run_greedy
@@ -94,9 +95,7 @@ def test_report_html_is_self_contained(report):
 def test_report_renders_in_headless_chromium(report, chromium, tmp_path):
     probe = tmp_path / "probe.html"
     probe.write_text(report["report.html"].read_text().replace("</body>", PROBE + "</body>"))
-    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()]
+    cmd = chromium_command(chromium, tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True).stdout
     found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.DOTALL)
     assert found, dom[-2000:]
@@ -112,10 +111,8 @@ def test_report_renders_in_headless_chromium(report, chromium, tmp_path):
 
 def test_report_screenshot_is_drawn(report, chromium, tmp_path):
     shot = tmp_path / "shot.png"
-    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1600", f"--screenshot={shot}",
-           report["report.html"].as_uri()]
+    cmd = chromium_command(chromium, tmp_path / "profile", "--window-size=1200,1600", f"--screenshot={shot}",
+                           report["report.html"].as_uri())
     subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True)
     assert png_width(shot) == 1200
     assert shot.stat().st_size > 50_000  # a blank page compresses to a few kilobytes

@@ -92,12 +92,18 @@ def test_per_workload_budget_splits_a_wave():
     assert [len(w.moves) for w in plan.staging.waves] == [2, 1]
 
 
-def test_max_moves_drops_the_moves_beyond_it_and_says_so():
+def test_max_moves_drops_the_moves_of_a_given_target_beyond_it_and_says_so():
+    """The planner solves within --max-moves (tests/test_reschedule_pareto.py); a target given to the
+    staging as it is keeps its first moves in queue order and drops the rest."""
     objs = [node(f"n{i}") for i in (1, 2, 3, 4)]
     objs += [owned(f"w{i}").req(cpu="1").on(f"n{i}") for i in (2, 3, 4)] + [pod("anchor").req(cpu="1").on("n1")]
-    plan = plan_reschedule(state_of(*objs), default_config(), "consolidate", time_limit=5, budgets=Budgets(max_moves=1))
-    assert plan.moves == 1
-    assert [why for _, why in plan.staging.dropped] == ["over --max-moves", "over --max-moves"]
+    state = state_of(*objs)
+    target = state.pod_node.copy()
+    target[[state.pod_index[f"default/w{i}"] for i in (2, 3, 4)]] = state.node_index["n1"]
+    staging = stage(state, default_config(), target, {}, Budgets(max_moves=1), frozenset({"n2", "n3", "n4"}))
+    assert [m.key for w in staging.waves for m in w.moves] == ["default/w2"]
+    assert [(m.key, why) for m, why in staging.dropped] == [("default/w3", "over --max-moves"),
+                                                            ("default/w4", "over --max-moves")]
 
 
 def test_fit_pending_moves_two_single_gpu_pods_for_a_four_gpu_pod():

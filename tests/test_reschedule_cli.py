@@ -47,9 +47,10 @@ def test_plan_yaml_holds_one_annotated_eviction_per_move(tmp_path, capsys):
     (["--thresholds", "cpu=20"], "--thresholds and --target-thresholds go together"),
     (["--thresholds", "cpu=x", "--target-thresholds", "cpu=50"], "'cpu=x' is not RESOURCE=PERCENT"),
     (["--goal", "balance", "--thresholds", "gpu=5", "--target-thresholds", "cpu=50"], "no node offers 'gpu'"),
+    (["--goal", "fit-pending", "--for", "default/web-31", "--pareto"], "--pareto and --for do not go together"),
 ], ids=["an unknown goal exits 2", "a bad workload budget exits 2", "an output of another kind exits 2",
         "thresholds without target thresholds exit 2", "a threshold that is no percent exits 2",
-        "a threshold on a resource no node offers exits 2"])
+        "a threshold on a resource no node offers exits 2", "pareto for a gang exits 2"])
 def test_bad_options_exit_2_in_one_line(args, message, capsys):
     code, _, err = run_cli(["reschedule", EXAMPLE, *args], capsys)
     assert code == 2 and message in err and "Traceback" not in err

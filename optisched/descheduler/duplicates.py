@@ -15,7 +15,7 @@ import numpy as np
 from ..constraints.node_affinity import required_mask
 from ..constraints.taint_toleration import untolerated
 from ..model.objects import TaintEffect
-from .args import Args
+from .args import Args, pod_scope
 from .context import Context
 
 __all__ = ["RemoveDuplicates"]
@@ -27,6 +27,7 @@ class RemoveDuplicates:
 
     def __init__(self, args: Args) -> None:
         args.only("excludeOwnerKinds", "namespaces")
+        self.scope = pod_scope(args, with_selector=False)
         self.exclude = set(args.get("excludeOwnerKinds", list, []))
 
     def _keys(self, ctx: Context, p: int) -> tuple[list[tuple], tuple] | None:
@@ -54,7 +55,7 @@ class RemoveDuplicates:
         for n in range(s.num_nodes):
             seen: set[tuple] = set()
             for p in np.nonzero(s.pod_node == n)[0].tolist():
-                if not ctx.evictor.filter(p) or (k := self._keys(ctx, p)) is None:
+                if not ctx.evictor.filter(p) or not self.scope.admits(s.pods[p]) or (k := self._keys(ctx, p)) is None:
                     continue
                 owners, keys = k
                 for o in owners:

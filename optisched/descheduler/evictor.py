@@ -4,28 +4,24 @@ Follows kubernetes-sigs/descheduler v0.34.0: ``pkg/framework/plugins/defaultevic
 (``Filter`` and ``PreEvictionFilter`` with ``nodeFit``), ``pkg/descheduler/evictions/evictions.go`` (the
 ``maxNoOfPodsToEvictPerNode`` / ``...PerNamespace`` / ``...Total`` limits) and ``pkg/descheduler/pod/pods.go``
 ``SortPodsBasedOnPriorityLowToHigh`` (lowest priority first, then BestEffort, Burstable, Guaranteed). The
-protections themselves are :mod:`optisched.policy.eviction`'s; nodeFit asks greedy mode's own filters.
+protections themselves are :mod:`optisched.policy.eviction`'s, the other constraints :mod:`.constraints`'s,
+nodeFit :mod:`.node_fit`'s.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 import numpy as np
 
-from ..constraints.selectors import label_selector_matches
-from ..framework import Code, CycleState
-from ..greedy.framework_runner import Framework
-from ..model.objects import LabelSelector, Pod
-from ..model.snapshot import Snapshot
+from ..model.objects import Pod
 from ..model.state import ClusterState
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
+from .constraints import EvictorConstraints
+from .node_fit import NodeFit
 
 __all__ = ["Evictor", "EvictorArgs", "Limits", "qos_rank", "sort_low_to_high"]
-
-# nodeutil.NodeFit (v0.34 pkg/descheduler/node/node.go): selector/affinity, taints, resources, unschedulable,
-# inter-pod anti-affinity. Greedy mode's plugins of the same names answer each.
-NODE_FIT = ("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodeResourcesFit", "InterPodAffinity")
 
 
 @dataclass(frozen=True)
@@ -35,8 +31,7 @@ class EvictorArgs:
     node_fit: bool = False
     evict_local_storage_pods: bool = False
     evict_system_critical_pods: bool = False
-    priority_threshold: int | None = None
-    label_selector: LabelSelector | None = None
+    constraints: EvictorConstraints = field(default_factory=EvictorConstraints)
 
 
 @dataclass(frozen=True)
@@ -75,18 +70,18 @@ class Evictor:
     _per_node: dict[int, int] = field(default_factory=dict)
     _per_ns: dict[str, int] = field(default_factory=dict)
     _rows: set[int] = field(default_factory=set)  # the evicted pod rows, for constant-time lookups
-    _fw: Framework | None = None
+    now: datetime | None = None  # minPodAge's clock (None: the wall clock)
+    _fit: NodeFit | None = None
 
     def __post_init__(self) -> None:
         policy = EvictionPolicy(evict_local_storage=self.args.evict_local_storage_pods,
                                 evict_system_critical=self.args.evict_system_critical_pods)
-        ok = policy.verdicts(self.state).may_leave & (self.state.pod_node >= 0)
-        if self.args.priority_threshold is not None and not self.args.evict_system_critical_pods:
-            ok &= self.state.pod_priority < self.args.priority_threshold
-        if self.args.label_selector is not None:
-            ok &= np.array([label_selector_matches(self.args.label_selector, p.metadata.labels)
-                            for p in self.state.pods], dtype=bool)
-        self._filter = ok
+        ok = policy.verdicts(self.state).may_leave
+        if self.args.constraints.evict_failed_bare_pods:  # a Failed bare pod may go (FailedBarePods lifted)
+            failed = np.array([p.status.phase == "Failed" for p in self.state.pods], dtype=bool)
+            ok |= failed & replace(policy, evict_bare_pods=True).verdicts(self.state).may_leave
+        ok &= self.args.constraints.mask(self.state, not self.args.evict_system_critical_pods, self.now)
+        self._filter = ok & (self.state.pod_node >= 0)
 
     def filter(self, p: int) -> bool:
         """``DefaultEvictor.Filter``: the pod's kind and priority allow its eviction."""
@@ -102,19 +97,10 @@ class Evictor:
         return self.fits_on(p, others)
 
     def fits_on(self, p: int, allowed: np.ndarray) -> bool:
-        """Some node of ``allowed`` (bool per node) passes the nodeFit filters for pod ``p``."""
-        if self._fw is None:
-            prof = self.config.profiles[0]
-            keep = {pt: tuple(n for n in prof.plugins.get(pt, ()) if n in NODE_FIT) for pt in ("preFilter", "filter")}
-            self._fw = Framework(Snapshot(self.state), replace(prof, plugins={**prof.plugins, **keep}))
-        cycle = CycleState(p, self._fw.snapshot, self._fw.profile)
-        status, _, skipped = self._fw.pre_filter(cycle)
-        if status.code != Code.SUCCESS:
-            return False
-        nodes = np.nonzero(allowed)[0]
-        if status.nodes is not None:
-            nodes = nodes[status.nodes[nodes]]
-        return bool(self._fw.filter(cycle, nodes, skipped).passed.any())
+        """Some node of ``allowed`` (bool per node) passes ``NodeFit`` for pod ``p`` (:mod:`.node_fit`)."""
+        if self._fit is None:
+            self._fit = NodeFit(self.state, self.config)
+        return bool(self._fit.mask(p, allowed).any())
 
     def pre_eviction_filter(self, p: int) -> bool:
         """``DefaultEvictor.PreEvictionFilter``: with ``nodeFit``, the pod must fit on another node."""

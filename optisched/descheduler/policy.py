@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
-from ..model.objects import LabelSelector
-from .args import Args
+from .args import Args, label_selector
+from .constraints import EvictorConstraints, parse_duration
 from .evictor import EvictorArgs, Limits
 from .registry import EVICTOR_PLUGINS, STRATEGIES
 
@@ -45,19 +45,24 @@ def _evictor(a: Args) -> EvictorArgs:
     a.only("nodeSelector", "evictLocalStoragePods", "evictDaemonSetPods", "evictSystemCriticalPods", "ignorePvcPods",
            "evictFailedBarePods", "labelSelector", "priorityThreshold", "nodeFit", "minReplicas", "minPodAge",
            "ignorePodsWithoutPDB", "podProtections", "noEvictionPolicy")
+    value, name = None, None
     prio = a.get("priorityThreshold", dict, None)
-    value = None
     if prio is not None:
-        value = Args(prio, a.source, f"{a.path}.priorityThreshold").only("value", "name").get("value", int, None)
-    sel = a.get("labelSelector", dict, None)
-    try:
-        selector = LabelSelector.model_validate(sel) if sel is not None else None
-    except ValueError as e:  # pydantic's ValidationError, first line
-        raise a.error("labelSelector", str(e).splitlines()[0]) from None
+        pa = Args(prio, a.source, f"{a.path}.priorityThreshold").only("value", "name")
+        value, name = pa.get("value", int, None), pa.get("name", str, None) or None
+        if value is not None and name is not None:
+            raise pa.error("name", "only one of priorityThreshold value and name can be set")
+    age = a.get("minPodAge", str, None)
+    seconds = parse_duration(age) if age is not None else None
+    if age is not None and seconds is None:
+        raise a.error("minPodAge", f"{age!r} is not a duration (e.g. 5m, 1h30m)")
+    constraints = EvictorConstraints(value, name, label_selector(a, "labelSelector"), a.count("minReplicas") or 0,
+                                     seconds, bool(a.get("ignorePodsWithoutPDB", bool, False)),
+                                     bool(a.get("evictFailedBarePods", bool, False)), a.source, a.path)
     return EvictorArgs(node_fit=a.get("nodeFit", bool, False),
                        evict_local_storage_pods=a.get("evictLocalStoragePods", bool, False),
                        evict_system_critical_pods=a.get("evictSystemCriticalPods", bool, False),
-                       priority_threshold=value, label_selector=selector)
+                       constraints=constraints)
 
 
 def _profile(raw: Any, i: int, source: str) -> DeschedulerProfile:

@@ -8,7 +8,8 @@ the result to count the evictions a second cycle would make.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 import numpy as np
 
@@ -40,6 +41,7 @@ class DeschedulerOutcome:
     gone: tuple[str, ...]  # bare pods: nothing re-creates them
     emptied: tuple[str, ...]  # nodes that had pods and have none after the replay
     second_cycle: tuple[Eviction, ...]  # what the same policy evicts from the replayed cluster
+    placements: dict[str, str | None] = field(default_factory=dict)  # every pod's node after the replay
 
     def to_dict(self) -> dict:
         ev = [{"pod": e.pod, "from": e.node, "strategy": e.strategy, "landed": e.landed} for e in self.evictions]
@@ -48,14 +50,16 @@ class DeschedulerOutcome:
                 "secondCycle": [{"pod": e.pod, "from": e.node, "strategy": e.strategy} for e in self.second_cycle]}
 
 
-def evictions_of(state: ClusterState, config: SchedulerConfig, policy: DeschedulerPolicy) -> list[Eviction]:
-    """The pods one descheduling cycle evicts, in eviction order."""
+def evictions_of(state: ClusterState, config: SchedulerConfig, policy: DeschedulerPolicy,
+                 now: datetime | None = None) -> list[Eviction]:
+    """The pods one descheduling cycle evicts, in eviction order (``now``: minPodAge's clock, default the
+    wall clock)."""
     evicted: list[tuple[int, str]] = []
     per_node: dict[int, int] = {}
     per_ns: dict[str, int] = {}
     rows: set[int] = set()
     ctxs = [(prof, Context(state, config, Evictor(state, config, prof.evictor, policy.limits, evicted, per_node,
-                                                   per_ns, rows))) for prof in policy.profiles]
+                                                   per_ns, rows, now))) for prof in policy.profiles]
     for point in ("deschedule", "balance"):
         for prof, ctx in ctxs:
             for strategy in prof.strategies:
@@ -78,9 +82,10 @@ def replayed_cluster(result: GreedyResult) -> ClusterState:
     return compile_cluster(replace(result.state.cluster, pods=pods))
 
 
-def run_descheduler(state: ClusterState, config: SchedulerConfig, policy: DeschedulerPolicy) -> DeschedulerOutcome:
+def run_descheduler(state: ClusterState, config: SchedulerConfig, policy: DeschedulerPolicy,
+                    now: datetime | None = None) -> DeschedulerOutcome:
     """Evict as the policy does, replay kube-scheduler on the replacements, and count a second cycle."""
-    first = evictions_of(state, config, policy)
+    first = evictions_of(state, config, policy, now)
     node_of = state.pod_node.copy()
     for e in first:
         node_of[state.pod_index[e.pod]] = -1
@@ -88,13 +93,15 @@ def run_descheduler(state: ClusterState, config: SchedulerConfig, policy: Desche
     owned = {e.pod for e in first if state.pods[state.pod_index[e.pod]].metadata.owner_references}
     evictions = tuple(replace(e, landed=landing.landed.get(e.pod)) for e in first)
     after = replayed_cluster(landing.replay)
+    placed = landing.replay.placements()
     before = np.bincount(state.pod_node[state.pod_node >= 0], minlength=state.num_nodes)
-    now = np.bincount(after.pod_node[after.pod_node >= 0], minlength=after.num_nodes)
+    left = np.bincount(after.pod_node[after.pod_node >= 0], minlength=after.num_nodes)
     return DeschedulerOutcome(
         evictions=evictions,
         loops=tuple(e.pod for e in evictions if e.landed == e.node),
         pending=tuple(e.pod for e in evictions if e.pod in owned and e.landed is None),
         gone=tuple(e.pod for e in evictions if e.pod not in owned),
-        emptied=tuple(state.node_names[n] for n in np.nonzero((before > 0) & (now == 0))[0].tolist()),
-        second_cycle=tuple(evictions_of(after, config, policy)),
+        emptied=tuple(state.node_names[n] for n in np.nonzero((before > 0) & (left == 0))[0].tolist()),
+        second_cycle=tuple(evictions_of(after, config, policy, now)),
+        placements={p.key: placed.get(p.key) for p in state.pods},
     )

@@ -20,7 +20,7 @@ from ..constraints.node_affinity import required_mask
 from ..constraints.selectors import label_selector_matches
 from ..constraints.taint_toleration import untolerated
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
-from .args import Args
+from .args import Args, pod_scope
 from .context import Context
 
 __all__ = ["RemovePodsViolatingTopologySpreadConstraint"]
@@ -44,12 +44,15 @@ class RemovePodsViolatingTopologySpreadConstraint:
         if bad:
             raise args.error("constraints", f"{min(bad)!r} is not DoNotSchedule or ScheduleAnyway")
         self.node_fit = bool(args.get("topologyBalanceNodeFit", bool, True))
+        self.scope = pod_scope(args)
 
     def _constraints(self, ctx: Context) -> list[tuple[int, TopologySpreadConstraint]]:
         """Distinct constraints per namespace, each with the first bound pod that declares it."""
         seen: dict[tuple, tuple[int, TopologySpreadConstraint]] = {}
         for p in np.nonzero(ctx.state.pod_node >= 0)[0].tolist():
             pod = ctx.state.pods[p]
+            if not self.scope.namespace_ok(pod.metadata.namespace or "default"):
+                continue
             for c in pod.spec.topology_spread_constraints:
                 if c.when_unsatisfiable in self.whens and c.label_selector is not None:
                     key = (pod.metadata.namespace, c.model_dump_json())
@@ -119,5 +122,5 @@ class RemovePodsViolatingTopologySpreadConstraint:
                 continue
             self._balance(ctx, c, domains, eligible, marked)
         for p in dict.fromkeys(marked):
-            if ctx.evictor.filter(p) and ctx.evictor.pre_eviction_filter(p):
+            if ctx.evictor.filter(p) and self.scope.admits(ctx.state.pods[p]) and ctx.evictor.pre_eviction_filter(p):
                 ctx.evictor.evict(p, self.name)

@@ -22,7 +22,7 @@ from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
 from ..options import check_weight
 from ..policy.eviction import EvictionPolicy, kept_notes
-from ..preemption.batch import encode_eviction_rules
+from ..preemption.batch import encode_eviction_rules, encode_move_cap
 from ..preemption.pdb_model import budget_use, victim_budgets, violation_objective
 from ..profile import SchedulerConfig
 from .bound import LevelBound
@@ -79,6 +79,7 @@ class OptimalOptions:
     stop_after: str | None = None  # "placed": end after the placement tiers (no disruption, objective, score)
     goal_first: bool = False  # the objective's tier before disruption (reschedule: the goal, then fewest moves)
     staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
+    max_moves: int | None = None  # at most this many running pods leave their node (one model: no independent parts)
 
 
 @dataclass
@@ -317,7 +318,8 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     profile = config.profiles[0]
     spread = getattr(profile, "spread", None)
     defaults = spread.effective_default_constraints if spread is not None else ()
-    parts = group_components(batch, whole.allowed & (whole.cap > 0), candidates, whole.snapshot, defaults)
+    parts = group_components(batch, whole.allowed & (whole.cap > 0), candidates, whole.snapshot, defaults,
+                             max_groups=1 if options.max_moves is not None else 4)
     if len(parts) <= 1:
         whole.build(candidates)
         models = [(batch, whole)]
@@ -338,6 +340,8 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     groups = []
     for sub, m in models:
         encode_eviction_rules(m, budgets=not options.staged)
+        if options.max_moves is not None:
+            encode_move_cap(m, options.max_moves)
         m.clock = clock
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)

@@ -28,7 +28,7 @@ from .preemptors import preemptors_of
 if TYPE_CHECKING:
     from ..optimal.model import BatchModel
 
-__all__ = ["encode_eviction_rules"]
+__all__ = ["encode_eviction_rules", "encode_move_cap"]
 
 
 def encode_eviction_rules(model: BatchModel, budgets: bool = True) -> int:
@@ -51,3 +51,12 @@ def encode_eviction_rules(model: BatchModel, budgets: bool = True) -> int:
                 model.cp.add(keep == len(pods)).only_enforce_if(flag.Not())
             added += 1
     return added
+
+
+def encode_move_cap(model: BatchModel, cap: int) -> None:
+    """At most ``cap`` running pods leave their node, whatever the reason (``reschedule --max-moves``: a
+    move is one Eviction). Linear, so the node-neighbourhood search keeps it (:mod:`optisched.optimal.neighbourhood`)."""
+    left = [(int(u), v) for c in model.classes for v, u in zip(model.vars[c.index].keep_vars,
+                                                               model.vars[c.index].keep_ub.tolist())]
+    if left:
+        model.cp.add(sum(u for u, _ in left) - cp_model.LinearExpr.sum([v for _, v in left]) <= cap)

@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 
     from ..experiments.compare import Comparison
 
-__all__ = ["REPORT_FILES", "check_report_dir", "write_report"]
+__all__ = ["REPORT_FILES", "check_report_dir", "claim_report_dir", "csv_file", "png_bytes", "write_report"]
 
 DPI = 100
 MANIFEST = ".optisched-report"
 REPORT_FILES = ("report.html", "summary.json", "pods.csv", "nodes.csv", "spread.csv", "placed-by-priority.png",
-                "utilization.png", "fragmentation.png", "spread.png")
+                "utilization.png", "fragmentation.png", "spread.png", "budgets.png")
 
 
 def _owned(out: Path) -> set[str]:
@@ -44,12 +44,13 @@ def _owned(out: Path) -> set[str]:
         return set()
 
 
-def check_report_dir(out_dir: str | Path) -> None:
-    """Refuse a report folder holding files of the report's names that optisched did not write there."""
+def check_report_dir(out_dir: str | Path, files: tuple[str, ...] = REPORT_FILES) -> None:
+    """Refuse a report folder holding files of the report's names (``files``; compare's by default)
+    that optisched did not write there."""
     out = Path(out_dir)
     if not out.is_dir():
         return
-    foreign = [n for n in (MANIFEST, *REPORT_FILES) if (out / n).exists() or (out / n).is_symlink()]
+    foreign = [n for n in (MANIFEST, *files) if (out / n).exists() or (out / n).is_symlink()]
     if (out / MANIFEST).exists() and _owned(out):
         foreign = [n for n in foreign if n != MANIFEST and n not in _owned(out)]
     if foreign:
@@ -57,7 +58,15 @@ def check_report_dir(out_dir: str | Path) -> None:
                          "give an empty or new folder (nothing is overwritten)", source="--report")
 
 
-def _csv(frame: pd.DataFrame, path: Path) -> None:
+def claim_report_dir(out: Path, names: list[str]) -> None:
+    """Create ``out`` and list ``names`` in its manifest beside what earlier reports wrote there; first,
+    so a report interrupted half-way can be written again in its folder."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {"writtenBy": "optisched", "files": sorted(set(names) | _owned(out))}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+def csv_file(frame: pd.DataFrame, path: Path) -> None:
     """Every field quoted; text cells that a spreadsheet would run as a formula get a leading '."""
     safe = frame.copy()
     for col in safe.columns[safe.dtypes == object]:
@@ -65,7 +74,7 @@ def _csv(frame: pd.DataFrame, path: Path) -> None:
     safe.to_csv(path, index=False, quoting=csv.QUOTE_ALL)
 
 
-def _png(fig: Figure) -> bytes:
+def png_bytes(fig: Figure) -> bytes:
     from matplotlib import rc_context
 
     buf = io.BytesIO()
@@ -108,20 +117,18 @@ def write_report(comparison: Comparison, out_dir: str | Path) -> dict[str, Path]
     plots = _plots(comparison)
     names = [name for name, _, _ in plots.values()] + ["summary.json", "pods.csv", "nodes.csv", "spread.csv",
                                                        "report.html"]
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = {"writtenBy": "optisched", "files": sorted(set(names) | _owned(out))}
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    claim_report_dir(out, names)
     written: dict[str, Path] = {}
     pngs: dict[str, tuple[bytes, str]] = {}
     for title, (name, fig, caption) in plots.items():
-        data = _png(fig)
+        data = png_bytes(fig)
         (out / name).write_bytes(data)
         written[name] = out / name
         pngs[title] = (data, caption)
     (out / "summary.json").write_text(json.dumps(comparison.to_json(), indent=1) + "\n", encoding="utf-8")
-    _csv(comparison.pods, out / "pods.csv")
-    _csv(comparison.nodes, out / "nodes.csv")
-    _csv(comparison.spread_skews, out / "spread.csv")
+    csv_file(comparison.pods, out / "pods.csv")
+    csv_file(comparison.nodes, out / "nodes.csv")
+    csv_file(comparison.spread_skews, out / "spread.csv")
     for name in ("summary.json", "pods.csv", "nodes.csv", "spread.csv"):
         written[name] = out / name
     page = render_html(comparison, pngs, list(written))

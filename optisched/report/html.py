@@ -2,16 +2,19 @@
 scripts and no external references, so it opens from disk and can be mailed as a single file."""
 from __future__ import annotations
 
-import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..experiments.tables import format_value, shown_resources
 from ..metrics import evicted, moved
-from ..textsafe import html_text
 from ..version import KUBE_VERSION
+from .page import e as _e
+from .page import figure as _figure
+from .page import is_number as _is_number
+from .page import page
+from .page import table as _table
 
 if TYPE_CHECKING:
     from ..experiments.compare import Comparison
@@ -20,24 +23,6 @@ __all__ = ["render_html"]
 
 MAX_ROWS = 200  # per table on the page; the CSV files hold every row
 
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0;background:#f6f7f9}
-main{max-width:1180px;margin:0 auto;padding:24px 28px 48px;background:#fff}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.sub{color:#666;margin:0 0 16px}.lead{font-size:16px;margin:12px 0 4px}
-.runs{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
-.run{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:180px}
-.run b{font-size:15px}.run span{display:block;color:#555;font-size:13px}
-table{border-collapse:collapse;margin:8px 0;font-size:13px}
-th,td{border:1px solid #e1e4e8;padding:3px 8px;text-align:left;vertical-align:top;max-width:380px}
-th{background:#f0f2f5;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.diff{background:#fff4d6;font-weight:600}tr:nth-child(even) td{background-color:#fafbfc}
-tr:nth-child(even) td.diff{background:#fff0c8}
-.wide{overflow-x:auto}.tall{max-height:640px;overflow-y:auto}
-figure{margin:12px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption{color:#555;font-size:13px}.note{color:#666;font-size:13px}
-dl.defs dt{font-weight:600;margin-top:8px}dl.defs dd{margin:2px 0 0 16px;color:#333}
-"""
 
 DEFINITIONS = [
     ("allocated", "requested / allocatable summed over the schedulable nodes."),
@@ -57,27 +42,6 @@ DEFINITIONS = [
     ("PDB violations", ("PodDisruptionBudgets whose covered pods are evicted or moved more than their "
      "disruptionsAllowed.")),
 ]
-
-
-def _e(v: Any) -> str:
-    return html_text(v)
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-
-
-def _table(headers: list[str], rows: Iterable[list[tuple[str, bool, bool]]], tall: bool = False) -> str:
-    """Rows of (text, numeric, differs-from-first-run) cells; ``tall`` tables scroll inside the page."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = []
-        for text, num, diff in row:
-            cls = " ".join(c for c, on in (("num", num), ("diff", diff)) if on)
-            cells.append(f'<td class="{cls}">{_e(text)}</td>' if cls else f"<td>{_e(text)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<div class="{"wide tall" if tall else "wide"}"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
 def _summary(c: Comparison) -> str:
@@ -171,12 +135,6 @@ def _lead(c: Comparison) -> str:
     return f'<p class="lead">Of {len(pending)} pending pods, ' + ", ".join(parts) + ".</p>"
 
 
-def _figure(png: bytes, alt: str, caption: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
-            f"<figcaption>{_e(caption)}</figcaption></figure>")
-
-
 def render_html(c: Comparison, plots: Mapping[str, tuple[bytes, str]], files: list[str]) -> str:
     """The page: ``plots`` maps a section title to (PNG bytes, caption); ``files`` are linked beside it."""
     st = c.state
@@ -199,6 +157,4 @@ def render_html(c: Comparison, plots: Mapping[str, tuple[bytes, str]], files: li
     parts.append("<h2>Definitions</h2><dl class=\"defs\">" +
                  "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in DEFINITIONS) + "</dl>")
     parts.append('<p class="note">Files: ' + ", ".join(f'<a href="{_e(f)}">{_e(f)}</a>' for f in files) + "</p>")
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e('optisched: ' + title)}</title><style>{CSS}</style></head>"
-            f"<body><main>{''.join(parts)}</main></body></html>\n")
+    return page(f"optisched: {title}", parts)

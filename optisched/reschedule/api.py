@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 
 from ..model.cluster import Cluster
 from ..model.state import compile_cluster
@@ -20,15 +21,26 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
                        max_moves_per_node: int | None = None, max_unavailable_per_workload: str | None = None,
                        evict: str = "", namespaces: Iterable[str] = (), exclude_namespaces: Iterable[str] = (),
                        selector: str = "", time_limit: float = 30.0, seed: int = 0,
-                       gang: Iterable[str] = ()) -> ReschedulePlan:
+                       gang: Iterable[str] = (), pareto: bool = False,
+                       compare_descheduler: bool | str | Path = False) -> ReschedulePlan:
     """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"balance"``; several in priority
     order), in waves, each replacement's landing predicted by a kube-scheduler replay (docs/reschedule.md).
     The answer's ``target_frame()``, ``waves_frame()`` and ``prediction_frame()`` are pandas DataFrames;
     ``summary()`` the terminal lines, ``to_dict()`` plan.json. ``gang``: ``fit-pending`` for these pending
-    pods only (``--for``), all or none."""
+    pods only (``--for``), all or none. ``pareto``: also the goal at move budgets 0, 1, 2, 4, ...
+    (``pareto_frame()``, docs/reschedule.md). ``compare_descheduler``: True (the goal's strategy) or a
+    DeschedulerPolicy file: ``plan.versus`` then holds the descheduler beside the plan
+    (``plan.versus.frame()`` a DataFrame, ``to_dict()`` the ``compareDescheduler`` of plan.json)."""
     config = profile or cluster.config or default_config()
     policy = replace(EvictionPolicy.parse(evict), namespaces=tuple(namespaces),
                      exclude_namespaces=tuple(exclude_namespaces), selector=selector)
-    return plan_reschedule(compile_cluster(cluster), config, goal,
-                           Budgets(max_moves, max_moves_per_node, max_unavailable_per_workload), policy,
-                           time_limit=time_limit, seed=seed, gang=list(gang) or None)
+    state = compile_cluster(cluster)
+    plan = plan_reschedule(state, config, goal, Budgets(max_moves, max_moves_per_node, max_unavailable_per_workload),
+                           policy, time_limit=time_limit, seed=seed, gang=list(gang) or None, pareto=pareto)
+    if compare_descheduler is not False:
+        from ..descheduler import load_policy
+        from .versus import compare_descheduler as versus
+
+        given = None if compare_descheduler is True else load_policy(compare_descheduler)
+        plan.versus = versus(state, config, plan, given)
+    return plan

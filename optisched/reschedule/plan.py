@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -9,6 +10,7 @@ import pandas as pd
 from ..optimal.solve import Certificate
 from ..preemption.plan import eviction_document
 from .goals import Goal, Metrics
+from .pareto import ParetoCurve
 from .waves import Move, Staging
 
 __all__ = ["ReschedulePlan"]
@@ -24,6 +26,8 @@ class ReschedulePlan:
     certificate: Certificate
     removable: list[str] = field(default_factory=list)  # nodes the predicted end state empties
     saving: float | None = None  # hourly cost of those nodes
+    versus: Any = None  # :class:`.versus.Versus` with --compare-descheduler: the descheduler beside the plan
+    pareto: ParetoCurve | None = None  # --pareto: the goal at move budgets 0, 1, 2, 4, ... up to this plan
 
     @property
     def moves(self) -> int:
@@ -33,7 +37,7 @@ class ReschedulePlan:
     def consistent(self) -> bool:
         """Every emitted replacement is predicted on its target (a pod evicted without a target, to make
         room, may land anywhere but back on its node)."""
-        return all(_on_target(m) for w in self.staging.waves for m in w.moves)
+        return all(on_target(m) for w in self.staging.waves for m in w.moves)
 
     def waves_frame(self) -> pd.DataFrame:
         rows = [{"wave": i + 1, "pod": m.key, "from": m.source, "to": m.target, "predicted": m.predicted,
@@ -45,6 +49,10 @@ class ReschedulePlan:
 
     def prediction_frame(self) -> pd.DataFrame:
         return pd.DataFrame(sorted(self.staging.final.items()), columns=["pod", "node"])
+
+    def pareto_frame(self) -> pd.DataFrame:
+        """``--pareto``'s points (:meth:`.pareto.ParetoCurve.frame`); empty without it."""
+        return self.pareto.frame() if self.pareto is not None else pd.DataFrame()
 
     def to_dict(self) -> dict:
         """``plan.json``: the shape other tools read (docs/reschedule.md)."""
@@ -61,7 +69,8 @@ class ReschedulePlan:
             "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
             "notes": self.staging.notes,
             "certificate": self.certificate.to_dict(),
-        }
+            **({"pareto": self.pareto.to_dict()} if self.pareto is not None else {}),
+        } | ({"compareDescheduler": self.versus.to_dict()} if self.versus is not None else {})
 
     def eviction_objects(self) -> list[dict]:
         """Per wave, ``policy/v1`` Evictions annotated with the wave, the predicted node and the reason."""
@@ -87,7 +96,7 @@ class ReschedulePlan:
             used = ", ".join(f"{k} {n}" for k, n in sorted(w.budgets.items())) or "no budget"
             lines.append(f"  wave {i + 1}: {len(w.moves)} eviction(s); PodDisruptionBudgets used: {used}")
         total = self.moves
-        on = sum(1 for w in self.staging.waves for m in w.moves if _on_target(m))
+        on = sum(1 for w in self.staging.waves for m in w.moves if on_target(m))
         lines.append(f"replacements predicted on target: {on}/{total}")
         if self.removable:
             saving = f", saving {self.saving:.3f}/h" if self.saving is not None else ""
@@ -97,10 +106,10 @@ class ReschedulePlan:
         c = self.certificate
         lines.append(f"certificate: {c.status}; " + "; ".join(
             f"{t.name} {t.objective} (bound {t.bound})" for t in c.tiers))
-        return lines
+        return lines + (self.pareto.lines() if self.pareto is not None else [])
 
 
-def _on_target(m: Move) -> bool:
+def on_target(m: Move) -> bool:
     return m.predicted == m.target or (m.target is None and m.predicted != m.source)
 
 

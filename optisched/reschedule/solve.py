@@ -8,6 +8,7 @@ by priority. Waves and the kube-scheduler replay: :mod:`.waves`.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
 from .goals import Goal, empty_nodes, goal_objective, metrics, parse_goals, utilization_classes, violating
+from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
 from .scope import narrowed
 from .waves import Budgets, stage
@@ -81,13 +83,35 @@ def _low_node_utilization(state: ClusterState, policy: EvictionPolicy, threshold
     return replace(policy, only_nodes=frozenset(over if under else ()))
 
 
+def solve_target(state: ClusterState, config: SchedulerConfig, goals: list[Goal], budgets: Budgets,
+                 policy: EvictionPolicy, time_limit: float, seed: int, gang: list[str] | None,
+                 notes: list[str]) -> tuple[np.ndarray, OptimalResult]:
+    """The target placement (a node row per pod row, -1: none) and the solve's answer, with
+    ``--max-moves`` a constraint of the model: the best goal within that many moves (the Pareto sweep,
+    :mod:`.pareto`, calls this once per budget)."""
+    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(goals),
+                             goal_first=True, staged=True, eviction=policy, max_moves=budgets.max_moves)
+    if gang:
+        target, result, gang_notes = _gang_target(state, config, options, gang)
+        notes += gang_notes
+        return target, result
+    result = solve_optimal(state, config, options)
+    return result.node_of.copy(), result
+
+
 def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | list[str],
                     budgets: Budgets | None = None, policy: EvictionPolicy | None = None,
                     time_limit: float = 30.0, seed: int = 0, gang: list[str] | None = None,
-                    thresholds: tuple[dict[str, int], dict[str, int]] | None = None) -> ReschedulePlan:
+                    thresholds: tuple[dict[str, int], dict[str, int]] | None = None,
+                    pareto: bool = False) -> ReschedulePlan:
     """The plan for ``goals`` (see the module docstring); ``gang``: the pending pods ``fit-pending`` is
     for (``--for``; all or none), instead of every pending pod; ``thresholds``: ``balance``'s
-    (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments."""
+    (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments. ``pareto``: also the
+    goal at move budgets 0, 1, 2, 4, ... (:mod:`.pareto`; the plan's solve then has half of ``time_limit``,
+    the sweep the rest)."""
+    if pareto and gang:
+        raise InputError("--pareto and --for do not go together (a gang is all or none: compare budgets with "
+                         "--max-moves instead)")
     budgets = budgets or Budgets()
     policy = policy or EvictionPolicy()
     parsed = parse_goals(goals)
@@ -96,14 +120,10 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
         policy = _low_node_utilization(state, policy, thresholds, notes)
     bad = violating(state, config, state.pod_node)
     policy = narrowed(state, policy, parsed, bad)
-    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(parsed),
-                             goal_first=True, staged=True, eviction=policy)
-    if gang:
-        target, result, gang_notes = _gang_target(state, config, options, gang)
-        notes += gang_notes
-    else:
-        result = solve_optimal(state, config, options)
-        target = result.node_of.copy()
+    started = time.perf_counter()
+    target, result = solve_target(state, config, parsed, budgets, policy,
+                                  time_limit / 2 if pareto else time_limit, seed, gang, notes)
+    spent = time.perf_counter() - started
     names = state.node_names
     was_empty = empty_nodes(state, state.pod_node)
     emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
@@ -117,6 +137,11 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     pending = np.flatnonzero(state.pod_node < 0)
     removable = np.flatnonzero(empty_nodes(state, final) & ~was_empty).tolist()
     placements = {p.key: (names[int(t)] if t >= 0 else None) for p, t in zip(state.pods, target)}
-    return ReschedulePlan(parsed, placements, staging, metrics(state, state.pod_node, pending, config),
+    plan = ReschedulePlan(parsed, placements, staging, metrics(state, state.pod_node, pending, config),
                           metrics(state, final, pending, config), result.certificate, [names[n] for n in removable],
                           node_saving(node_costs(state), removable))
+    if pareto:
+        plan.pareto = sweep(state, parsed, target, result.certificate, lambda k, seconds: solve_target(
+            state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, None, []),
+            max(time_limit - spent, time_limit / 2))
+    return plan
