@@ -34,9 +34,16 @@ from optisched.preemption.plan import batch_preemptions, preemptions
 from optisched.profile import default_config
 
 
-def full_cluster(nodes: int, seed: int, load: float = 1.1) -> list[dict]:
-    """Generated objects with greedy mode's placement applied: placed pods bound, the rest pending."""
-    objs = generate(GenerateSpec(nodes=nodes, pods=20 * nodes, pending_fraction=0.5, load=load, seed=seed))
+def full_cluster(nodes: int, seed: int, load: float = 1.1, pods: int | None = None, memory: int = 1) -> list[dict]:
+    """Generated objects (``pods`` pods, 20 per node by default; node memory times ``memory``) with greedy
+    mode's placement applied: placed pods bound, the rest pending."""
+    objs = generate(GenerateSpec(nodes=nodes, pods=pods or 20 * nodes, pending_fraction=0.5, load=load, seed=seed))
+    for o in objs:
+        if o.get("kind") == "Node" and memory != 1:
+            for part in ("capacity", "allocatable"):
+                value = o["status"][part]["memory"]
+                unit = value.lstrip("0123456789")
+                o["status"][part]["memory"] = f"{int(value[:len(value) - len(unit)]) * memory}{unit}"
     state = compile_cluster(cluster_from_objects(objs))
     node_of = GreedyScheduler(state, default_config(), GreedyOptions(record=False)).run().snapshot.node_of
     out = []

@@ -1,23 +1,27 @@
 """Rescheduling plans on a generated cluster of running pods: ``consolidate`` and ``repair``.
 
-The cluster: an ``optisched generate`` cluster (load 0.6, 20 pods per node) after greedy mode has placed
-it (``bench_preempt.full_cluster``), so the running pods are where kube-scheduler put them: a generated
-cluster's own ``nodeName``s break rules a real cluster keeps. Per goal:
-the target's time (optimal mode, ``--time-limit``), the staging's time (waves and one kube-scheduler
-replay per wave), moves, waves, dropped moves, the goal tier's value, bound and status, and the peak
-memory of the process. Baseline in the same run: one replay of the cluster with no eviction (what each
-wave costs at least).
+The cluster (:mod:`reschedule_cluster`): ``--pods`` running pods (20 per node by default) where
+kube-scheduler put them, none pending; half were bound by the generator at random nodes, so the
+cluster breaks node affinity and spread rules ``repair`` fixes. Per goal: the whole plan's time, the
+target's (optimal mode, ``--time-limit``), the staging's (waves, one kube-scheduler replay per wave and
+per re-plan), moves, waves (and whether the count is proven minimal), dropped moves, the goal tier's
+value, bound and gap, and the peak memory of the process. Baseline in the same run: one replay of the
+cluster with no eviction (what each wave costs at least). ``--cache DIR`` keeps the generated cluster.
 
     python benchmarks/bench_reschedule.py --nodes 100
-    python benchmarks/bench_reschedule.py --nodes 1000 --time-limit 120
+    python benchmarks/bench_reschedule.py --nodes 1000 --time-limit 120 --cache /tmp/bench
+    python benchmarks/bench_reschedule.py --nodes 5000 --pods 50000 --time-limit 300 --cache /tmp/bench
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
 import time
+from pathlib import Path
 
-from bench_preempt import full_cluster
+from reschedule_cluster import running_cluster
 
 from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
@@ -26,31 +30,79 @@ from optisched.profile import default_config
 from optisched.reschedule import plan_reschedule
 
 
+def row(state, config, goal: str, limit: float, seed: int) -> dict:  # type: ignore[no-untyped-def]
+    """One plan and what the table and the plot show of it."""
+    t0 = time.perf_counter()
+    plan = plan_reschedule(state, config, goal, time_limit=limit, seed=seed)
+    total = time.perf_counter() - t0
+    tier = next((t for t in plan.certificate.tiers if t.name.startswith("objective:")), None)
+    return {"nodes": state.num_nodes, "pods": int((state.pod_node >= 0).sum()), "goal": goal, "limit": limit,
+            "total": total, "target": plan.certificate.seconds, "staging": plan.staging.seconds,
+            "replays": plan.staging.replays, "moves": plan.moves, "waves": len(plan.staging.waves),
+            "minimal": plan.staging.minimal, "dropped": len(plan.staging.dropped),
+            "goal_value": tier.objective if tier else None, "bound": tier.bound if tier else None,
+            "gap": tier.gap if tier else None, "status": tier.status if tier else None,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def line(r: dict) -> str:
+    value = f"{r['goal_value']}, bound {r['bound']}, gap {100 * r['gap']:.1f} %, {r['status']}" \
+        if r["goal_value"] is not None else "-"
+    proven = {True: "minimal", False: "not proven minimal", None: "-"}[r["minimal"]]
+    return (f"| {r['goal']} | {r['total']:.1f} s | {r['target']:.1f} s | {r['staging']:.1f} s ({r['replays']}) | "
+            f"{r['moves']} | {r['waves']} ({proven}) | {r['dropped']} | {value} | {r['peak_mib']:.0f} MiB |")
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Per run, the plan's time split into the target, the staging (waves and replays) and the rest
+    (violations and metrics before and after), against the time limit asked for."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = sorted(rows, key=lambda r: (r["nodes"], r["goal"]))
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.2))
+    labels = [f"{r['nodes']} nodes / {r['pods']} pods, {r['goal']}" for r in rows]
+    left = [0.0] * len(rows)
+    for key, color in (("target", "tab:blue"), ("staging", "tab:orange"), ("rest", "tab:gray")):
+        widths = [r["total"] - r["target"] - r["staging"] if key == "rest" else r[key] for r in rows]
+        ax.barh(labels, widths, left=left, color=color, label=key)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.scatter([r["limit"] for r in rows], labels, marker="|", s=400, color="black", label="time limit", zorder=3)
+    ax.set_xlabel("seconds (a machine shared with other runs)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--pods", type=int, default=None, help="running pods (default 20 per node)")
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--goals", default="consolidate,repair")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cache", type=Path, default=None, help="keep the generated cluster here")
+    ap.add_argument("--record", type=Path, default=None, help="append each row to this JSON-lines file")
+    ap.add_argument("--plot", type=Path, default=None, help="draw every row of --record into this PNG")
     args = ap.parse_args()
-    objs = full_cluster(args.nodes, args.seed, load=0.6)
+    objs = running_cluster(args.nodes, args.pods or 20 * args.nodes, args.seed, args.cache)
     state = compile_cluster(cluster_from_objects(objs))
     config = default_config()
     t0 = time.perf_counter()
     predict_landing(state, config, state.pod_node)
     base = time.perf_counter() - t0
-    print(f"{args.nodes} nodes, {len(state.pods)} pods; baseline replay without evictions {base:.2f} s")
+    print(f"{args.nodes} nodes, {int((state.pod_node >= 0).sum())} running pods, time limit {args.time_limit:.0f} s; "
+          f"one replay without evictions {base:.2f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| goal | total | target | waves (replays) | moves | waves | dropped | goal tier | peak RSS |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for goal in args.goals.split(","):
-        t0 = time.perf_counter()
-        plan = plan_reschedule(state, config, goal, time_limit=args.time_limit, seed=args.seed)
-        total = time.perf_counter() - t0
-        target = plan.certificate.seconds
-        tier = next((t for t in plan.certificate.tiers if t.name.startswith("objective:")), None)
-        value = f"{tier.objective} (bound {tier.bound}, {tier.status})" if tier else "-"
-        print(f"{goal}: total {total:.1f} s (target {target:.1f} s, waves {total - target:.1f} s = "
-              f"{(total - target) / base:.1f}x baseline); moves {plan.moves} in {len(plan.staging.waves)} wave(s), "
-              f"{len(plan.staging.dropped)} dropped; goal {value}; "
-              f"peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        r = row(state, config, goal, args.time_limit, args.seed)
+        print(line(r), flush=True)
+        if args.record is not None:
+            with args.record.open("a") as f:
+                f.write(json.dumps(r) + "\n")
+    if args.plot is not None and args.record is not None:
+        plot([json.loads(x) for x in args.record.read_text().splitlines() if x.strip()], args.plot)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """A plan's landing prediction: kube-scheduler's greedy replay after the evictions, against the target."""
 from __future__ import annotations
 
+import numpy as np
 import yaml
 from builders import node, pod, run_cli, state_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optisched.optimal.solve import OptimalOptions, solve_optimal
 from optisched.preemption.landing import predict_landing
@@ -54,3 +57,54 @@ def test_plan_file_carries_the_target_and_the_replay(tmp_path, capsys):
     assert head["target"] == {"default/small": "n2", "default/big": "n1"}
     assert {d["pod"]: d["landing"] for d in head["differs"]} == {"default/small": "n1", "default/big": None}
     assert "0 of 2 pod(s) land on the plan" in out and "(pending)" in out
+
+
+def _recompiled(state, node_of):  # type: ignore[no-untyped-def]
+    """The cluster after the evictions, compiled afresh from its pod list (what the delta must equal)."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    from optisched.model.objects import PodStatus
+    from optisched.model.state import compile_cluster
+    at = max([p.metadata.creation_timestamp.replace(tzinfo=UTC) for p in state.pods if p.metadata.creation_timestamp],
+             default=datetime(2000, 1, 1, tzinfo=UTC))
+    gone = (state.pod_node >= 0) & (node_of != state.pod_node)
+    kept = [p for i, p in enumerate(state.pods) if not gone[i]]
+    back = [p for i, p in enumerate(state.pods) if gone[i] and p.metadata.owner_references]
+    back = [p.model_copy(update={"metadata": p.metadata.model_copy(update={"creation_timestamp": at + timedelta(seconds=k + 1)}),
+                                 "spec": p.spec.model_copy(update={"node_name": None}), "status": PodStatus()})
+            for k, p in enumerate(back)]
+    return compile_cluster(replace(state.cluster, pods=kept + back))
+
+
+@st.composite
+def _evictions(draw):  # type: ignore[no-untyped-def]
+    n = draw(st.integers(2, 4))
+    objs: list = [node(f"n{i}", cpu="4") for i in range(n)]
+    for j in range(draw(st.integers(1, 8))):
+        b = pod(f"p{j}").req(cpu=draw(st.sampled_from(["500m", "1", "2"]))).priority(draw(st.sampled_from([0, 10])))
+        if draw(st.booleans()):
+            b = b.set("metadata.ownerReferences", OWNER)
+        where = draw(st.integers(-1, n - 1))
+        objs.append(b.on(f"n{where}") if where >= 0 else b)
+    state = state_of(*objs)
+    node_of = np.array([draw(st.integers(-1, n - 1)) if draw(st.booleans()) else int(x) for x in state.pod_node])
+    return state, node_of
+
+
+@settings(max_examples=40, deadline=None)
+@given(_evictions())
+def test_the_state_after_evictions_is_the_recompiled_one_and_replays_the_same(case):
+    """The replay's state is a delta on the compiled arrays: rows, arrays and the replay's landings
+    equal those of compiling the evicted cluster afresh."""
+    from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
+    state, node_of = case
+    ref = _recompiled(state, node_of)
+    landing = predict_landing(state, CFG, node_of)
+    got = landing.replay.state
+    assert [p.key for p in got.pods] == [p.key for p in ref.pods]
+    assert [p.metadata.creation_timestamp for p in got.pods] == [p.metadata.creation_timestamp for p in ref.pods]
+    for name in ("pod_requests", "pod_nonzero", "pod_node", "pod_priority"):
+        assert np.array_equal(getattr(got, name)[:, :len(ref.resources)] if name == "pod_requests"
+                              else getattr(got, name), getattr(ref, name)), name
+    assert landing.replay.placements() == GreedyScheduler(ref, CFG, GreedyOptions(record=False)).run().placements()

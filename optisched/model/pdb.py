@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..constraints.selectors import label_selector_matches
+from ..constraints.selectors import selector_of
 from .objects import Pod, PodDisruptionBudget
 
 __all__ = ["BudgetView", "budget_views", "scaled_value"]
@@ -33,14 +33,6 @@ class BudgetView:
     disruptions_allowed: int
     desired_healthy: int
     current_healthy: int
-
-
-def _covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
-    if (pod.metadata.namespace or "default") != pdb.metadata.namespace:
-        return False
-    sel = pdb.spec.selector
-    # policy/v1: an empty selector matches every pod in the namespace; a nil one none
-    return label_selector_matches(sel, pod.metadata.labels)
 
 
 def _index(pods: list[Pod], bound: list[bool]) -> tuple[dict, dict]:
@@ -67,7 +59,11 @@ def budget_views(pdbs: list[PodDisruptionBudget], pods: list[Pod], bound: list[b
         if sel is not None and sel.match_labels:
             k, v = next(iter(sel.match_labels.items()))
             pool = by_label.get((ns, k, v), [])
-        rows = tuple(i for i in pool if _covers(pdb, pods[i]))
+        # policy/v1: an empty selector matches every pod in the namespace, a nil one none; parsed once
+        # per budget, not per pod (each wave's replay builds these)
+        parsed = selector_of(sel)
+        rows = tuple(i for i in pool if (pods[i].metadata.namespace or "default") == ns
+                     and parsed.matches(pods[i].metadata.labels))
         expected = healthy = len(rows)
         spec = pdb.spec
         if spec.max_unavailable is not None:

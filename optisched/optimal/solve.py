@@ -547,8 +547,8 @@ def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalO
     """With ``movable``, the answer without moves first (``PLAIN_SHARE`` of the limit): every placement it
     may return is allowed with moves too, so it is the movable run's hint, and the placement tiers,
     which never go below their hint, keep the movable answer at least as good on every level."""
-    if not options.movable or options.weights:
-        return None
+    if not options.movable or options.weights or not state.pending:
+        return None  # nothing pending: the answer without moves is the cluster as it is, the hint already
     share = PLAIN_SHARE * options.time_limit
     plain = solve_optimal(state, config, replace(options, movable=False, time_limit=share, stop_after="placed"),
                           progress, greedy)

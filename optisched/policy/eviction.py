@@ -62,7 +62,7 @@ class Keep(StrEnum):
     BARE = "has no controller (--evict bare-pods)"
     NAMESPACE = "namespace outside --namespaces / --exclude-namespaces"
     UNSELECTED = "labels outside --selector"
-    NODE = "on a node that is not over-utilized (--target-thresholds)"
+    NODE = "on a node the goal takes no pods from (docs/reschedule.md)"
 
 
 KINDS = list(Keep)

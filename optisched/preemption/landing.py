@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
-from ..model.objects import Pod, PodStatus
-from ..model.state import ClusterState, compile_cluster
+from ..model.objects import PodStatus
+from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 
 __all__ = ["Landing", "predict_landing"]
@@ -37,6 +37,7 @@ class Landing:
     landed: dict[str, str | None]
     preempted: tuple[str, ...]  # running pods the replay's own preemptions evict, beyond the plan's
     replay: GreedyResult
+    origin: np.ndarray | None = None  # per pod row of the replay's state, its row in the state given
 
     @property
     def differs(self) -> dict[str, tuple[str | None, str | None]]:
@@ -49,31 +50,57 @@ class Landing:
                 "furtherPreemptions": list(self.preempted)}
 
 
-def _after_evictions(state: ClusterState, node_of: np.ndarray,
-                     evicted: Sequence[str] = ()) -> tuple[ClusterState, list[str]]:
-    """The cluster once the pods that leave their node are evicted (re-created pending when owned), and
-    the keys of the pods to be placed: every pending pod, then every re-created one, in eviction order
-    (``evicted``: keys in the order the evictions are issued; the others after them, in row order)."""
-    gone = (state.pod_node >= 0) & (node_of != state.pod_node)
-    pods: list[Pod] = []
-    placed: list[str] = []
-    stamps = [p.metadata.creation_timestamp for p in state.pods if p.metadata.creation_timestamp is not None]
-    evicted_at = max([_aware(t) for t in stamps], default=datetime(2000, 1, 1, tzinfo=UTC))
-    for p, pod in enumerate(state.pods):
-        if not gone[p]:
-            pods.append(pod)
-            if state.pod_node[p] < 0:
-                placed.append(pod.key)
+def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarray, gone: np.ndarray | None = None,
+                     evicted: Sequence[str] = ()) -> tuple[ClusterState, list[str], np.ndarray]:
+    """The cluster with the pods at ``current`` (node row per pod row, -1 pending) once the pods that
+    leave their node for ``node_of`` are evicted (re-created pending when owned), without the ``gone``
+    rows (bare pods evicted before); the keys of the pods to be placed (every pending pod, then every
+    re-created one, in eviction order: ``evicted``, keys in the order the evictions are issued, the others
+    after them in row order) and, per row of the new state, its row in ``state``.
+
+    A delta on the compiled arrays, not a recompile: the rows kept stay in order and the replacements
+    follow in eviction order, exactly as compiling the pod list would order them, so the replay (the
+    snapshot's per-node pod order, PrioritySort's last tie-break) is the same."""
+    moved = (current >= 0) & (node_of != current)
+    owned = _owned(state)
+    keep = ~moved if gone is None else ~moved & ~gone
     rank = {k: i for i, k in enumerate(evicted)}
-    order = sorted(np.flatnonzero(gone).tolist(), key=lambda p: (rank.get(state.pods[p].key, len(rank)), p))
-    replacements = []
-    for pod in (state.pods[p] for p in order if state.pods[p].metadata.owner_references):
-        evicted_at += timedelta(seconds=1)
-        meta = pod.metadata.model_copy(update={"creation_timestamp": evicted_at})
-        replacements.append(pod.model_copy(update={
+    again = sorted(np.flatnonzero(moved & owned).tolist(), key=lambda p: (rank.get(state.pods[p].key, len(rank)), p))
+    rows = np.concatenate([np.flatnonzero(keep), np.asarray(again, dtype=np.int64)])
+    evicted_at, keys = _stamp_and_keys(state)
+    pods = [state.pods[p] for p in rows[:int(keep.sum())].tolist()]
+    for k, p in enumerate(rows[len(pods):].tolist()):
+        pod = state.pods[p]
+        meta = pod.metadata.model_copy(update={"creation_timestamp": evicted_at + timedelta(seconds=k + 1)})
+        pods.append(pod.model_copy(update={
             "metadata": meta, "spec": pod.spec.model_copy(update={"node_name": None}), "status": PodStatus()}))
-        placed.append(pod.key)
-    return compile_cluster(replace(state.cluster, pods=pods + replacements)), placed
+    pod_node = current[rows].copy()
+    pod_node[int(keep.sum()):] = -1
+    after = replace(state, cluster=replace(state.cluster, pods=pods), pods=pods,
+                    pod_index=dict(zip(keys[rows].tolist(), range(len(rows)))), pod_requests=state.pod_requests[rows],
+                    pod_nonzero=state.pod_nonzero[rows], pod_node=pod_node, pod_priority=state.pod_priority[rows],
+                    memo={})
+    placed = [pods[i].key for i in np.flatnonzero(pod_node < 0).tolist()]
+    return after, placed, rows
+
+
+def _stamp_and_keys(state: ClusterState) -> tuple[datetime, np.ndarray]:
+    """The latest creation time of the input (replacements are created after it) and the pods' keys
+    (a replacement keeps its original's), once per state (``state.memo``)."""
+    hit = state.memo.get(("stamp-and-keys",))
+    if hit is None:
+        stamps = [p.metadata.creation_timestamp for p in state.pods if p.metadata.creation_timestamp is not None]
+        latest = max([_aware(t) for t in stamps], default=datetime(2000, 1, 1, tzinfo=UTC))
+        hit = state.memo[("stamp-and-keys",)] = (latest, np.array([p.key for p in state.pods], dtype=object))  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
+
+
+def _owned(state: ClusterState) -> np.ndarray:
+    """bool [P]: pods with an ownerReference (their controller re-creates them); kept in ``state.memo``."""
+    hit = state.memo.get(("owned",))
+    if hit is None:
+        hit = state.memo[("owned",)] = np.array([bool(p.metadata.owner_references) for p in state.pods], dtype=bool)
+    return hit
 
 
 def _aware(t: datetime) -> datetime:
@@ -81,15 +108,20 @@ def _aware(t: datetime) -> datetime:
 
 
 def predict_landing(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
-                    evicted: Sequence[str] = ()) -> Landing:
-    """Replay ``node_of``'s evictions and let greedy mode place the rest (see the module docstring);
+                    evicted: Sequence[str] = (), current: np.ndarray | None = None,
+                    gone: np.ndarray | None = None) -> Landing:
+    """Replay ``node_of``'s evictions and let greedy mode place the rest (see the module docstring).
     ``evicted``: the order the evictions are issued in (pod keys), which is the replacements' queue order
-    within a priority; by default, row order."""
-    after, keys = _after_evictions(state, np.asarray(node_of), evicted)
+    within a priority; by default, row order. ``current``: where the pods are now (default: as ``state``
+    has them), ``gone``: rows no longer in the cluster (a plan's later waves replay on the same compiled
+    ``state``)."""
+    node_of = np.asarray(node_of)
+    current = state.pod_node if current is None else np.asarray(current)
+    after, keys, origin = _after_evictions(state, node_of, current, gone, evicted)
     names = state.node_names
     target = {k: (names[n] if (n := int(node_of[state.pod_index[k]])) >= 0 else None) for k in keys}
     result = GreedyScheduler(after, config, GreedyOptions(record=False)).run()
     final = result.placements()
     landed = {k: final.get(k) for k in keys}
     preempted = tuple(after.pods[v].key for v in sorted(result.preempted))
-    return Landing(target, landed, preempted, result)
+    return Landing(target, landed, preempted, result, origin)

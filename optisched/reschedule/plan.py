@@ -62,6 +62,7 @@ class ReschedulePlan:
             "waves": [{"evictions": [{"pod": m.key, "from": m.source, "to": m.target, "predicted": m.predicted,
                                       "reason": m.reason} for m in w.moves], "budgets": w.budgets}
                       for w in self.staging.waves],
+            "wavesMinimal": self.staging.minimal,
             "placements": self.staging.final,
             "before": self.before.to_dict(), "after": self.after.to_dict(),
             "removableNodes": self.removable, "hourlySaving": self.saving,
@@ -90,7 +91,8 @@ class ReschedulePlan:
                 lines.append(f"  {k}: {b[k]} -> {a[k]}")
         if self.staging.cordoned:
             lines.append(f"cordon first: {', '.join(self.staging.cordoned)}")
-        lines.append(f"moves: {self.moves} in {len(self.staging.waves)} wave(s)")
+        proven = {True: ", the fewest for the budgets", False: ", not proven the fewest", None: ""}[self.staging.minimal]
+        lines.append(f"moves: {self.moves} in {len(self.staging.waves)} wave(s){proven}")
         for i, w in enumerate(self.staging.waves):
             used = ", ".join(f"{k} {n}" for k, n in sorted(w.budgets.items())) or "no budget"
             lines.append(f"  wave {i + 1}: {len(w.moves)} eviction(s); PodDisruptionBudgets used: {used}")

@@ -22,6 +22,7 @@ from ..profile import SchedulerConfig
 from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes
 from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
+from .scope import narrowed
 from .violations import violating
 from .waves import Budgets, stage
 
@@ -120,6 +121,8 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     counted = policy.verdicts(state).may_leave  # the pods the descheduler's evictor would count
     if thresholds is not None and Goal.BALANCE in parsed:
         policy = _low_node_utilization(state, policy, thresholds, notes)
+    bad = violating(state, config, state.pod_node, counted, soft)
+    policy = narrowed(state, policy, parsed, bad)
     started = time.perf_counter()
     target, result = solve_target(state, config, parsed, budgets, policy,
                                   time_limit / 2 if pareto else time_limit, seed, gang, notes, soft)
@@ -127,7 +130,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     names = state.node_names
     was_empty = empty_nodes(state, state.pod_node)
     emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
-    reasons = _reasons(state, target, parsed, emptied, violating(state, config, state.pod_node, counted, soft))
+    reasons = _reasons(state, target, parsed, emptied, bad)
     idle = {names[n] for n in np.flatnonzero(empty_nodes(state, target)).tolist()} - emptied \
         if Goal.CONSOLIDATE in parsed else set()
     staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed,

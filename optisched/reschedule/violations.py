@@ -81,6 +81,18 @@ def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
     descheduler's evictor would count for duplicates (default: every pod but DaemonSet and mirror pods);
     ``soft``: the preferences too."""
     node_of = np.asarray(node_of, dtype=np.int64)
+    # a plan asks more than once for one placement (its scope, its moves' reasons, its summary)
+    memo = ("reschedule.violating", node_of.tobytes(), soft, None if counted is None else counted.tobytes())
+    hit = state.memo.get(memo)
+    if hit is not None and hit[0] is config:  # type: ignore[index]
+        return dict(hit[1])  # type: ignore[index]
+    out = _violating(state, config, node_of, counted, soft)
+    state.memo[memo] = (config, out)  # type: ignore[assignment]
+    return dict(out)
+
+
+def _violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, counted: np.ndarray | None,
+               soft: bool) -> dict[int, str]:
     out = _filter_violations(state, config, node_of, soft)
     placed = node_of >= 0
     rows = np.flatnonzero(placed & ~daemon_only(state)).tolist()

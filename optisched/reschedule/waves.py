@@ -25,6 +25,7 @@ wave ends; kubernetes v1.35.4 ``pkg/registry/core/pod/storage/eviction.go`` refu
 """
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -36,6 +37,7 @@ from ..preemption.landing import Landing, predict_landing
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .cycles import CycleReport, resolve_cycle
+from .wave_pack import schedule_moves
 
 __all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
 
@@ -71,6 +73,9 @@ class Staging:
     final: dict[str, str | None] = field(default_factory=dict)  # every pod's predicted node at the end
     cordoned: list[str] = field(default_factory=list)  # nodes to cordon before the first wave
     cycles: list[CycleReport] = field(default_factory=list)  # moves waiting on each other, and what was done
+    replays: int = 0  # kube-scheduler replays run (one per wave, more where a wave was re-planned)
+    minimal: bool | None = None  # the wave count is proven the fewest for the budgets (None: no moves)
+    seconds: float = 0.0  # the staging's time (packing and replays)
 
 
 def state_at(state: ClusterState, node_of: np.ndarray, cordoned: frozenset[str] = frozenset()) -> ClusterState:
@@ -147,20 +152,28 @@ def _capped(state: ClusterState, moves: list[Move], budgets: Budgets, staging: S
     return kept
 
 
-def _replay(state: ClusterState, config: SchedulerConfig, current: np.ndarray, wave: list[Move],
-            pending: dict[int, int], cordoned: frozenset[str]) -> tuple[Landing, dict[str, str]]:
-    """Evict ``wave`` from the state ``current`` describes (``cordoned`` nodes cordoned) and replay; also,
-    per replacement that preempts on arrival, the pods it would evict."""
-    at = state_at(state, current, cordoned)
+def cordon(state: ClusterState, cordoned: frozenset[str]) -> ClusterState:
+    """``state`` with the ``cordoned`` nodes marked unschedulable (``kubectl cordon``), without a recompile:
+    only the nodes and their mask change (the pods' rows and arrays are shared)."""
+    if not cordoned:
+        return state
+    nodes = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
+             if n.metadata.name in cordoned else n for n in state.cluster.nodes]
+    mask = state.unschedulable | np.isin(np.array(state.node_names, dtype=object), list(cordoned))
+    return replace(state, cluster=replace(state.cluster, nodes=nodes), unschedulable=mask, memo={})
+
+
+def _replay(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
+            wave: list[Move], pending: dict[int, int]) -> tuple[Landing, dict[str, str]]:
+    """Evict ``wave`` from the placement ``current`` of ``base`` (the input, its nodes cordoned; ``gone``:
+    bare pods evicted before) and replay; also, per replacement that preempts on arrival, the pods it
+    would evict. The state replayed is a delta on ``base``'s arrays (:func:`predict_landing`)."""
     node_of = current.copy()
     for p, t in pending.items():
         node_of[p] = t
     for m in wave:
-        node_of[m.pod] = state.node_index[m.target] if m.target is not None else -1
-    node_of_at = np.full(len(at.pods), -1, dtype=np.int64)
-    for p, pod in enumerate(state.pods):
-        node_of_at[at.pod_index[pod.key]] = node_of[p]
-    landing = predict_landing(at, config, node_of_at, [m.key for m in wave])
+        node_of[m.pod] = base.node_index[m.target] if m.target is not None else -1
+    landing = predict_landing(base, config, node_of, [m.key for m in wave], current, gone)
     after = landing.replay.state
     preempts = {after.pods[by].key: after.pods[v].key for v, (by, _) in landing.replay.preempted.items()}
     return landing, preempts
@@ -182,7 +195,7 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
     return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan leaves empty"
 
 
-def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, wave: list[Move],
+def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray, wave: list[Move],
             pending: dict[int, int], emptied: frozenset[str], staging: Staging,
             idle: frozenset[str] = frozenset()) -> tuple[Landing | None, dict[str, str]]:
     """Replay ``wave`` until every move left in it is consistent: a landing elsewhere that may be kept is
@@ -191,7 +204,8 @@ def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, w
     landing = None
     why_out: dict[str, str] = {}
     while wave:
-        landing, preempts = _replay(state, config, current, wave, pending, emptied)
+        landing, preempts = _replay(base, config, current, gone, wave, pending)
+        staging.replays += 1
         bad = False
         for m in list(wave):
             why = _verdict(m, landing.landed.get(m.key), preempts, emptied | idle)
@@ -212,7 +226,7 @@ def _settle(state: ClusterState, config: SchedulerConfig, current: np.ndarray, w
 
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
           budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
-          idle: frozenset[str] = frozenset()) -> Staging:
+          idle: frozenset[str] = frozenset(), pack: bool = True) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
@@ -220,8 +234,10 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     descheduler's eviction loop). ``homeless``: pods the target evicts without a node may be evicted
     (fit-pending makes room with them); otherwise they stay. ``idle``: further nodes the target leaves
     empty (consolidate: empty already, so not cordoned): a replacement landing there is not accepted, it
-    would put the node in use, but a detour (:mod:`.cycles`) may stop there."""
+    would put the node in use, but a detour (:mod:`.cycles`) may stop there. ``pack``: the fewest waves
+    for all budgets at once (:mod:`.wave_pack`); else waves filled first-fit in queue order."""
     budgets = budgets or Budgets()
+    t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied))
     names = state.node_names
     current = state.pod_node.copy()
@@ -233,17 +249,28 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     pending = {p: int(target[p]) for p in np.flatnonzero(current < 0).tolist()}
     ledger = PDBLedger(state, (current >= 0).tolist())
     caps = _workload_caps(state, budgets.max_unavailable_per_workload)
+    base = cordon(state, emptied)
+    gone = np.zeros(len(state.pods), dtype=bool)
+    plan: dict[str, int] = {}
     while remaining:
-        wave, used = _pick(state, remaining, ledger, caps)
+        if not plan:  # the first wave, or the last one went otherwise than planned: plan the rest
+            plan = _plan(state, remaining, ledger, caps, current, pending, pack)
+            staging.minimal = plan.pop("", 0) == 1 and staging.minimal is not False
+        nxt = min(plan[m.key] for m in remaining)
+        wave, used = _pick(state, [m for m in remaining if plan[m.key] == nxt], ledger, caps)
         first = wave[0] if wave else remaining[0]
-        landing, why_out = _settle(state, config, current, wave, pending, emptied, staging, idle)
+        planned = len(wave)
+        landing, why_out = _settle(base, config, current, gone, wave, pending, emptied, staging, idle)
         if not wave:
-            wave, landing, why = _unstick(state, config, current, first, remaining, pending, emptied, ledger, caps,
-                                          staging, budgets)
+            wave, landing, why = _unstick(state, base, config, current, gone, first, remaining, pending, emptied,
+                                          ledger, caps, staging, budgets)
+            plan, staging.minimal = {}, False  # the moves left are planned again (a detour adds a leg)
             if not wave:
                 staging.dropped.append((first, why or why_out.get(first.key, "no wave can take it within the budgets")))
                 remaining.remove(first)
                 continue
+        elif len(wave) < planned:
+            plan, staging.minimal = {}, False
         assert landing is not None
         for m in wave:
             m.predicted = landing.landed.get(m.key)
@@ -252,25 +279,26 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
             staging.notes.append(f"{key}: waits for a later wave ({why} in wave {len(staging.waves) + 1})")
         _, used = _pick(state, wave, ledger, caps)
         staging.waves.append(Wave(wave, used))
-        current = _advance(state, landing, current, wave)
+        current, gone = _advance(landing, current, gone)
         pending = {p: t for p, t in pending.items() if current[p] < 0}
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
     if not staging.waves and pending:
-        landing, _ = _replay(state, config, current, [], pending, emptied)
+        landing, _ = _replay(base, config, current, gone, [], pending)
         staging.final.update(landing.landed)
+    staging.seconds = time.perf_counter() - t0
     return staging
 
 
-def _unstick(state: ClusterState, config: SchedulerConfig, current: np.ndarray, first: Move, remaining: list[Move],
-             pending: dict[int, int], emptied: frozenset[str], ledger: PDBLedger, caps: dict[str, int],
-             staging: Staging, budgets: Budgets) -> tuple[list[Move], Landing | None, str | None]:
+def _unstick(state: ClusterState, base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
+             first: Move, remaining: list[Move], pending: dict[int, int], emptied: frozenset[str], ledger: PDBLedger,
+             caps: dict[str, int], staging: Staging, budgets: Budgets) -> tuple[list[Move], Landing | None, str | None]:
     """When no wave can start, the cycle ``first`` is in, if any (:mod:`.cycles`): the wave that resolves
     it (for a detour, its first leg, put in ``remaining`` in place of the pod's move, which now starts
     from the third node and goes last), or no wave and why the move is dropped."""
     def together(moves: list[Move]) -> Landing | None:
         if len(_pick(state, moves, ledger, caps)[0]) != len(moves):
             return None
-        landing, preempts = _replay(state, config, current, moves, pending, emptied)
+        landing, preempts = _replay(base, config, current, gone, moves, pending)
         ok = all(landing.landed.get(m.key) == m.target and m.key not in preempts for m in moves)
         return landing if ok else None
 
@@ -283,7 +311,7 @@ def _unstick(state: ClusterState, config: SchedulerConfig, current: np.ndarray, 
         trial = replace(m, target=None)
         if not _pick(state, [trial], ledger, caps)[0]:
             return None
-        landing, preempts = _replay(state, config, current, [trial], pending, emptied)
+        landing, preempts = _replay(base, config, current, gone, [trial], pending)
         via = landing.landed.get(m.key)
         full = budgets.max_moves_per_node is not None and per_node.get(via or "", 0) >= budgets.max_moves_per_node
         return None if m.key in preempts or full else via
@@ -300,14 +328,26 @@ def _unstick(state: ClusterState, config: SchedulerConfig, current: np.ndarray, 
     return found.wave, found.landing, why
 
 
-def _advance(state: ClusterState, landing: Landing, current: np.ndarray, wave: list[Move]) -> np.ndarray:
-    """The placement once a wave's replacements and the pending pods are placed as the replay says."""
-    out = current.copy()
-    final = landing.replay.placements()
-    for p, pod in enumerate(state.pods):
-        if pod.key in final:
-            node = final[pod.key]
-            out[p] = state.node_index[node] if node is not None else -1
-        else:  # a bare pod evicted: gone
-            out[p] = -1
-    return out
+def _plan(state: ClusterState, moves: list[Move], ledger: PDBLedger, caps: dict[str, int], current: np.ndarray,
+          pending: dict[int, int], pack: bool) -> dict[str, int]:
+    """Per move key, the wave (from 0) it is planned in; under ``""``, 1 when the count is proven fewest."""
+    rows = [m.pod for m in moves]
+    placed_at = current.copy()
+    for p, t in pending.items():
+        placed_at[p] = t
+    names = state.node_index
+    schedule = schedule_moves(rows, [names[m.target] if m.target is not None else -1 for m in moves],
+                              [_owner(state, p) for p in rows], ledger.budgets_of, ledger.allowed, caps, current,
+                              placed_at, state.pod_requests, state.allocatable, pack)
+    return {"": int(schedule.proven), **{m.key: w for m, w in zip(moves, schedule.wave_of)}}
+
+
+def _advance(landing: Landing, current: np.ndarray, gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The placement once a wave's replacements and the pending pods are placed as the replay says, and
+    the rows gone from the cluster (bare pods evicted: no controller re-creates them)."""
+    assert landing.origin is not None
+    out = np.full(len(current), -1, dtype=np.int64)
+    out[landing.origin] = landing.replay.snapshot.node_of
+    present = np.zeros(len(current), dtype=bool)
+    present[landing.origin] = True
+    return out, ~present

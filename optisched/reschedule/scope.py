@@ -1,0 +1,48 @@
+"""The nodes a goal takes pods from: the target model is built over the pods there only.
+
+Every running pod the eviction policy lets leave may move, but for most goals only the pods on a few
+nodes can change the goal's value: ``consolidate`` can empty only a node where every pod other than
+DaemonSet and mirror/static pods may leave (a node holding one that must stay is in use whatever the
+plan does; the ``pack`` objective counts only the others), and ``repair`` fixes only pods on a node one
+of the repaired rules rejects (the descheduler's RemovePodsViolating* strategies evict exactly those,
+kubernetes-sigs/descheduler v0.34.0 ``pkg/framework/plugins/removepodsviolatingnodeaffinity``). Pods
+elsewhere stay, so the model has a variable per class and candidate node for the pods that matter
+instead of for all of them: at 1,000 nodes and 20,000 running pods that is what lets the goal tier run.
+Their nodes are still targets. What this gives up: a move off another node that only makes room for
+a goal's move (the certificate's bound is the narrowed model's). ``balance`` and ``fit-pending`` take
+pods from anywhere and are not narrowed.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..model.state import ClusterState
+from ..policy.eviction import KINDS, EvictionPolicy, Keep, pod_kinds
+from .goals import Goal
+
+__all__ = ["narrowed"]
+
+
+def narrowed(state: ClusterState, policy: EvictionPolicy, goals: list[Goal], bad: dict[int, str]) -> EvictionPolicy:
+    """``policy`` with only the pods on the nodes the first objective goal takes pods from free to leave
+    (see the module docstring); unchanged for ``balance``, ``fit-pending`` or no such goal. ``bad``: pod
+    row -> the repaired rule its node breaks."""
+    if Goal.FIT_PENDING in goals:
+        return policy
+    goal = next((g for g in goals if g in (Goal.CONSOLIDATE, Goal.REPAIR, Goal.BALANCE)), None)
+    node = state.pod_node
+    if goal is Goal.CONSOLIDATE:
+        kinds = pod_kinds(state)
+        daemon = kinds[:, KINDS.index(Keep.STATIC)] | kinds[:, KINDS.index(Keep.DAEMONSET)]
+        stays = (node >= 0) & ~policy.verdicts(state).may_leave & ~daemon
+        pinned = np.zeros(state.num_nodes, dtype=bool)
+        pinned[node[stays]] = True
+        nodes = np.flatnonzero(~pinned)
+    elif goal is Goal.REPAIR:
+        nodes = np.unique(node[list(bad)]) if bad else np.zeros(0, dtype=np.int64)
+    else:
+        return policy
+    names = frozenset(state.node_names[n] for n in nodes.tolist())
+    return replace(policy, only_nodes=names if policy.only_nodes is None else names & policy.only_nodes)
