@@ -26,23 +26,22 @@ __all__ = ["narrowed"]
 
 
 def narrowed(state: ClusterState, policy: EvictionPolicy, goals: list[Goal], bad: dict[int, str]) -> EvictionPolicy:
-    """``policy`` with only the pods on the nodes the first objective goal takes pods from free to leave
-    (see the module docstring); unchanged for ``balance``, ``fit-pending`` or no such goal. ``bad``: pod
-    row -> the repaired rule its node breaks."""
-    if Goal.FIT_PENDING in goals:
+    """``policy`` with only the pods on the nodes the goals take pods from free to leave (see the module
+    docstring; with several goals, the nodes any of them takes pods from: a later goal decides between
+    plans equal on the earlier ones, so its pods must be free to move too); unchanged when ``balance`` or
+    ``fit-pending`` is among the goals. ``bad``: pod row -> the repaired rule its node breaks."""
+    if not goals or any(g not in (Goal.CONSOLIDATE, Goal.REPAIR) for g in goals):
         return policy
-    goal = next((g for g in goals if g in (Goal.CONSOLIDATE, Goal.REPAIR, Goal.BALANCE)), None)
     node = state.pod_node
-    if goal is Goal.CONSOLIDATE:
+    nodes = np.zeros(0, dtype=np.int64)
+    if Goal.CONSOLIDATE in goals:
         kinds = pod_kinds(state)
         daemon = kinds[:, KINDS.index(Keep.STATIC)] | kinds[:, KINDS.index(Keep.DAEMONSET)]
         stays = (node >= 0) & ~policy.verdicts(state).may_leave & ~daemon
         pinned = np.zeros(state.num_nodes, dtype=bool)
         pinned[node[stays]] = True
         nodes = np.flatnonzero(~pinned)
-    elif goal is Goal.REPAIR:
-        nodes = np.unique(node[list(bad)]) if bad else np.zeros(0, dtype=np.int64)
-    else:
-        return policy
+    if Goal.REPAIR in goals and bad:
+        nodes = np.union1d(nodes, np.unique(node[list(bad)]))
     names = frozenset(state.node_names[n] for n in nodes.tolist())
     return replace(policy, only_nodes=names if policy.only_nodes is None else names & policy.only_nodes)
