@@ -166,6 +166,38 @@ def test_with_moves_the_answer_is_never_below_the_plain_answer_it_starts_from(mo
     assert [mine[lv] for lv in levels] >= [before[lv] for lv in levels]
 
 
+@pytest.mark.parametrize("spec", [
+    GenerateSpec(nodes=24, seed=11, load=1.2),
+    GenerateSpec(nodes=30, seed=12, load=1.1, gpu_fraction=0.2),
+    GenerateSpec(nodes=30, seed=13, load=1.0, zones=1, pending_fraction=0.8),
+], ids=["overloaded", "gpus", "one zone, mostly pending"])
+def test_with_moves_the_answer_is_never_below_a_separate_plain_run_under_the_same_limit(spec: GenerateSpec) -> None:
+    """Every plain answer is allowed with moves, and the movable run starts from the plain run's own
+    placement tiers (same limit, same budgets), so it places at least as many pods on every level."""
+    cluster = cluster_from_objects(generate(spec))
+    state = compile_cluster(cluster)
+    config = cluster.config or default_config()
+    plain = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=4))
+    moved = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=4, movable=True))
+    assert moved.violations == [] and plain.violations == []
+    levels = plain.batch.levels
+    mine, theirs = solve.placed_per_level(moved.batch, moved.node_of), solve.placed_per_level(plain.batch, plain.node_of)
+    assert [mine[lv] for lv in levels] >= [theirs[lv] for lv in levels]
+
+
+def test_minimal_victims_gives_the_same_answer_twice() -> None:
+    """The single-pod preemption search budgets by the deterministic clock too."""
+    from optisched.preemption.minimal import minimal_victims
+
+    cluster = cluster_from_objects(generate(GenerateSpec(nodes=30, seed=5, load=1.2)))
+    state = compile_cluster(cluster)
+    config = cluster.config or default_config()
+    pending = sorted(state.pending, key=lambda p: -int(state.pod_priority[p]))
+    key = state.pods[pending[0]].key
+    answers = [_timeless(minimal_victims(state, config, key, time_limit=3).to_dict()) for _ in range(2)]
+    assert answers[0] == answers[1]
+
+
 def test_the_live_line_names_each_tier_before_its_first_solution() -> None:
     cluster = cluster_from_objects(generate(GenerateSpec(nodes=8, seed=6, load=1.1)))
     state = compile_cluster(cluster)
