@@ -171,9 +171,11 @@ def test_with_moves_the_answer_is_never_below_the_plain_answer_it_starts_from(mo
     GenerateSpec(nodes=30, seed=12, load=1.1, gpu_fraction=0.2),
     GenerateSpec(nodes=30, seed=13, load=1.0, zones=1, pending_fraction=0.8),
 ], ids=["overloaded", "gpus", "one zone, mostly pending"])
-def test_with_moves_the_answer_is_never_below_a_separate_plain_run_under_the_same_limit(spec: GenerateSpec) -> None:
+def test_with_moves_the_answer_is_never_below_a_separate_plain_run_under_the_same_limit(
+        spec: GenerateSpec, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Every plain answer is allowed with moves, and the movable run starts from the plain run's own
     placement tiers (same limit, same budgets), so it places at least as many pods on every level."""
+    monkeypatch.setattr(clock.Clock, "wall_left", lambda self: 1e9)  # the deterministic budgets decide
     cluster = cluster_from_objects(generate(spec))
     state = compile_cluster(cluster)
     config = cluster.config or default_config()
@@ -185,9 +187,11 @@ def test_with_moves_the_answer_is_never_below_a_separate_plain_run_under_the_sam
     assert [mine[lv] for lv in levels] >= [theirs[lv] for lv in levels]
 
 
-def test_minimal_victims_gives_the_same_answer_twice() -> None:
+def test_minimal_victims_gives_the_same_answer_twice(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The single-pod preemption search budgets by the deterministic clock too."""
     from optisched.preemption.minimal import minimal_victims
+
+    monkeypatch.setattr(clock.Clock, "wall_left", lambda self: 1e9)  # (a loaded machine's safety net aside)
 
     cluster = cluster_from_objects(generate(GenerateSpec(nodes=30, seed=5, load=1.2)))
     state = compile_cluster(cluster)

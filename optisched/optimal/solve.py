@@ -354,12 +354,14 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         seconds = max(0.5, 0.1 * (deadline - clock.now()))
         reached = None
         # kube-scheduler's placement where batch semantics refuses it: a solution of its own (not under
-        # LNS, whose steps need the constraints as they are); else the repaired copy
+        # LNS, whose steps need the constraints as they are); else the repaired copy. Neither once the
+        # limit has passed (no tier will solve: kube-scheduler's placement is the answer)
+        affords = clock.affords(len(m.cp.proto.variables))
         found = accept_reached(m, variable_values(m, raw), clock, seconds) \
-            if refused and not lns else None
+            if refused and not lns and affords else None
         if found is not None:
             solver.full, reached = found
-        else:
+        elif affords:
             solver.full = repair_hint(m, variable_values(m, hint), clock, seconds=seconds)
         if lns:
             solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
@@ -568,8 +570,9 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     say why pods stay pending (probes in the time left)."""
     check_objective(options.objective)
     end = options.time_limit
-    # the rest decodes, re-checks (about 0.4 ms per pending pod at 5,000 nodes) and explains
-    deadline = end - min(0.5 * options.time_limit, max(0.3, 0.1 * options.time_limit, 4e-4 * len(state.pending)))
+    # the rest decodes, re-checks (0.4 ms per pending pod at 5,000 nodes on an idle machine, 0.7 ms at
+    # 2,000 nodes under a load average of 10) and explains
+    deadline = end - min(0.5 * options.time_limit, max(0.3, 0.1 * options.time_limit, 7e-4 * len(state.pending)))
     clock = Clock(deadline, options.deterministic)  # the wall-clock safety net: the solver phases end here
 
     def phase(name: str) -> None:
@@ -584,6 +587,8 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     raw = greedy.snapshot.node_of.copy()
     start = _plain_first(state, config, options, progress, greedy, clock)
     batch = build_batch(state, config, movable=options.movable, preemption=options.preemption, policy=options.eviction)
+    if not clock.wall_allows(0.0):  # the greedy hint (or the plain pass) took the whole limit, or Ctrl-C
+        return _greedy_only(state, config, options, greedy, clock, batch)
     phase("building the model")
     fallback = repair_placement(batch, config, raw)
     # the plain answer, when the solver's, passed batch semantics: the hint, so no tier goes below it
@@ -616,13 +621,18 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
 
 def _greedy_only(state: ClusterState, config: SchedulerConfig, options: OptimalOptions, greedy: GreedyResult,
-                 clock: Clock) -> OptimalResult:
-    """Interrupted before the model was built: greedy mode's placement so far is the answer (each of its
-    pods passed kube-scheduler's filters on arrival); the pods it did not reach are not attempted."""
-    batch = build_batch(state, config, movable=options.movable, preemption=options.preemption, policy=options.eviction)
-    cert = Certificate("UNKNOWN", [], time.perf_counter() - clock.t0, "greedy", False,
-                       [INTERRUPTED + " (during the greedy placement, before the model was built)"], interrupted=True)
-    return OptimalResult(state, batch, greedy.snapshot.node_of.copy(), cert, greedy, [])
+                 clock: Clock, batch: Batch | None = None) -> OptimalResult:
+    """Interrupted, or past the wall-clock limit, before the model was built: greedy mode's placement (so
+    far) is the answer (each of its pods passed kube-scheduler's filters on arrival); the pods an
+    interrupted greedy run did not reach are not attempted."""
+    if batch is None:
+        batch = build_batch(state, config, movable=options.movable, preemption=options.preemption,
+                            policy=options.eviction)
+    note = INTERRUPTED + " (before the model was built)" if clock.interrupted else \
+        "the wall-clock limit had passed before the model was built: kube-scheduler's placement is the answer"
+    cert = Certificate("UNKNOWN", [], time.perf_counter() - clock.t0, "greedy", False, [note],
+                       interrupted=clock.interrupted)
+    return OptimalResult(state, batch, greedy.snapshot.node_of.copy(), cert, greedy, [], used=clock.now())
 
 
 def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions, deadline: float,
