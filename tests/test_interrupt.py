@@ -119,10 +119,14 @@ def test_ctrl_c_stops_greedy_mode_between_cycles_and_lists_the_pods_not_attempte
     CSV, never "pending" (unschedulable) pods."""
     cluster = cluster_from_objects(generate(GenerateSpec(nodes=20, pods=200, load=0.8, seed=2)))
     state = compile_cluster(cluster)
-    with interrupt.catching():
-        result = GreedyScheduler(state, cluster.config or default_config(), GreedyOptions(interruptible=True)).run(
-            progress=_kill_self_after(10))
-    assert interrupt.requested() and result.interrupted
+    try:
+        with interrupt.catching():
+            result = GreedyScheduler(state, cluster.config or default_config(),
+                                     GreedyOptions(interruptible=True)).run(progress=_kill_self_after(10))
+        assert interrupt.requested()
+    finally:
+        interrupt.reset()  # (the request would stop every later run in this process)
+    assert result.interrupted
     tried = 10  # the signal came after the tenth cycle: the queue stops before the next
     untried = result.not_attempted
     placed = int(np.count_nonzero(result.snapshot.node_of[state.pending] >= 0))
@@ -133,7 +137,6 @@ def test_ctrl_c_stops_greedy_mode_between_cycles_and_lists_the_pods_not_attempte
     rows = list(csv.DictReader(placements_text("csv", "greedy", state, result.snapshot.node_of, result.skipped, {},
                                                untried).splitlines()))
     assert sum(r["status"] == "not attempted" for r in rows) == len(untried)
-    interrupt.reset()
 
 
 def test_an_interrupted_clock_has_passed_every_deadline_and_gives_solvers_no_time() -> None:
@@ -141,15 +144,17 @@ def test_an_interrupted_clock_has_passed_every_deadline_and_gives_solvers_no_tim
 
     clock = Clock(60.0)
     assert not clock.past(30.0)
-    with interrupt.catching():
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.3)
-        assert clock.past(30.0) and not clock.wall_allows(0.0)
-        solver = cp_model.CpSolver()
-        clock.set_limits(solver.parameters, 10.0, workers=2, variables=100)
-        assert solver.parameters.max_time_in_seconds == 0.0
-        assert not solver.parameters.catch_sigint_signal
-    interrupt.reset()
+    try:
+        with interrupt.catching():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)
+            assert clock.past(30.0) and not clock.wall_allows(0.0) and not clock.affords(10)
+            solver = cp_model.CpSolver()
+            clock.set_limits(solver.parameters, 10.0, workers=2, variables=100)
+            assert solver.parameters.max_time_in_seconds == 0.0
+            assert not solver.parameters.catch_sigint_signal
+    finally:
+        interrupt.reset()
     assert not clock.past(30.0)
 
 

@@ -187,6 +187,26 @@ def test_with_moves_the_answer_is_never_below_a_separate_plain_run_under_the_sam
     assert [mine[lv] for lv in levels] >= [theirs[lv] for lv in levels]
 
 
+def test_past_the_wall_clock_limit_before_any_model_kube_schedulers_placement_is_the_answer(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """When the greedy hint took the whole limit (a loaded machine), nothing is built or repaired: the
+    answer is greedy mode's placement, and the certificate says why."""
+    monkeypatch.setattr(clock.Clock, "wall_left", lambda self: -1.0)
+    monkeypatch.setattr(solve, "_build_groups", lambda *a, **k: pytest.fail("a model was built past the limit"))
+    cluster = cluster_from_objects(generate(GenerateSpec(nodes=12, seed=5, load=1.1)))
+    state = compile_cluster(cluster)
+    r = solve.solve_optimal(state, cluster.config or default_config(), solve.OptimalOptions(time_limit=5))
+    assert r.certificate.source == "greedy" and (r.node_of == r.greedy.snapshot.node_of).all()
+    assert any("before the model was built" in n for n in r.certificate.notes)
+    assert not r.certificate.interrupted
+
+
+@pytest.mark.parametrize("small,large", [(400, 4_000), (4_000, 15_000), (15_000, 45_000)])
+def test_a_larger_model_gets_fewer_units_of_work_per_second(small: int, large: int) -> None:
+    """The deterministic rate falls with the model's size, as measured (docs/optimal_trust.md)."""
+    assert clock.RATE_MIN <= clock.det_rate(large) < clock.det_rate(small) <= clock.RATE_MAX
+
+
 def test_minimal_victims_gives_the_same_answer_twice(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The single-pod preemption search budgets by the deterministic clock too."""
     from optisched.preemption.minimal import minimal_victims

@@ -308,7 +308,8 @@ class TierSolver:
         self.clock.settle(solver.response_proto, budget, size)
         seconds = time.perf_counter() - start
         value = current
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        # (a solution covers every variable; a search stopped before its first one reports none)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and len(solver.response_proto.solution) == size:
             old = self.full
             before = self._key(objective, later, sense) if old is not None else None
             self.full = list(solver.response_proto.solution)
