@@ -17,8 +17,8 @@ from .version import KUBE_VERSION, __version__
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
              "filters, or --fail-on-pending and pods stayed pending); 2 bad input or usage; 130 interrupted "
-             "(Ctrl-C; in optimal mode CP-SAT takes Ctrl-C as the end of the current solve and the run prints "
-             "its best answer).")
+             "(Ctrl-C: schedule, compare, preempt and reschedule stop and print the best answer so far, marked "
+             "interrupted; a second Ctrl-C exits at once).")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
@@ -72,13 +72,21 @@ def _print_json(doc: dict) -> None:
 
 
 def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict,  # type: ignore[no-untyped-def]
-                      extra: dict) -> None:
+                      extra: dict, not_attempted: list[int] | tuple[()] = ()) -> None:
     """``--output``: FILE.csv (pod,node,status) or JSON; the shapes are in docs/cli.md; ``-``: stdout."""
     from .outputs import write_text
     from .summaries import placements_text
 
     write_text(path, placements_text("csv" if path.suffix == ".csv" else "json", mode, state, node_of, not_handled,
-                                     extra))
+                                     extra, not_attempted))
+
+
+def _stop_if_interrupted() -> None:
+    """After an interrupted run printed its answer: exit 130 (docs/cli.md)."""
+    from . import interrupt
+
+    if interrupt.requested():
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[str, ...] | Path | None,
@@ -164,6 +172,7 @@ def schedule(
         _print_json({**summary, "warnings": warnings})
     if summary.get("violations"):
         raise typer.Exit(EXIT_CHECK_FAILED)
+    _stop_if_interrupted()
     if fail_on_pending and summary["counts"]["unschedulable"]:
         err.print(f"{summary['counts']['unschedulable']} pod(s) stayed pending (--fail-on-pending)", highlight=False)
         raise typer.Exit(EXIT_CHECK_FAILED)
@@ -173,13 +182,14 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
                      output: Path | None, as_json: bool) -> dict:
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
     from .greedy.trace import trace_of
+    from .interrupt import catching
     from .progress import progress_bar
     from .render import render_schedule_summary
     from .summaries import greedy_summary
 
     sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
-                                                         record=trace is not None))
-    with progress_bar(err, "scheduling", len(state.pending)) as advance:
+                                                         record=trace is not None, interruptible=True))
+    with catching(), progress_bar(err, "scheduling", len(state.pending)) as advance:
         result = sched.run(progress=advance)
     summary = greedy_summary(result)
     if trace is not None:
@@ -188,8 +198,9 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
         write_text(trace, json.dumps(trace_of(result, config, tb), indent=1) + "\n")
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
+        stopped = {"interrupted": True, "notAttempted": summary["notAttempted"]} if result.interrupted else {}
         _write_placements(output, "greedy", state, result.snapshot.node_of, result.skipped,
-                          {"unschedulable": unsched, "evicted": summary["evicted"]})
+                          {"unschedulable": unsched, "evicted": summary["evicted"], **stopped}, result.not_attempted)
     if not as_json:
         render_schedule_summary(err if str(output) == "-" else out, summary)
     return summary
@@ -199,6 +210,7 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
                       workers: int, movable: bool, objective: str | None, weights: tuple[tuple[str, int], ...],
                       as_json: bool, policy=None, deterministic: bool = True,  # type: ignore[no-untyped-def]
                       stop_after: str | None = None) -> dict:
+    from .interrupt import catching
     from .optimal.solve import OptimalOptions, solve_optimal
     from .policy.eviction import EvictionPolicy
     from .progress import solver_status
@@ -208,14 +220,16 @@ def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit:
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
                              weights=weights, eviction=policy or EvictionPolicy(), deterministic=deterministic,
                              stop_after=stop_after)
-    with solver_status(err) as update:
+    with catching(), solver_status(err) as update:
         result = solve_optimal(state, config, options, progress=update)
     summary = optimal_summary(result)
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
         _write_placements(output, "optimal", state, result.node_of, result.batch.skipped,
                           {"unschedulable": unsched, "evicted": summary["evicted"], "moved": summary["moved"],
-                           "certificate": summary["certificate"], "explanations": summary["explanations"]})
+                           "certificate": summary["certificate"], "explanations": summary["explanations"],
+                           **({"interrupted": True} if result.certificate.interrupted else {})},
+                          result.greedy.not_attempted)
     if not as_json:
         render_optimal_summary(err if str(output) == "-" else out, result, summary)
     return summary
@@ -272,10 +286,13 @@ def compare(
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
                              objective=objective, weights=parsed, replay=replay, selector=selector,
                              namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()), eviction=policy)
-    with progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, solver_status(err) as on_solver:
+    from .interrupt import catching, requested
+
+    with catching(), progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, \
+            solver_status(err) as on_solver:
         comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
     if as_json:
-        _print_json({**comparison.to_json(), "warnings": warnings})
+        _print_json({**comparison.to_json(), **({"interrupted": True} if requested() else {}), "warnings": warnings})
     else:
         render_comparison(out, comparison)
     if report is not None:
@@ -285,6 +302,9 @@ def compare(
         err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
     if optimal.violations:
         raise typer.Exit(EXIT_CHECK_FAILED)
+    if requested() and not as_json:
+        out.print("interrupted (Ctrl-C): the runs' answers so far", highlight=False)
+    _stop_if_interrupted()
 
 
 @app.command()
@@ -390,11 +410,18 @@ def preempt(
     state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     key = state.pods[_pending_row(state, pod)].key if pod else None
     shown = err if str(output) == "-" else out  # --output -: the evictions on stdout, the table on stderr
-    if mode == "optimal":
-        doc, docs, failed = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, as_json,
-                                             policy, shown)
-    else:
-        doc, docs, failed = _preempt_greedy(state, config, key, as_json, shown)
+    from .interrupt import catching, requested
+
+    with catching():
+        if mode == "optimal":
+            doc, docs, failed = _preempt_optimal(state, config, key, cross_node, time_limit, workers, seed, as_json,
+                                                 policy, shown)
+        else:
+            doc, docs, failed = _preempt_greedy(state, config, key, as_json, shown)
+    if requested():
+        doc["interrupted"] = True
+        if not as_json:
+            shown.print("interrupted (Ctrl-C): the answer so far", highlight=False)
     if as_json:
         _print_json({**doc, "warnings": warnings})
     if failed:
@@ -406,6 +433,7 @@ def preempt(
             write_text(output, json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=1) + "\n")
         else:
             write_text(output, yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
+    _stop_if_interrupted()
 
 
 def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):  # type: ignore[no-untyped-def]
@@ -416,7 +444,7 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):
     from .progress import progress_bar
     from .render import render_preemptions
 
-    sched = GreedyScheduler(state, config, GreedyOptions())
+    sched = GreedyScheduler(state, config, GreedyOptions(interruptible=True))
     with progress_bar(err, "greedy mode", len(state.pending)) as advance:
         result = sched.run(progress=advance)
     plan = preemptions(result, sched.pdbs, key)
@@ -539,10 +567,13 @@ def reschedule(
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
     state, config, _ = _load(cluster, profile, kubeconfig, context)
-    plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
-                           time_limit=time_limit, seed=seed,
-                           gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None, thresholds=levels,
-                           pareto=pareto, soft=soft)
+    from .interrupt import catching, requested
+
+    with catching():
+        plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
+                               time_limit=time_limit, seed=seed,
+                               gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None,
+                               thresholds=levels, pareto=pareto, soft=soft)
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
     if compare_descheduler or descheduler_policy:
@@ -558,6 +589,9 @@ def reschedule(
 
         written = write_reschedule_report(plan, state, report)
         err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
+    if requested():  # an interrupted plan is shown and written, never carried out
+        out.print("interrupted (Ctrl-C): the plan so far" + (", not applied" if apply else ""), highlight=False)
+        _stop_if_interrupted()
     if apply:
         from .reschedule.apply import apply_live
 

@@ -9,7 +9,8 @@ Rules (each refusal is an :class:`InputError`, exit status 2, before the input i
   we may write (or ``/dev/null``); a device such as ``/dev/full``, a FIFO or a folder is refused — use ``-``
   to write to standard output.
 
-CSV files are written with every field quoted and formula-leading cells neutralized
+A file is written whole or not at all: into a hidden file beside it, renamed over it when complete (a
+second Ctrl-C, which exits at once, removes the hidden file). CSV files are written with every field quoted and formula-leading cells neutralized
 (:func:`optisched.textsafe.csv_cell`).
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from . import interrupt
 from .errors import InputError
 from .textsafe import csv_cell
 
@@ -120,9 +122,30 @@ def write_text(path: str | Path, text: str) -> None:
         sys.stdout.flush()
         return
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        _write_whole(Path(os.path.realpath(path)), text)
     except OSError as e:
         raise InputError(f"cannot write: {e.strerror}", source=str(path)) from None
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """``text`` into ``path`` by a hidden file renamed over it (keeping an existing file's mode); a path that
+    is not a regular file (``/dev/null``), or a folder that takes no new file, is written in place."""
+    if path.exists() and not path.is_file():
+        path.write_text(text, encoding="utf-8")
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with interrupt.temporary(tmp):
+        try:
+            tmp.write_text(text, encoding="utf-8")
+        except PermissionError:
+            path.write_text(text, encoding="utf-8")
+            return
+        try:
+            if path.exists():
+                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def csv_text(header: list[str], rows: Iterable[Iterable[object]]) -> str:

@@ -107,7 +107,8 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
     """Optimal mode's summary: the same tables as greedy mode, then the certificate."""
     _render_placement(console, summary, "Optimal batch placement (CP-SAT)")
     cert = result.certificate
-    t = Table(title=f"Certificate: {cert.status} ({cert.seconds:.1f} s, answer from the {cert.source})")
+    stopped = ", interrupted" if cert.interrupted else ""
+    t = Table(title=f"Certificate: {cert.status} ({cert.seconds:.1f} s{stopped}, answer from the {cert.source})")
     shown = [x.name if x.fidelity == "EXACT" else f"{x.name} ({x.fidelity.lower()})" for x in cert.tiers]
     t.add_column("tier", no_wrap=True, min_width=min(max(map(len, shown), default=4), 40))  # names never cut
     for c in ("objective", "bound", "gap", "greedy", "status", "s"):
@@ -161,6 +162,10 @@ def _render_placement(console: Console, s: dict[str, Any], title: str) -> None:
         t.add_column(h, justify="right")
     t.add_row(*(str(c[h.replace("not handled", "notHandled")]) for h in heads))
     console.print(t)
+    if s.get("interrupted"):
+        untried = c.get("notAttempted")
+        console.print("interrupted (Ctrl-C): the answer so far" +
+                      (f"; {untried} pending pod(s) not attempted" if untried else ""), highlight=False)
     _render_evicted(console, s["evicted"])
     if s["unschedulable"]:
         t = Table(title="Unschedulable pods")

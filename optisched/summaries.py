@@ -7,6 +7,7 @@ storage in bytes), percentages are of allocatable.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -76,9 +77,12 @@ def placement_summary(state: ClusterState, node_of: np.ndarray, unschedulable: d
     }
 
 
-def pod_status(state: ClusterState, node_of: np.ndarray, not_handled: dict[int, str]) -> list[str]:
+def pod_status(state: ClusterState, node_of: np.ndarray, not_handled: dict[int, str],
+               not_attempted: Collection[int] = ()) -> list[str]:
     """Per pod row: ``bound`` (kept its node), ``moved``, ``scheduled`` (was pending, placed), ``evicted``
-    (was bound, has no node now), ``not handled`` or ``pending``."""
+    (was bound, has no node now), ``not handled``, ``not attempted`` (an interrupted run did not reach it)
+    or ``pending``."""
+    untried = set(not_attempted)
     out = []
     for p in range(len(state.pods)):
         was, now = int(state.pod_node[p]), int(node_of[p])
@@ -87,7 +91,7 @@ def pod_status(state: ClusterState, node_of: np.ndarray, not_handled: dict[int, 
         elif now >= 0:
             out.append("scheduled")
         else:
-            out.append("not handled" if p in not_handled else "pending")
+            out.append("not handled" if p in not_handled else "not attempted" if p in untried else "pending")
     return out
 
 
@@ -100,11 +104,11 @@ def placements_out(state: ClusterState, node_of: np.ndarray, not_handled: dict[i
 
 
 def placements_text(fmt: str, mode: str, state: ClusterState, node_of: np.ndarray, not_handled: dict[int, str],
-                    extra: dict[str, Any]) -> str:
+                    extra: dict[str, Any], not_attempted: Collection[int] = ()) -> str:
     """What ``--output`` writes: ``fmt="csv"``, one ``pod,node,status`` row per pod (``status`` from
     :func:`pod_status`); else a JSON document ``{"mode", "placements", **extra}``."""
     if fmt == "csv":
-        names, status = state.node_names, pod_status(state, node_of, not_handled)
+        names, status = state.node_names, pod_status(state, node_of, not_handled, not_attempted)
         rows = [(pod.key, names[int(node_of[p])] if node_of[p] >= 0 else "", status[p])
                 for p, pod in enumerate(state.pods)]
         return csv_text(["pod", "node", "status"], rows)  # every field quoted, formulas neutralized
@@ -115,8 +119,14 @@ def placements_text(fmt: str, mode: str, state: ClusterState, node_of: np.ndarra
 def greedy_summary(result: Any) -> dict[str, Any]:
     """A greedy run (:class:`~optisched.greedy.scheduler.GreedyResult`) as :func:`placement_summary`."""
     node_of = np.asarray(result.snapshot.node_of, dtype=np.int64)
-    return {"mode": "greedy", **placement_summary(result.state, node_of, result.unschedulable, result.skipped,
-                                                  result.preempted)}
+    out = {"mode": "greedy", **placement_summary(result.state, node_of, result.unschedulable, result.skipped,
+                                                 result.preempted)}
+    if result.interrupted:  # Ctrl-C: the pods bound so far; the rest were never tried
+        untried = result.not_attempted
+        out["interrupted"] = True
+        out["counts"]["notAttempted"] = len(untried)
+        out["notAttempted"] = [result.state.pods[p].key for p in untried]
+    return out
 
 
 def optimal_summary(result: Any) -> dict[str, Any]:
@@ -126,4 +136,5 @@ def optimal_summary(result: Any) -> dict[str, Any]:
             **placement_summary(result.state, result.node_of, result.unschedulable, result.batch.skipped),
             "certificate": result.certificate.to_dict(),
             "explanations": [e.to_dict() for e in result.explanations],
-            "violations": [str(v) for v in result.violations]}
+            "violations": [str(v) for v in result.violations],
+            **({"interrupted": True} if result.certificate.interrupted else {})}

@@ -204,6 +204,9 @@ def test_a_step_worse_on_the_next_level_is_rejected(monkeypatch) -> None:  # typ
             self.response_proto = type("R", (), {"solution": [h if i in mine else 0 for i, h in enumerate(hint)]})
             return cp_model.OPTIMAL
 
+        def stop_search(self) -> None:  # (Ctrl-C stops a solve through it)
+            pass
+
     m, x = _model(generate(GenerateSpec(nodes=20, pods=240, load=1.1, seed=1)))
     levels = sorted(m.batch.levels, reverse=True)
     per = _levels(m)

@@ -166,6 +166,62 @@ def test_with_moves_the_answer_is_never_below_the_plain_answer_it_starts_from(mo
     assert [mine[lv] for lv in levels] >= [before[lv] for lv in levels]
 
 
+@pytest.mark.parametrize("spec", [
+    GenerateSpec(nodes=24, seed=11, load=1.2),
+    GenerateSpec(nodes=30, seed=12, load=1.1, gpu_fraction=0.2),
+    GenerateSpec(nodes=30, seed=13, load=1.0, zones=1, pending_fraction=0.8),
+], ids=["overloaded", "gpus", "one zone, mostly pending"])
+def test_with_moves_the_answer_is_never_below_a_separate_plain_run_under_the_same_limit(
+        spec: GenerateSpec, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every plain answer is allowed with moves, and the movable run starts from the plain run's own
+    placement tiers (same limit, same budgets), so it places at least as many pods on every level."""
+    monkeypatch.setattr(clock.Clock, "wall_left", lambda self: 1e9)  # the deterministic budgets decide
+    cluster = cluster_from_objects(generate(spec))
+    state = compile_cluster(cluster)
+    config = cluster.config or default_config()
+    plain = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=4))
+    moved = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=4, movable=True))
+    assert moved.violations == [] and plain.violations == []
+    levels = plain.batch.levels
+    mine, theirs = solve.placed_per_level(moved.batch, moved.node_of), solve.placed_per_level(plain.batch, plain.node_of)
+    assert [mine[lv] for lv in levels] >= [theirs[lv] for lv in levels]
+
+
+def test_past_the_wall_clock_limit_before_any_model_kube_schedulers_placement_is_the_answer(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """When the greedy hint took the whole limit (a loaded machine), nothing is built or repaired: the
+    answer is greedy mode's placement, and the certificate says why."""
+    monkeypatch.setattr(clock.Clock, "wall_left", lambda self: -1.0)
+    monkeypatch.setattr(solve, "_build_groups", lambda *a, **k: pytest.fail("a model was built past the limit"))
+    cluster = cluster_from_objects(generate(GenerateSpec(nodes=12, seed=5, load=1.1)))
+    state = compile_cluster(cluster)
+    r = solve.solve_optimal(state, cluster.config or default_config(), solve.OptimalOptions(time_limit=5))
+    assert r.certificate.source == "greedy" and (r.node_of == r.greedy.snapshot.node_of).all()
+    assert any("before the model was built" in n for n in r.certificate.notes)
+    assert not r.certificate.interrupted
+
+
+@pytest.mark.parametrize("small,large", [(400, 4_000), (4_000, 15_000), (15_000, 45_000)])
+def test_a_larger_model_gets_fewer_units_of_work_per_second(small: int, large: int) -> None:
+    """The deterministic rate falls with the model's size, as measured (docs/optimal_trust.md)."""
+    assert clock.RATE_MIN <= clock.det_rate(large) < clock.det_rate(small) <= clock.RATE_MAX
+
+
+def test_minimal_victims_gives_the_same_answer_twice(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The single-pod preemption search budgets by the deterministic clock too."""
+    from optisched.preemption.minimal import minimal_victims
+
+    monkeypatch.setattr(clock.Clock, "wall_left", lambda self: 1e9)  # (a loaded machine's safety net aside)
+
+    cluster = cluster_from_objects(generate(GenerateSpec(nodes=30, seed=5, load=1.2)))
+    state = compile_cluster(cluster)
+    config = cluster.config or default_config()
+    pending = sorted(state.pending, key=lambda p: -int(state.pod_priority[p]))
+    key = state.pods[pending[0]].key
+    answers = [_timeless(minimal_victims(state, config, key, time_limit=3).to_dict()) for _ in range(2)]
+    assert answers[0] == answers[1]
+
+
 def test_the_live_line_names_each_tier_before_its_first_solution() -> None:
     cluster = cluster_from_objects(generate(GenerateSpec(nodes=8, seed=6, load=1.1)))
     state = compile_cluster(cluster)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import interrupt
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyScheduler
 from ..model.state import ClusterState
@@ -89,8 +90,8 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
                                 options.namespaces)
         state, known = replay.state, [replay.current]
     start = time.perf_counter()
-    greedy = GreedyScheduler(state, config, GreedyOptions(record=True, record_candidates=False)).run(
-        progress=on_greedy)
+    greedy = GreedyScheduler(state, config, GreedyOptions(record=True, record_candidates=False,
+                                                          interruptible=True)).run(progress=on_greedy)
     runs = [PlacementRun.from_greedy("greedy", greedy, time.perf_counter() - start)]
     start = time.perf_counter()
     opt = solve_optimal(state, config, OptimalOptions(time_limit=options.time_limit, workers=options.workers,
@@ -100,7 +101,7 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
                         progress=on_solver, greedy=greedy)
     runs.append(optimal_run(opt, time.perf_counter() - start))
     runs += known
-    for policy in options.policies:
+    for policy in options.policies if not interrupt.requested() else ():  # (Ctrl-C: the runs so far)
         start = time.perf_counter()
         other = GreedyScheduler(state, policy_config(policy),
                                 GreedyOptions(record=True, record_candidates=False)).run()

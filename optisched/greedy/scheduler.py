@@ -17,6 +17,7 @@ from datetime import UTC
 
 import numpy as np
 
+from .. import interrupt
 from ..framework import Code, CycleState, FilterResult, Status
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
@@ -42,6 +43,7 @@ class GreedyOptions:
     record: bool = True  # keep per-cycle records (traces, explain); off for large benchmark runs
     record_candidates: bool = True  # with record: preemption's per-node candidate table (traces)
     reference: bool = False  # the plain per-node code paths the optimized ones are tested against
+    interruptible: bool = False  # Ctrl-C stops the queue (a run whose partial answer is shown, not a prediction)
 
 
 @dataclass
@@ -76,6 +78,16 @@ class GreedyResult:
     unschedulable: dict[int, str]  # pod row -> last FitError message
     preempted: dict[int, tuple[int, int]] = field(default_factory=dict)  # victim -> (preemptor, node)
     skipped: dict[int, str] = field(default_factory=dict)  # pods this scheduler does not handle, and why
+    interrupted: bool = False  # Ctrl-C stopped the queue between two cycles (optisched.interrupt)
+
+    @property
+    def not_attempted(self) -> list[int]:
+        """Pending pods the run never tried (it was interrupted first): neither placed nor unschedulable."""
+        if not self.interrupted:
+            return []
+        node_of = self.snapshot.node_of
+        return [p for p in self.state.pending
+                if node_of[p] < 0 and p not in self.unschedulable and p not in self.skipped]
 
     def placements(self) -> dict[str, str | None]:
         """Every pod: its node after the run, or None."""
@@ -394,6 +406,9 @@ class GreedyScheduler:
         result = GreedyResult(state, self.snapshot, self.order, queue.initial_order(), [], {}, skipped=skipped)
         done = 0
         while (p := queue.pop()) is not None:
+            if self.options.interruptible and interrupt.requested():  # between two cycles: the pods bound so far stand
+                result.interrupted = True
+                break
             profile = profiles[state.pods[p].spec.scheduler_name]
             attempt = queue.attempts[p]
             while True:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 
+from .. import interrupt
 from .clock import Clock
 from .model import BatchModel
 
@@ -169,7 +170,7 @@ class LevelBound:
         unasked = [lv for lv in self.levels if lv not in self._asked]
         self._asked.add(level)
         allot = self.seconds / max(1, len(unasked))
-        if allot < 1e-3:
+        if allot < 1e-3 or self.clock.interrupted:
             self._ran_out(level)
             return None
         objective = self.solver.Objective()
@@ -177,7 +178,8 @@ class LevelBound:
         objective.SetCoefficient(var, 1.0)
         objective.SetMaximization()
         self.solver.SetSolverSpecificParametersAsString(self.clock.glop_parameters(allot))
-        status = self.solver.Solve()
+        with interrupt.stoppable(self.solver.InterruptSolve):
+            status = self.solver.Solve()
         used = min(allot, LP_COST * self.nonzeros)
         self.clock.charge(used if status == pywraplp.Solver.OPTIMAL else allot)
         self.seconds -= used if status == pywraplp.Solver.OPTIMAL else allot
@@ -187,6 +189,8 @@ class LevelBound:
         return int(np.floor(objective.Value() + 1e-6))
 
     def _ran_out(self, level: int) -> None:
+        if self.clock.interrupted:  # the certificate says the run was interrupted, once
+            return
         why = "the wall-clock limit had passed" if self.clock.wall_left() <= 0.01 else \
             "it did not finish in its share of the time limit"
         note = (f"placed[priority={level}]: no LP bound ({why}); the bound shown is the level's pod count "

@@ -4,7 +4,8 @@ Every choice that depends on time (a tier's share of what is left, when a neighb
 whether an objective is built, whether an explanation probe runs) reads :meth:`Clock.now`. By default
 that is *deterministic time*: the sum of CP-SAT's and GLOP's own deterministic work counters (a measure
 of work done, the same on every run of the same model with the same parameters), converted to nominal
-seconds by :data:`DET_PER_SECOND`, plus fixed charges for the steps that are not solver calls. So the
+seconds by :func:`det_rate` (a function of the model's size, fitted to measurements), plus fixed charges
+for the steps that are not solver calls. Ctrl-C (:mod:`optisched.interrupt`) makes every deadline past. So the
 same input, options and seed give the same answer whatever the machine's load.
 
 The wall clock only guards the promise: every solver call also gets the wall time left until the limit
@@ -20,19 +21,37 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["DET_PER_SECOND", "Clock"]
+from .. import interrupt
 
-# CP-SAT deterministic time per nominal second. On the 2-core machine with nothing else running, 1 unit
-# of CP-SAT's deterministic time took 0.6-1.2 s of wall time (two interleaved workers, generated clusters
-# of 40-400 nodes); with a dozen other jobs on the same cores it took up to 20 s. 0.05 keeps the solver
-# phases inside the limit even then, so on an idle machine a run ends well before its limit (the search
-# uses a fraction of it); --nondeterministic spends the whole limit by the wall clock (docs/optimal_trust.md).
+__all__ = ["DET_PER_SECOND", "Clock", "det_rate"]
+
+# CP-SAT deterministic time per nominal second, as a function of the model's size (never measured at run
+# time, so the same model gets the same budget on every machine): RATE_AT_1K · (variables / 1000) ^ −RATE_EXP,
+# between RATE_MIN and RATE_MAX. Fitted to idle-machine measurements of deterministic time per wall second
+# (2 interleaved workers, generated clusters; docs/optimal_trust.md): 0.25-0.42 for 400-4,000 variables,
+# 0.10-0.14 for 11-17k (0.03-0.06 on later tiers), 0.01-0.05 for 34-46k; scaled by 0.8 so that on an idle
+# machine a call ends at about 80 % of its wall share. Under load a unit takes longer: the wall-clock
+# safety net (set_limits) keeps the run inside the limit, and the certificate says so.
+RATE_AT_1K = 0.4
+RATE_EXP = 0.77
+RATE_MIN, RATE_MAX = 0.01, 0.33
+# the rate of a model whose size is not known (a phase charged without one)
 DET_PER_SECOND = 0.05
 # interleaved workers check the deterministic limit between batches of tasks: a call asked for d units
 # used up to 2.2 d (CP-SAT 9.15, generated 60-node models), so they are asked for d / OVERSHOOT
 OVERSHOOT = 2.0
+# wall seconds per model variable a CP-SAT call costs outside the solver's own limit: setting the objective
+# and the hint, handing the model over, reading the answer (0.1-0.3 s for 30,000 variables, idle machine)
+CALL_COST = 1e-5
 # GLOP's deterministic time runs about ten times slower than CP-SAT's for the same wall time
 GLOP_DET_PER_SECOND = 5.0
+
+
+def det_rate(variables: int) -> float:
+    """CP-SAT deterministic time per nominal second for a model of ``variables`` variables (the fit above)."""
+    if variables <= 0:
+        return DET_PER_SECOND
+    return min(RATE_MAX, max(RATE_MIN, RATE_AT_1K * (variables / 1000) ** -RATE_EXP))
 
 
 class Clock:
@@ -62,8 +81,16 @@ class Clock:
         if self.deterministic:
             self.spent += max(0.0, seconds)
 
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C asked the run to stop (:mod:`optisched.interrupt`): every deadline has passed."""
+        return interrupt.requested()
+
     def past(self, deadline: float) -> bool:
-        """Whether ``deadline`` (a :meth:`now` value) has passed, or the wall limit (then noted)."""
+        """Whether ``deadline`` (a :meth:`now` value) has passed, or the wall limit (then noted), or the
+        run was interrupted."""
+        if self.interrupted:
+            return True
         if self.wall_left() <= 0:
             self.wall_hit = self.wall_hit or self.deterministic
             return True
@@ -71,40 +98,57 @@ class Clock:
 
     def wall_allows(self, seconds: float) -> bool:
         """Whether ``seconds`` of work outside a solver's own limit (copying a model) still fit before the
-        wall limit; when not, the safety net has decided (noted)."""
+        wall limit; when not, the safety net has decided (noted). Never once interrupted."""
+        if self.interrupted:
+            return False
         if self.wall_left() > seconds:
             return True
         self.wall_hit = self.wall_hit or self.deterministic
         return False
 
+    def affords(self, variables: int) -> bool:
+        """Whether a solver call on a model of ``variables`` variables may still start: not once
+        interrupted; for a large model (its own work outside the solver's limit above 0.05 s) only while
+        the wall clock has room for that work (else the safety net decides, noted). A small model's call
+        costs milliseconds and still gets CP-SAT's least limit."""
+        if self.interrupted:
+            return False
+        own = CALL_COST * variables
+        return own <= 0.05 or self.wall_allows(own)
+
     def wall_left(self) -> float:
         """Wall seconds left until the limit (the safety net)."""
         return self.t0 + self.limit - time.perf_counter()
 
-    def set_limits(self, parameters, seconds: float, workers: int = 1) -> None:  # type: ignore[no-untyped-def]
-        """A CP-SAT call's limits for ``seconds`` nominal seconds: deterministic time (and interleaved
-        workers) by default, the wall time left as the safety net either way."""
-        wall = max(0.01, self.wall_left())
+    def set_limits(self, parameters, seconds: float, workers: int = 1,  # type: ignore[no-untyped-def]
+                   variables: int = 0) -> None:
+        """A CP-SAT call's limits for ``seconds`` nominal seconds on a model of ``variables`` variables:
+        deterministic time (and interleaved workers) by default, the wall time left as the safety net
+        either way; none at all once interrupted. CP-SAT's own Ctrl-C handler is off (ours stops the run)."""
+        parameters.catch_sigint_signal = False
+        wall = max(0.01, self.wall_left()) if not self.interrupted else 0.0
         if self.deterministic:
-            parameters.max_deterministic_time = max(1e-4, seconds * DET_PER_SECOND / (OVERSHOOT if workers > 1 else 1))
+            rate = det_rate(variables) / (OVERSHOOT if workers > 1 else 1)
+            parameters.max_deterministic_time = max(1e-4, seconds * rate)
             parameters.max_time_in_seconds = wall
             if workers > 1:
                 parameters.interleave_search = True
         else:
-            parameters.max_time_in_seconds = max(0.01, min(seconds, wall))
+            parameters.max_time_in_seconds = min(wall, max(0.01, seconds))
 
-    def settle(self, response, seconds: float) -> None:  # type: ignore[no-untyped-def]
-        """After a CP-SAT call given ``seconds``: charge its deterministic time, note a wall stop."""
+    def settle(self, response, seconds: float, variables: int = 0) -> None:  # type: ignore[no-untyped-def]
+        """After a CP-SAT call given ``seconds`` on a model of ``variables`` variables: charge its
+        deterministic time, note a wall stop."""
         if not self.deterministic:
             return
-        used = response.deterministic_time / DET_PER_SECOND
+        used = response.deterministic_time / det_rate(variables)
         self.spent += used
-        if self.wall_left() <= 0.01 and used < 0.99 * seconds:
+        if self.wall_left() <= 0.01 and used < 0.99 * seconds and not self.interrupted:
             self.wall_hit = True
 
     def glop_parameters(self, seconds: float) -> str:
         """GLOP's limits (a text ``GlopParameters``) for ``seconds`` nominal seconds."""
-        wall = max(0.01, self.wall_left())
+        wall = max(0.01, self.wall_left()) if not self.interrupted else 0.0
         if self.deterministic:
             return f"max_deterministic_time: {max(1e-3, seconds * GLOP_DET_PER_SECOND)} max_time_in_seconds: {wall}"
-        return f"max_time_in_seconds: {max(0.01, min(seconds, wall))}"
+        return f"max_time_in_seconds: {min(wall, max(0.01, seconds))}"

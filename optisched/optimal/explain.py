@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import interrupt
 from .clock import Clock
 from .model import BatchModel
 from .tiers import Tier
@@ -56,7 +57,7 @@ def minimum_cover(masks: dict[str, np.ndarray]) -> list[str]:
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 5.0
     solver.parameters.num_workers = 1
-    if solver.solve(cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if interrupt.solve(solver, cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return names
     return [r for r in names if solver.value(pick[r])]
 
@@ -76,10 +77,11 @@ def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, dead
     if seconds < 0.05:
         return None
     solver = cp_model.CpSolver()
-    clock.set_limits(solver.parameters, seconds)
+    size = len(probe.proto.variables)
+    clock.set_limits(solver.parameters, seconds, variables=size)
     solver.parameters.num_workers = 1
-    status = solver.solve(probe)
-    clock.settle(solver.response_proto, seconds)
+    status = interrupt.solve(solver, probe)
+    clock.settle(solver.response_proto, seconds, size)
     if status == cp_model.INFEASIBLE:
         return False
     return True if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None

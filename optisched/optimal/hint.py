@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import interrupt
 from ..constraints.node_ports import host_ports
 from ..model.state import ClusterState
 from ..preemption.pdb_model import beyond_budgets
@@ -87,23 +88,31 @@ def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float, cloc
     probe = model.cp.clone()
     probe.clear_objective()
     probe.clear_hints()
-    for idx, val in values.items():
-        probe.add_hint(probe.get_int_var_from_proto_index(idx), val)
+    hint = probe.proto.solution_hint  # (written whole: a hint per variable through the wrapper took seconds)
+    hint.vars.extend(list(values))
+    hint.values.extend(list(values.values()))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    clock.set_limits(solver.parameters, seconds)
+    size = len(probe.proto.variables)
+    clock.set_limits(solver.parameters, seconds, variables=size)
     solver.parameters.fix_variables_to_their_hinted_value = True
-    status = solver.solve(probe)
-    clock.settle(solver.response_proto, seconds)
+    status = interrupt.solve(solver, probe)
+    clock.settle(solver.response_proto, seconds, size)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
     return None
 
 
+# deterministic charge (nominal seconds) per variable for building the repair probe (copying the model and
+# adding a literal and a constraint per variable: 8-12 µs each measured on generated clusters, idle machine)
+REPAIR_COST = 1.2e-5
+
+
 def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None = None, *, rounds: int = 8,
                 seconds: float = 5.0) -> list[int] | None:
     """A complete solution of ``model`` (a value per variable, proto order) that keeps as many of the
-    arrival/keep ``values`` (variable index -> value) as the model allows; None if none is found."""
+    arrival/keep ``values`` (variable index -> value) as the model allows; None if none is found within
+    ``rounds`` rounds and about ``2 · seconds`` in all (the clock's, copying the model included)."""
     values = dict(values)
     safe: dict[int, int] = {}
     for cv in model.vars:
@@ -112,37 +121,66 @@ def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None =
         for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
             safe[v.Index()] = int(u)
     clock = clock if clock is not None else Clock.wall()
+    until = clock.now() + 2 * seconds
     full = _fixed_probe(model, values, seconds, clock)
     if full is not None:
         return full
+    probe, order, first, base = _assumption_probe(model, values, safe)
+    clock.charge(REPAIR_COST * len(probe.proto.variables))
     for _ in range(rounds):
-        probe = model.cp.clone()
-        probe.clear_objective()
-        lits = {}
-        for idx in safe:
-            lit = probe.new_bool_var(f"h{idx}")
-            probe.add(probe.get_int_var_from_proto_index(idx) == values.get(idx, 0)).only_enforce_if(lit)
-            lits[lit.Index()] = idx
-        probe.add_assumptions([probe.get_bool_var_from_proto_index(i) for i in lits])
+        if clock.now() >= until or not clock.affords(len(probe.proto.variables)):
+            return None
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
-        clock.set_limits(solver.parameters, seconds)
-        status = solver.solve(probe)
-        clock.settle(solver.response_proto, seconds)
+        size = len(probe.proto.variables)
+        clock.set_limits(solver.parameters, seconds, variables=size)
+        status = interrupt.solve(solver, probe)
+        clock.settle(solver.response_proto, seconds, size)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
         core = solver.sufficient_assumptions_for_infeasibility() if status == cp_model.INFEASIBLE else []
-        changed = False
-        for lit in core:
-            idx = lits[lit]
-            if values.get(idx, 0) != safe[idx]:
-                values[idx] = safe[idx]
-                changed = True
-        if not changed:
+        reset = [order[lit - first] for lit in core if values.get(order[lit - first], 0) != safe[order[lit - first]]]
+        if not reset:
             if values == safe:
                 return None
-            values = dict(safe)
+            reset = list(safe)
+        for idx in reset:
+            values[idx] = safe[idx]
+        _set_targets(probe, order, base, values, reset)
     return None
+
+
+def _assumption_probe(model: BatchModel, values: dict[int, int],
+                      safe: dict[int, int]) -> tuple[cp_model.CpModel, list[int], int, int]:
+    """A copy of the model where a literal per variable of ``safe``, assumed true, fixes it at its value
+    in ``values``; returns it, the variables in literal order, the first literal's index and the first
+    added constraint's (literal ``first + k`` and constraint ``base + k`` belong to ``order[k]``)."""
+    probe = model.cp.clone()
+    probe.clear_objective()
+    probe.clear_hints()
+    proto = probe.proto
+    first, base = len(proto.variables), len(proto.constraints)
+    order = list(safe)
+    for k, idx in enumerate(order):
+        proto.variables.add().domain.extend([0, 1])
+        ct = proto.constraints.add()
+        ct.enforcement_literal.append(first + k)
+        ct.linear.vars.append(idx)
+        ct.linear.coeffs.append(1)
+        value = values.get(idx, 0)
+        ct.linear.domain.extend([value, value])
+    proto.assumptions.extend(range(first, first + len(order)))
+    return probe, order, first, base
+
+
+def _set_targets(probe: cp_model.CpModel, order: list[int], base: int, values: dict[int, int],
+                 changed: list[int]) -> None:
+    """Point the constraints of the ``changed`` variables (their first at ``base``) at their new ``values``."""
+    at = {idx: k for k, idx in enumerate(order)}
+    for idx in changed:
+        domain = probe.proto.constraints[base + at[idx]].linear.domain
+        domain.clear()
+        domain.extend([values[idx], values[idx]])
 
 
 def accept_reached(model: BatchModel, values: dict[int, int], clock: Clock,

@@ -32,6 +32,7 @@ import numpy as np
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
+from .. import interrupt
 from .clock import Clock
 from .model import BatchModel
 from .tiers import Linear
@@ -335,12 +336,12 @@ class NodeSearch:
             obj.scaling_factor = -1.0
             solver = cp_model.CpSolver()
             seconds = max(0.01, min(self.STEP_SECONDS, end - clock.now()))
-            clock.set_limits(solver.parameters, seconds)
+            clock.set_limits(solver.parameters, seconds, variables=len(fv))
             solver.parameters.num_workers = 1
             solver.parameters.random_seed = int(self.rng.integers(1 << 30))
             clock.charge(STEP_COST + SUB_COST * len(fv))  # building the step's model
-            status = solver.solve(sub)
-            clock.settle(solver.response_proto, seconds)
+            status = interrupt.solve(solver, sub)
+            clock.settle(solver.response_proto, seconds, len(fv))
             stats.steps += 1
             stats.optimal += status == cp_model.OPTIMAL
             # grown while steps end optimal, shrunk while they run out of time

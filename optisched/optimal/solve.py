@@ -55,11 +55,14 @@ LNS_PARAMS = {"use_lns_only": True, "lns_initial_difficulty": 0.02}
 LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
 # deterministic charge (nominal seconds) per variable an objective's build adds (25-40 µs measured)
 BUILD_COST = 3e-5
+# deterministic charge per variable and constraint of a part's model (building it, its eviction rules and
+# LP: 40-60 µs per variable on generated clusters of 100-400 nodes, 1-2 constraints per 3 variables)
+MODEL_COST = 3e-5
 STOP_AFTER = ("placed",)
-# with --movable, the plain run's share of the limit (its answer is the movable run's hint and floor)
-PLAIN_SHARE = 0.35
 # the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
 LP_SHARE = 0.1
+INTERRUPTED = "interrupted (Ctrl-C): the best answer found before it, not the end of the search"
+NOT_ATTEMPTED = "not attempted: the run was interrupted first"
 
 
 @dataclass(frozen=True)
@@ -94,10 +97,12 @@ class Certificate:
     source: str  # "solver" or "greedy" (the greedy placement was at least as good)
     greedy_optimal: bool
     notes: list[str] = field(default_factory=list)
+    interrupted: bool = False  # Ctrl-C ended the run early: the best answer found before it
 
     def to_dict(self) -> dict:
         return {"status": self.status, "tiers": [t.to_dict() for t in self.tiers], "seconds": round(self.seconds, 3),
-                "source": self.source, "greedyOptimal": self.greedy_optimal, "notes": self.notes}
+                "source": self.source, "greedyOptimal": self.greedy_optimal, "notes": self.notes,
+                "interrupted": self.interrupted}
 
 
 @dataclass
@@ -109,6 +114,7 @@ class OptimalResult:
     greedy: GreedyResult
     violations: list[Violation]
     explanations: list[Explanation] = field(default_factory=list)
+    used: float = 0.0  # nominal seconds of the run's clock (deterministic work by default) spent
 
     def placements(self) -> dict[str, str | None]:
         names = self.state.node_names
@@ -118,10 +124,12 @@ class OptimalResult:
     def unschedulable(self) -> dict[int, str]:
         """Pending pods the answer leaves without a node, with the greedy FitError for context."""
         out = {}
+        untried = set(self.greedy.not_attempted)
         for c in self.batch.classes:
             for p in c.pending:
                 if self.node_of[p] < 0:
-                    out[p] = self.greedy.unschedulable.get(p, "not placed by the optimal batch")
+                    out[p] = NOT_ATTEMPTED if p in untried else \
+                        self.greedy.unschedulable.get(p, "not placed by the optimal batch")
         return out
 
 
@@ -348,18 +356,21 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         if options.max_moves is not None:
             encode_move_cap(m, options.max_moves)
         m.clock = clock
+        clock.charge(MODEL_COST * (len(m.cp.proto.variables) + len(m.cp.proto.constraints)))
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
         lns = m.restricted and not solver.presolve
         seconds = max(0.5, 0.1 * (deadline - clock.now()))
         reached = None
         # kube-scheduler's placement where batch semantics refuses it: a solution of its own (not under
-        # LNS, whose steps need the constraints as they are); else the repaired copy
+        # LNS, whose steps need the constraints as they are); else the repaired copy. Neither once the
+        # limit has passed (no tier will solve: kube-scheduler's placement is the answer)
+        affords = clock.affords(len(m.cp.proto.variables))
         found = accept_reached(m, variable_values(m, raw), clock, seconds) \
-            if refused and not lns else None
+            if refused and not lns and affords else None
         if found is not None:
             solver.full, reached = found
-        else:
+        elif affords:
             solver.full = repair_hint(m, variable_values(m, hint), clock, seconds=seconds)
         if lns:
             solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
@@ -421,7 +432,8 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
             left = deadline - clock.now()
             # building the score takes 25-40 µs per variable (0.08 s for 2,100 variables, 1.0 s for 41,000,
             # 2.6 s for 75,000 on generated clusters): a small part needs a fraction of a second
-            if left < min(1.0, 1e-4 * len(g.model.cp.proto.variables)):
+            need = min(1.0, 1e-4 * len(g.model.cp.proto.variables))
+            if left < need or not clock.wall_allows(need):
                 g.skipped.append(name)  # no time to build it: the tier is left out of the certificate
                 continue
             g.model.deadline = clock.now() + 0.6 * left  # the rest solves it
@@ -544,25 +556,32 @@ def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock)
 
 def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalOptions, progress: Progress | None,
                  greedy: GreedyResult, clock: Clock) -> np.ndarray | None:
-    """With ``movable``, the answer without moves first (``PLAIN_SHARE`` of the limit): every placement it
-    may return is allowed with moves too, so it is the movable run's hint, and the placement tiers,
-    which never go below their hint, keep the movable answer at least as good on every level."""
-    if not options.movable or options.weights or not state.pending:
+    """With ``movable``, the answer without moves first: every placement it may return is allowed with
+    moves too, so it is the movable run's hint, and the placement tiers, which never go below their hint,
+    keep the movable answer at least as good on every level.
+
+    It runs the placement tiers of a plain run with the same limit, so with the same budgets: their answer
+    is a separate plain run's (deterministic time), and the movable answer is never below it. It ends as
+    soon as its tiers are proven (small batches take a fraction of the limit); the movable model gets what
+    is left, charged to ``clock`` as the plain pass used it."""
+    if not options.movable or options.weights or clock.interrupted or not state.pending:
         return None  # nothing pending: the answer without moves is the cluster as it is, the hint already
-    share = PLAIN_SHARE * options.time_limit
-    plain = solve_optimal(state, config, replace(options, movable=False, time_limit=share, stop_after="placed"),
-                          progress, greedy)
-    clock.charge(share)  # deterministic: the plain run's whole share, whatever it used
+    plain = solve_optimal(state, config, replace(options, movable=False, stop_after="placed"), progress, greedy,
+                          explain=False)
+    clock.charge(plain.used)
     return plain.node_of
 
 
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
-                  progress: Progress | None = None, greedy: GreedyResult | None = None) -> OptimalResult:
-    """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run."""
+                  progress: Progress | None = None, greedy: GreedyResult | None = None,
+                  explain: bool = True) -> OptimalResult:
+    """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run; ``explain``:
+    say why pods stay pending (probes in the time left)."""
     check_objective(options.objective)
     end = options.time_limit
-    # the rest decodes, re-checks (about 0.4 ms per pending pod at 5,000 nodes) and explains
-    deadline = end - min(0.5 * options.time_limit, max(0.3, 0.1 * options.time_limit, 4e-4 * len(state.pending)))
+    # the rest decodes, re-checks (0.4 ms per pending pod at 5,000 nodes on an idle machine, 0.7 ms at
+    # 2,000 nodes under a load average of 10) and explains
+    deadline = end - min(0.5 * options.time_limit, max(0.3, 0.1 * options.time_limit, 7e-4 * len(state.pending)))
     clock = Clock(deadline, options.deterministic)  # the wall-clock safety net: the solver phases end here
 
     def phase(name: str) -> None:
@@ -571,10 +590,14 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
     phase("greedy placement (the hint)")
     if greedy is None:
-        greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
+        greedy = GreedyScheduler(state, config, GreedyOptions(record=False, interruptible=True)).run()
+    if clock.interrupted:
+        return _greedy_only(state, config, options, greedy, clock)
     raw = greedy.snapshot.node_of.copy()
     start = _plain_first(state, config, options, progress, greedy, clock)
     batch = build_batch(state, config, movable=options.movable, preemption=options.preemption, policy=options.eviction)
+    if not clock.wall_allows(0.0):  # the greedy hint (or the plain pass) took the whole limit, or Ctrl-C
+        return _greedy_only(state, config, options, greedy, clock, batch)
     phase("building the model")
     fallback = repair_placement(batch, config, raw)
     # the plain answer, when the solver's, passed batch semantics: the hint, so no tier goes below it
@@ -589,7 +612,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     result.certificate.notes += kept_notes(state, batch.kept, batch.class_of >= 0)
     phase("explaining pods left pending")
     clock.limit = end - max(0.1, 0.02 * options.time_limit)
-    for g in groups:
+    for g in groups if explain and not clock.interrupted else []:
         # the probes stop short of the limit: handing a large model to CP-SAT takes time its own
         # limit does not count (5,000 nodes: runs ended up to 1 s late without this margin)
         result.explanations += explain_unplaced(g.model, result.node_of, tiers, g.base,
@@ -598,8 +621,27 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     if clock.wall_hit:
         result.certificate.notes.append("the wall-clock limit stopped the search before its deterministic "
                                         "budget: this answer may differ from another run's")
+    if clock.interrupted:
+        result.certificate.interrupted = True
+        result.certificate.notes.append(INTERRUPTED)
     result.certificate.seconds = time.perf_counter() - clock.t0
+    result.used = clock.now()
     return result
+
+
+def _greedy_only(state: ClusterState, config: SchedulerConfig, options: OptimalOptions, greedy: GreedyResult,
+                 clock: Clock, batch: Batch | None = None) -> OptimalResult:
+    """Interrupted, or past the wall-clock limit, before the model was built: greedy mode's placement (so
+    far) is the answer (each of its pods passed kube-scheduler's filters on arrival); the pods an
+    interrupted greedy run did not reach are not attempted."""
+    if batch is None:
+        batch = build_batch(state, config, movable=options.movable, preemption=options.preemption,
+                            policy=options.eviction)
+    note = INTERRUPTED + " (before the model was built)" if clock.interrupted else \
+        "the wall-clock limit had passed before the model was built: kube-scheduler's placement is the answer"
+    cert = Certificate("UNKNOWN", [], time.perf_counter() - clock.t0, "greedy", False, [note],
+                       interrupted=clock.interrupted)
+    return OptimalResult(state, batch, greedy.snapshot.node_of.copy(), cert, greedy, [], used=clock.now())
 
 
 def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions, deadline: float,

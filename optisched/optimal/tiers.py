@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import interrupt
 from .clock import Clock
 
 __all__ = ["SCORE_SCALE", "Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
@@ -236,6 +237,13 @@ class TierSolver:
     def evaluate(self, objective: Linear) -> int:
         return objective.const + sum(c * self.value(v) for v, c in zip(objective.vars, objective.coefs))
 
+    def _budget(self, share: float) -> float:
+        """``share`` of the time left until the deadline; none when the clock no longer affords a call
+        (:meth:`.clock.Clock.affords`: interrupted, or a large model past the wall-clock limit)."""
+        if not self.clock.affords(len(self.cp.proto.variables)):
+            return 0.0
+        return (self.deadline - self.clock.now()) * share
+
     def search(self, name: str, objective: Linear, share: float, cap: int | None, run) -> Tier:  # type: ignore[no-untyped-def]
         """A maximized tier searched by ``run(values, budget) -> values`` (a local search from the
         incumbent that never makes ``objective`` worse, e.g. :class:`.neighbourhood.NodeSearch`) instead
@@ -244,7 +252,7 @@ class TierSolver:
         if self.full is None:
             return self.solve(name, objective, "max", share, cap)
         start = time.perf_counter()
-        budget = (self.deadline - self.clock.now()) * share
+        budget = self._budget(share)
         self._announce(name)
         self._complete(objective)
         best = objective.bounds()[1] if cap is None else min(objective.bounds()[1], cap)
@@ -265,7 +273,7 @@ class TierSolver:
         ``later`` (maximized objectives of the tiers after) decides whether a solution that ties this
         tier replaces the incumbent: only when it is lexicographically no worse on them."""
         start = time.perf_counter()
-        budget = (self.deadline - self.clock.now()) * share
+        budget = self._budget(share)
         self._announce(name)
         self._complete(objective)
         lo, hi = objective.bounds()
@@ -284,7 +292,8 @@ class TierSolver:
         self._hint()
         (self.cp.maximize if sense == "max" else self.cp.minimize)(combined)
         solver = cp_model.CpSolver()
-        self.clock.set_limits(solver.parameters, budget, self.workers)
+        size = len(self.cp.proto.variables)
+        self.clock.set_limits(solver.parameters, budget, self.workers, size)
         solver.parameters.num_workers = self.workers
         solver.parameters.random_seed = self.seed
         solver.parameters.cp_model_presolve = self.presolve
@@ -295,11 +304,12 @@ class TierSolver:
                 setattr(solver.parameters, k, v)
         watch = _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi,
                        best if sense == "max" and cap is not None else None)
-        status = solver.solve(self.cp, watch)
-        self.clock.settle(solver.response_proto, budget)
+        status = interrupt.solve(solver, self.cp, watch)
+        self.clock.settle(solver.response_proto, budget, size)
         seconds = time.perf_counter() - start
         value = current
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        # (a solution covers every variable; a search stopped before its first one reports none)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and len(solver.response_proto.solution) == size:
             old = self.full
             before = self._key(objective, later, sense) if old is not None else None
             self.full = list(solver.response_proto.solution)

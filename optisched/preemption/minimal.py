@@ -48,6 +48,7 @@ from ..model.objects import PreemptionPolicy
 from ..model.state import ClusterState, compile_cluster
 from ..optimal.check import Violation, check_placement
 from ..optimal.classes import Batch, PodClass, build_batch
+from ..optimal.clock import Clock
 from ..optimal.decode import decode, variable_values
 from ..optimal.hint import repair_hint
 from ..optimal.model import BatchModel
@@ -317,7 +318,8 @@ def _tiers(model: BatchModel, batch: Batch, ledger: PDBLedger) -> list[tuple[str
 
 def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, cross_node: bool = False,
                     time_limit: float = 10.0, workers: int = 2, seed: int = 0,
-                    progress: Progress | None = None, first_nodes: int = 32) -> MinimalPreemption:
+                    progress: Progress | None = None, first_nodes: int = 32,
+                    deterministic: bool = True) -> MinimalPreemption:
     """The victims of least upstream key that let ``pod`` (``namespace/name``, pending) fit somewhere.
 
     kube-scheduler's own answer for the pod comes first: it is reported beside the optimum, it is the
@@ -325,9 +327,13 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
     then grows over the nodes in the order of their lower bounds (:func:`node_bounds`): first the
     ``first_nodes`` most promising ones (and kube-scheduler's node), and more only while a node left
     out could still hold a better answer than the one found, so a small model usually proves the
-    optimum for the whole cluster."""
+    optimum for the whole cluster.
+
+    Budgets read optimal mode's :class:`~optisched.optimal.clock.Clock`: deterministic time by default
+    (the same answer on every run, whatever the load), the wall clock as the safety net."""
     t0 = time.perf_counter()
-    deadline = t0 + time_limit
+    clock = Clock(time_limit, deterministic)
+    deadline = time_limit
     out = MinimalPreemption(pod, int(state.pod_priority[state.pod_index[pod]]), cross_node)
     state = single_pod_state(state, pod)  # from here on: the bound pods and this one
     row = state.pod_index[pod]
@@ -354,12 +360,12 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
             chosen = np.append(chosen, kube)
         mask = np.zeros(state.num_nodes, dtype=bool)
         mask[chosen] = True
-        result = _solve_on(state, config, row, mask, cross_node, out, ledger, start_time, deadline, workers, seed,
+        result = _solve_on(state, config, row, mask, cross_node, out, ledger, start_time, clock, workers, seed,
                            progress)
         if result is None:
             return _done(out, t0)
         proven = out.key is not None and out.key <= rest
-        if proven or size >= len(pool) or time.perf_counter() > deadline - 0.5:
+        if proven or size >= len(pool) or clock.past(deadline - 0.5):
             break
         size *= 8
     if out.key is None and rest != INFEASIBLE_KEY:  # nothing found on the nodes tried, others left
@@ -368,6 +374,11 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
         out.status = "FEASIBLE"
         out.message = f"nodes left out may hold a better answer (their bound: {rest})"
     _kube_floor(out)
+    stopped = "interrupted (Ctrl-C): the best answer found before it" if clock.interrupted else \
+        "the wall-clock limit stopped the search before its deterministic budget: another run may differ" \
+        if clock.wall_hit else ""
+    if stopped:
+        out.message = f"{out.message}; {stopped}" if out.message else stopped
     return _done(out, t0)
 
 
@@ -386,10 +397,10 @@ def _kube_floor(out: MinimalPreemption) -> None:
 
 
 def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.ndarray, cross_node: bool,
-              out: MinimalPreemption, ledger: PDBLedger, start_time: np.ndarray, deadline: float, workers: int,
+              out: MinimalPreemption, ledger: PDBLedger, start_time: np.ndarray, clock: Clock, workers: int,
               seed: int, progress: Progress | None) -> bool | None:
-    """The tiers on the model where the pod may only land on ``nodes``; fills ``out``. None: stop
-    (nothing to place); False: no victim set on these nodes; True: an answer."""
+    """The tiers on the model where the pod may only land on ``nodes``, until the ``clock``'s limit; fills
+    ``out``. None: stop (nothing to place); False: no victim set on these nodes; True: an answer."""
     batch = build_batch(state, config, only=[row], running_on=None if cross_node else nodes)
     if not batch.classes:
         out.status, out.message = "SKIPPED", next(iter(batch.skipped.values()), "not scheduled by any profile")
@@ -401,14 +412,14 @@ def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.
     if not cross_node:
         encode_eviction_rules(model)
     objectives = _tiers(model, batch, ledger)
-    solver = TierSolver(model.cp, workers=workers, seed=seed, deadline=deadline, progress=progress)
+    solver = TierSolver(model.cp, workers=workers, seed=seed, deadline=clock.limit, progress=progress, clock=clock)
     solver.params = dict(PARAMS)
     if out.greedy_node is not None:
         hint = state.pod_node.copy()
         hint[row] = state.node_index[out.greedy_node]
         hint[[state.pod_index[v.pod] for v in out.greedy_victims]] = -1
-        left = deadline - time.perf_counter()
-        solver.full = repair_hint(model, variable_values(model, hint), seconds=max(0.2, 0.1 * left))
+        left = clock.limit - clock.now()
+        solver.full = repair_hint(model, variable_values(model, hint), clock, seconds=max(0.2, 0.1 * left))
     tiers = []
     shares = [0.4, 0.35, 0.4, 0.5, 1.0]
     for (name, make), share in zip(objectives, shares):
