@@ -268,6 +268,9 @@ def storage_warnings(cluster: Any) -> list[str]:  # a model.cluster.Cluster
             out.append(f"{c.ref}: storageClassName {c.class_name!r} is not in the input; pods using it stay pending")
         elif c.spec.volume_name and c.spec.volume_name not in cat.volumes:
             out.append(f"{c.ref}: volumeName {c.spec.volume_name!r} is not in the input; pods using it stay pending")
+        elif c.spec.volume_name and not c.fully_bound:
+            out.append(f"{c.ref}: volumeName {c.spec.volume_name!r} without the {BIND_COMPLETED_ANNOTATION} "
+                       "annotation is pre-bound, not bound; pods using it stay pending until the PV controller binds it")
     for p in cluster.pods:
         if p.spec.node_name:
             continue
