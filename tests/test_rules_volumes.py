@@ -50,6 +50,22 @@ ZONE_CASES = [
      _zone_world({ZONE: "us-west1-b"}, {ZONE: "us-west1-a__us-west1-b"}), "pass"),
     ("a PV zone list with an empty member is ignored",
      _zone_world({ZONE: "us-west1-c"}, {ZONE: "us-west1-a__"}), "pass"),
+    ("a PV with zone and region does not fit a node with only the zone",
+     _zone_world({ZONE: "us-west1-a"}, {ZONE: "us-west1-a", REGION: "us-west1-a"}), NO_ZONE),
+    ("a PV with the GA zone does not fit a node with only the beta zone",
+     _zone_world({BETA_ZONE: "us-west1-a"}, {ZONE: "us-west1-a"}), NO_ZONE),
+    ("a PV's beta zone label does not match another GA zone of the node",
+     _zone_world({ZONE: "us-west1-b"}, {BETA_ZONE: "us-west1-a"}), NO_ZONE),
+    ("multi-zone: a node without labels fits a PV of two beta zones",
+     _zone_world({}, {BETA_ZONE: "us-west1-c__us-west1-a"}), "pass"),
+    ("multi-zone: a node in one of a PV's two beta zones fits",
+     _zone_world({BETA_ZONE: "us-west1-a", "uselessLabel": "none"}, {BETA_ZONE: "us-west1-c__us-west1-a"}), "pass"),
+    ("multi-zone: a node in another beta zone does not fit",
+     _zone_world({BETA_ZONE: "us-west1-b", "uselessLabel": "none"}, {BETA_ZONE: "us-west1-a"}), NO_ZONE),
+    ("multi-zone: a node in one of a PV's two GA zones fits",
+     _zone_world({ZONE: "us-west1-a", "uselessLabel": "none"}, {ZONE: "us-west1-c__us-west1-a"}), "pass"),
+    ("multi-zone: a node in another GA zone does not fit",
+     _zone_world({ZONE: "us-west1-b", "uselessLabel": "none"}, {ZONE: "us-west1-a"}), NO_ZONE),
     ("a claim that does not exist makes the pod unresolvable",
      [node("host1"), pvc("other"), claims(pod("p"), "pvc-missing")],
      'prefilter:persistentvolumeclaim "pvc-missing" not found'),
@@ -77,7 +93,7 @@ def test_volume_zone(objs, want) -> None:
 
 
 DISK = "Unschedulable:node(s) had no available disk"
-RWOP_CONFLICT = f"{UNRES}:node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+RWOP_CONFLICT = "Unschedulable:node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 
 RESTRICTION_CASES = [
     ("a pod without volumes fits beside a GCE disk user",
@@ -126,10 +142,33 @@ RESTRICTION_CASES = [
     ("a ReadWriteOnce claim in use by another pod fits",
      [node("host1"), pvc("claim-rwo"), claims(pod("q").on("host1"), "claim-rwo"), claims(pod("p"), "claim-rwo")],
      "pass"),
-    ("a ReadWriteOncePod claim in use by another pod is unresolvable",
+    ("a ReadWriteOncePod claim in use by another pod is unschedulable (preemption may free it)",
      [node("host1"), pvc("claim-rwop", modes=("ReadWriteOncePod",)), claims(pod("q").on("host1"), "claim-rwop"),
       claims(pod("p"), "claim-rwop")], RWOP_CONFLICT),
+    ("two ReadWriteOncePod claims in use are one conflict",
+     [node("host1"), pvc("rwop-1", modes=("ReadWriteOncePod",)), pvc("rwop-2", modes=("ReadWriteOncePod",)),
+      pvc("rwx", modes=("ReadWriteMany",)), claims(pod("q").on("host1"), "rwop-1", "rwop-2"),
+      claims(pod("r").on("host1"), "rwx"), claims(pod("p"), "rwop-1", "rwop-2")], RWOP_CONFLICT),
+    ("a ReadWriteOncePod claim beside a ReadWriteMany user skips the filter",
+     [node("host1"), pvc("rwop-1", modes=("ReadWriteOncePod",)), pvc("rwx", modes=("ReadWriteMany",)),
+      claims(pod("r").on("host1"), "rwx"), claims(pod("p"), "rwop-1")], "pass"),
+    ("a volume without restrictions skips the filter",
+     [node("host1"), disk(pod("q").on("host1"), "gcePersistentDisk", pdName="foo"),
+      pod("p").set("spec.volumes", [{"name": "cfg", "configMap": {"name": "x"}}])], "pass"),
 ]
+
+
+def test_a_pod_holding_a_read_write_once_pod_claim_is_preempted_for_a_higher_priority_user() -> None:
+    """``satisfyReadWriteOncePod`` says ``Unschedulable``: DefaultPreemption may evict the claim's holder."""
+    from builders import state_of
+
+    from optisched.greedy.scheduler import GreedyScheduler
+    from optisched.profile import default_config
+
+    state = state_of(node("host1"), pv("pv-1", modes=("ReadWriteOncePod",)).claimed("rwop"),
+                     pvc("rwop", modes=("ReadWriteOncePod",)).bound("pv-1"), claims(pod("low").on("host1").priority(0), "rwop"), claims(pod("high").priority(100), "rwop"))
+    result = GreedyScheduler(state, default_config()).run()
+    assert result.preempted == {state.pod_index["default/low"]: (state.pod_index["default/high"], 0)}
 
 
 @pytest.mark.parametrize("objs,want", [c[1:] for c in RESTRICTION_CASES], ids=[c[0] for c in RESTRICTION_CASES])
