@@ -171,3 +171,123 @@ def test_optimal_places_provisioned_claims_only_where_capacity_is_offered() -> N
     state = compile_cluster(cluster_from_objects(_capacity_cluster(caps, pods=3)))
     result = solve_checked(state, default_config())
     assert set(result.placements().values()) == {"node-b"}  # capacity is not consumed: all three fit there
+
+
+# ``TestFindPodVolumesWithoutProvisioning`` and ``TestFindPodVolumesWithProvisioning`` (binder_test.go): the
+# fixtures of ``newTestBinder``; a scenario that ``shouldFail`` is a pod PreFilter stops.
+NODE_KEY_B = "nodekey"
+NS = "testns"
+
+
+def _tpvc(name: str, size: str, cls: str, state: str = "unbound", pv_name: str = "") -> dict:
+    """``makeTestPVC``: unbound, pre-bound (``volumeName`` only), bound (and bind-completed), or with node1
+    as selected node."""
+    c = pvc(name, size).cls(cls)
+    c["metadata"]["namespace"] = NS
+    if state == "bound":
+        c = c.bound(pv_name)
+    elif state == "prebound":
+        c = c.prebound(pv_name)
+    elif state == "selected":
+        c = c.annotate("volume.kubernetes.io/selected-node", "node1")
+    return c
+
+
+def _tpv(name: str, node_name: str, size: str, cls: str, claim: str | None = None) -> dict:
+    """``makeTestPV``: affinity to ``nodekey=<node>``, available or bound to ``claim``."""
+    v = pv(name, size).cls(cls).affinity(NODE_KEY_B, node_name)
+    return v.claimed(claim, NS) if claim else v
+
+
+CLASSES = [storage_class("wait-class", provisioner="kubernetes.io/no-provisioner"),
+           storage_class("immediate-class", "Immediate", provisioner=""),
+           {**storage_class("wait-class-with-provisioner", provisioner=PROVISIONER),
+            "allowedTopologies": [{"matchLabelExpressions": [{"key": NODE_KEY_B, "values": ["node1", "reference-value"]}]}]},
+           {**storage_class("topo-mismatch-class", provisioner=PROVISIONER),
+            "allowedTopologies": [{"matchLabelExpressions": [{"key": NODE_KEY_B, "values": ["reference-value"]}]}]}]
+UNBOUND, UNBOUND2 = _tpvc("unbound-pvc", "1G", "wait-class"), _tpvc("unbound-pvc2", "5G", "wait-class")
+PREBOUND = _tpvc("prebound-pvc", "1G", "wait-class", "prebound", "pv-node1a")
+BOUND = _tpvc("bound-pvc", "1G", "wait-class", "bound", "pv-bound")
+IMM_UNBOUND = _tpvc("immediate-unbound-pvc", "1G", "immediate-class")
+IMM_BOUND = _tpvc("immediate-bound-pvc", "1G", "immediate-class", "bound", "pv-bound-immediate")
+PROVISIONED = _tpvc("provisioned-pvc", "1Gi", "wait-class-with-provisioner")
+SELECTED = _tpvc("provisioned-pvc", "1Gi", "wait-class-with-provisioner", "selected")
+NO_PROV, TOPO_MISMATCH = _tpvc("no-provisioner-pvc", "1Gi", "wait-class"), _tpvc("topo-mismatch-pvc", "1Gi", "topo-mismatch-class")
+PV_NODE1A, PV_NODE1B = _tpv("pv-node1a", "node1", "5G", "wait-class"), _tpv("pv-node1b", "node1", "10G", "wait-class")
+PV_NODE2 = _tpv("pv-node2", "node2", "1G", "wait-class")
+PV_BOUND = _tpv("pv-bound", "node1", "1G", "wait-class", "bound-pvc")
+PV_NODE1A_BOUND = _tpv("pv-node1a", "node1", "5G", "wait-class", "unbound-pvc")
+PV_BOUND_IMM = _tpv("pv-bound-immediate", "node1", "1G", "immediate-class", "immediate-bound-pvc")
+PV_BOUND_IMM2 = _tpv("pv-bound-immediate", "node2", "1G", "immediate-class", "immediate-bound-pvc")
+EPH_PVC = _tpvc("test-pod-test-volume", "1G", "wait-class", "bound", "pv-bound")
+PV_BOUND_EPH = _tpv("pv-bound", "node1", "1G", "wait-class", "test-pod-test-volume")
+NODE_CONFLICT = f"{UNRES}:node(s) didn't match PersistentVolume's node affinity"
+PV_MISSING = f"{UNRES}:node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+
+
+def _ephemeral_pod(volume: str) -> dict:
+    return pod("test-pod", NS).set("spec.volumes", [{"name": volume, "ephemeral": {"volumeClaimTemplate": {}}}])
+
+
+WITHOUT_PROVISIONING = [  # (scenario, pod's claims or a pod, claims in the cache (None: the pod's), PVs, expected)
+    ("no-volumes", pod("test-pod", NS), None, [], "pass"),
+    ("no-pvcs", pod("test-pod", NS).set("spec.volumes", [{"name": "v", "emptyDir": {}}]), None, [], "pass"),
+    ("pvc-not-found", [BOUND], [], [], 'prefilter:persistentvolumeclaim "bound-pvc" not found'),
+    ("bound-pvc", [BOUND], None, [PV_BOUND], "pass"),
+    ("bound-pvc,pv-not-exists", [BOUND], None, [], PV_MISSING),
+    ("prebound-pvc", [PREBOUND], None, [PV_NODE1A_BOUND], IMMEDIATE),
+    ("unbound-pvc,pv-same-node", [UNBOUND], None, [PV_NODE2, PV_NODE1A, PV_NODE1B], "pass"),
+    ("unbound-pvc,pv-different-node", [UNBOUND], None, [PV_NODE2], BIND),
+    ("two-unbound-pvcs", [UNBOUND, UNBOUND2], None, [PV_NODE1A, PV_NODE1B], "pass"),
+    ("two-unbound-pvcs,order-by-size", [UNBOUND2, UNBOUND], None, [PV_NODE1A, PV_NODE1B], "pass"),
+    ("two-unbound-pvcs,partial-match", [UNBOUND, UNBOUND2], None, [PV_NODE1A], BIND),
+    ("one-bound,one-unbound", [UNBOUND, BOUND], None, [PV_BOUND, PV_NODE1A], "pass"),
+    ("one-bound,one-unbound,no-match", [UNBOUND, BOUND], None, [PV_BOUND, PV_NODE2], BIND),
+    ("one-prebound,one-unbound", [UNBOUND, PREBOUND], None, [PV_NODE1A, PV_NODE1B], IMMEDIATE),
+    ("immediate-bound-pvc", [IMM_BOUND], None, [PV_BOUND_IMM], "pass"),
+    ("immediate-bound-pvc-wrong-node", [IMM_BOUND], None, [PV_BOUND_IMM2], NODE_CONFLICT),
+    ("immediate-unbound-pvc", [IMM_UNBOUND], None, [], IMMEDIATE),
+    ("immediate-unbound-pvc,delayed-mode-bound", [IMM_UNBOUND, BOUND], None, [PV_BOUND], IMMEDIATE),
+    ("immediate-unbound-pvc,delayed-mode-unbound", [IMM_UNBOUND, UNBOUND], None, [], IMMEDIATE),
+    ("generic-ephemeral,no-pvc", _ephemeral_pod("no-such-pvc"), [BOUND], [],
+     'prefilter:waiting for ephemeral volume controller to create the persistentvolumeclaim "test-pod-no-such-pvc"'),
+    ("generic-ephemeral,with-pvc", _ephemeral_pod("test-volume"), [EPH_PVC], [PV_BOUND_EPH], "pass"),
+]
+WITH_PROVISIONING = [  # (scenario, the pod's claims, PVs, expected, blocked without CSIStorageCapacity objects)
+    ("one-provisioned", [PROVISIONED], [], "pass", True),
+    ("two-unbound-pvcs,one-matched,one-provisioned", [UNBOUND, PROVISIONED], [PV_NODE1A], "pass", True),
+    ("one-bound,one-provisioned", [BOUND, PROVISIONED], [PV_BOUND], "pass", True),
+    ("one-binding,one-selected-node", [BOUND, SELECTED], [PV_BOUND], "pass", True),
+    ("immediate-unbound-pvc", [IMM_UNBOUND], [], IMMEDIATE, False),
+    ("one-immediate-bound,one-provisioned", [IMM_BOUND, PROVISIONED], [PV_BOUND_IMM], "pass", True),
+    ("invalid-provisioner", [NO_PROV], [], BIND, False),
+    ("volume-topology-unsatisfied", [TOPO_MISMATCH], [], BIND, False),
+]
+DRIVERS = {"no CSIDriver": [], "CSIDriver with capacity tracking": [driver(True)],
+           "CSIDriver without capacity tracking": [driver(False)]}
+
+
+def _binder_world(claims_or_pod, cache, pvs: list, drivers: list) -> list:
+    if isinstance(claims_or_pod, list):
+        p = claims(pod("test-pod", NS), *[c["metadata"]["name"] for c in claims_or_pod])
+        cache = claims_or_pod if cache is None else cache
+    else:
+        p, cache = claims_or_pod, cache or []
+    return [node("node1").label(**{NODE_KEY_B: "node1"}), *CLASSES, *drivers, *cache, *pvs, p]
+
+
+@pytest.mark.parametrize("drivers", list(DRIVERS.values()), ids=list(DRIVERS))
+@pytest.mark.parametrize("pod_or_claims,cache,pvs,want", [c[1:] for c in WITHOUT_PROVISIONING],
+                         ids=[c[0] for c in WITHOUT_PROVISIONING])
+def test_find_pod_volumes_without_provisioning(pod_or_claims, cache, pvs, want, drivers) -> None:
+    assert run_filter("VolumeBinding", _binder_world(pod_or_claims, cache, pvs, drivers), f"{NS}/test-pod")["node1"] == want
+
+
+@pytest.mark.parametrize("name", list(DRIVERS))
+@pytest.mark.parametrize("pod_claims,pvs,want,needs_capacity", [c[1:] for c in WITH_PROVISIONING],
+                         ids=[c[0] for c in WITH_PROVISIONING])
+def test_find_pod_volumes_with_provisioning(pod_claims, pvs, want, needs_capacity, name) -> None:
+    if needs_capacity and name == "CSIDriver with capacity tracking":
+        want = SPACE  # no CSIStorageCapacity object: provisioning is blocked
+    got = run_filter("VolumeBinding", _binder_world(pod_claims, None, pvs, DRIVERS[name]), f"{NS}/test-pod")["node1"]
+    assert got == want

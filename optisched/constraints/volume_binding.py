@@ -93,7 +93,9 @@ class VolumeBinding:
         for claim in pod_claims(pod):
             pvc = cat.claim(ns, claim.name)
             if pvc is None:
-                return [], [], unresolvable(claim_not_found(claim.name))
+                return [], [], unresolvable(  # podHasPVCs: normal just after the pod is created
+                    f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{claim.name}"'
+                    if claim.ephemeral else claim_not_found(claim.name))
             if pvc.status.phase == "Lost":
                 return [], [], unresolvable(f'persistentvolumeclaim "{claim.name}" bound to non-existent '
                                             f'persistentvolume "{pvc.spec.volume_name}"')
