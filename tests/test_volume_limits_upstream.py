@@ -148,10 +148,8 @@ CASES = [  # (upstream test name, world, expected status on the node)
      world(with_config({"name": "v", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}), [INTREE_TWO],
            drivers=MIGRATION, max_vols=2), LIMIT),
 ]
-LEFT_OUT = {  # upstream rows not translated, and why (also listed in docs/volumes.md)
-    "ephemeral volume not owned": "the owner check of an ephemeral volume's claim is not modelled",
-    "persistent doesn't when ... ephemeral disabled": "the GenericEphemeralVolume gate is gone; same row as enabled",
-}
+# Left out (docs/volumes.md): "ephemeral volume not owned" (the owner check of an ephemeral volume's claim is
+# not modelled) and "persistent doesn't when ... ephemeral disabled" (the gate is gone; same as its twin).
 
 
 def _name(objs: list) -> str:
