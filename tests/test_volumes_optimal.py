@@ -92,7 +92,8 @@ def zonal_clusters(draw) -> list[dict]:  # type: ignore[no-untyped-def]
                                       "source": {"persistentVolumeName": f"pv{i}"}}})
         p = claims(pod(f"p{i}").req(cpu=draw(st.sampled_from(["500m", "1", "2"]))), f"c{i}")
         if draw(st.integers(0, 3)) == 0:  # an inline EBS volume, counted as migrated to ebs.csi.aws.com
-            p["spec"]["volumes"].append({"name": "inline", "awsElasticBlockStore": {"volumeID": f"vol-{i % 2}"}})
+            # h0 / h1: the same handle as the CSI PVs pv0 / pv1, so one volume may come from both sources
+            p["spec"]["volumes"].append({"name": "inline", "awsElasticBlockStore": {"volumeID": f"h{i % 2}"}})
         running = [n for n in names if n.startswith(f"n{z}")]
         if draw(st.booleans()):
             p = p.on(draw(st.sampled_from(running)))

@@ -210,9 +210,11 @@ class NodeVolumeLimits:
         for driver, handles in users.items():
             limit = self.limit(driver)
             for n in np.flatnonzero(limit >= 0).tolist():
-                fresh = {h: g for (h, plugin), g in handles.items()
-                         if (not plugin or self.counted(plugin)[n])
-                         and ((driver, h) not in self.refs or self.refs[(driver, h)][n] == 0)}
+                fresh: dict[str, list[PodClass]] = defaultdict(list)  # a handle may come from a CSI and an in-tree source
+                for (h, plugin), g in handles.items():
+                    if (not plugin or self.counted(plugin)[n]) and ((driver, h) not in self.refs
+                                                                     or self.refs[(driver, h)][n] == 0):
+                        fresh[h] += g
                 room = int(limit[n]) - int(self.attached[driver][n] if driver in self.attached else 0)
                 unique_within_limit(model, n, fresh, room, model.any_arrival(n))
 
