@@ -47,8 +47,19 @@ class PVCB(_Obj):
         return self
 
     def bound(self, volume: str) -> PVCB:
+        """Fully bound, as the PV controller leaves a claim (upstream's ``withBoundPV``)."""
         self["spec"]["volumeName"] = volume
+        self["metadata"].setdefault("annotations", {})["pv.kubernetes.io/bind-completed"] = "yes"
         self["status"] = {"phase": "Bound"}
+        return self
+
+    def prebound(self, volume: str) -> PVCB:
+        """``volumeName`` set by its author, not yet bound by the PV controller (upstream's ``withPreBoundPV``)."""
+        self["spec"]["volumeName"] = volume
+        return self
+
+    def annotate(self, key: str, value: str) -> PVCB:
+        self["metadata"].setdefault("annotations", {})[key] = value
         return self
 
     def set_phase(self, phase: str) -> PVCB:

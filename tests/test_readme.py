@@ -27,7 +27,8 @@ RESOURCE_KINDS = {
     "namespaces": "Namespace", "services": "Service", "replicasets": "ReplicaSet",
     "statefulsets": "StatefulSet", "daemonsets": "DaemonSet", "replicationcontrollers": "ReplicationController",
     "pv": "PersistentVolume", "pvc": "PersistentVolumeClaim", "storageclasses": "StorageClass",
-    "csinodes": "CSINode", "csidrivers": "CSIDriver",
+    "csinodes": "CSINode", "csidrivers": "CSIDriver", "csistoragecapacities": "CSIStorageCapacity",
+    "volumeattachments": "VolumeAttachment",
 }
 
 

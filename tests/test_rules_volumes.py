@@ -50,6 +50,22 @@ ZONE_CASES = [
      _zone_world({ZONE: "us-west1-b"}, {ZONE: "us-west1-a__us-west1-b"}), "pass"),
     ("a PV zone list with an empty member is ignored",
      _zone_world({ZONE: "us-west1-c"}, {ZONE: "us-west1-a__"}), "pass"),
+    ("a PV with zone and region does not fit a node with only the zone",
+     _zone_world({ZONE: "us-west1-a"}, {ZONE: "us-west1-a", REGION: "us-west1-a"}), NO_ZONE),
+    ("a PV with the GA zone does not fit a node with only the beta zone",
+     _zone_world({BETA_ZONE: "us-west1-a"}, {ZONE: "us-west1-a"}), NO_ZONE),
+    ("a PV's beta zone label does not match another GA zone of the node",
+     _zone_world({ZONE: "us-west1-b"}, {BETA_ZONE: "us-west1-a"}), NO_ZONE),
+    ("multi-zone: a node without labels fits a PV of two beta zones",
+     _zone_world({}, {BETA_ZONE: "us-west1-c__us-west1-a"}), "pass"),
+    ("multi-zone: a node in one of a PV's two beta zones fits",
+     _zone_world({BETA_ZONE: "us-west1-a", "uselessLabel": "none"}, {BETA_ZONE: "us-west1-c__us-west1-a"}), "pass"),
+    ("multi-zone: a node in another beta zone does not fit",
+     _zone_world({BETA_ZONE: "us-west1-b", "uselessLabel": "none"}, {BETA_ZONE: "us-west1-a"}), NO_ZONE),
+    ("multi-zone: a node in one of a PV's two GA zones fits",
+     _zone_world({ZONE: "us-west1-a", "uselessLabel": "none"}, {ZONE: "us-west1-c__us-west1-a"}), "pass"),
+    ("multi-zone: a node in another GA zone does not fit",
+     _zone_world({ZONE: "us-west1-b", "uselessLabel": "none"}, {ZONE: "us-west1-a"}), NO_ZONE),
     ("a claim that does not exist makes the pod unresolvable",
      [node("host1"), pvc("other"), claims(pod("p"), "pvc-missing")],
      'prefilter:persistentvolumeclaim "pvc-missing" not found'),
@@ -77,7 +93,7 @@ def test_volume_zone(objs, want) -> None:
 
 
 DISK = "Unschedulable:node(s) had no available disk"
-RWOP_CONFLICT = f"{UNRES}:node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+RWOP_CONFLICT = "Unschedulable:node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 
 RESTRICTION_CASES = [
     ("a pod without volumes fits beside a GCE disk user",
@@ -126,10 +142,33 @@ RESTRICTION_CASES = [
     ("a ReadWriteOnce claim in use by another pod fits",
      [node("host1"), pvc("claim-rwo"), claims(pod("q").on("host1"), "claim-rwo"), claims(pod("p"), "claim-rwo")],
      "pass"),
-    ("a ReadWriteOncePod claim in use by another pod is unresolvable",
+    ("a ReadWriteOncePod claim in use by another pod is unschedulable (preemption may free it)",
      [node("host1"), pvc("claim-rwop", modes=("ReadWriteOncePod",)), claims(pod("q").on("host1"), "claim-rwop"),
       claims(pod("p"), "claim-rwop")], RWOP_CONFLICT),
+    ("two ReadWriteOncePod claims in use are one conflict",
+     [node("host1"), pvc("rwop-1", modes=("ReadWriteOncePod",)), pvc("rwop-2", modes=("ReadWriteOncePod",)),
+      pvc("rwx", modes=("ReadWriteMany",)), claims(pod("q").on("host1"), "rwop-1", "rwop-2"),
+      claims(pod("r").on("host1"), "rwx"), claims(pod("p"), "rwop-1", "rwop-2")], RWOP_CONFLICT),
+    ("a ReadWriteOncePod claim beside a ReadWriteMany user skips the filter",
+     [node("host1"), pvc("rwop-1", modes=("ReadWriteOncePod",)), pvc("rwx", modes=("ReadWriteMany",)),
+      claims(pod("r").on("host1"), "rwx"), claims(pod("p"), "rwop-1")], "pass"),
+    ("a volume without restrictions skips the filter",
+     [node("host1"), disk(pod("q").on("host1"), "gcePersistentDisk", pdName="foo"),
+      pod("p").set("spec.volumes", [{"name": "cfg", "configMap": {"name": "x"}}])], "pass"),
 ]
+
+
+def test_a_pod_holding_a_read_write_once_pod_claim_is_preempted_for_a_higher_priority_user() -> None:
+    """``satisfyReadWriteOncePod`` says ``Unschedulable``: DefaultPreemption may evict the claim's holder."""
+    from builders import state_of
+
+    from optisched.greedy.scheduler import GreedyScheduler
+    from optisched.profile import default_config
+
+    state = state_of(node("host1"), pv("pv-1", modes=("ReadWriteOncePod",)).claimed("rwop"),
+                     pvc("rwop", modes=("ReadWriteOncePod",)).bound("pv-1"), claims(pod("low").on("host1").priority(0), "rwop"), claims(pod("high").priority(100), "rwop"))
+    result = GreedyScheduler(state, default_config()).run()
+    assert result.preempted == {state.pod_index["default/low"]: (state.pod_index["default/high"], 0)}
 
 
 @pytest.mark.parametrize("objs,want", [c[1:] for c in RESTRICTION_CASES], ids=[c[0] for c in RESTRICTION_CASES])
@@ -180,9 +219,12 @@ LIMIT_CASES = [
     ("a missing claim of a pod on the node is not counted",
      [node("host1"), csi_node("host1", ebs_csi_aws_com=1), pv("pv1").csi(EBS, "h1"), pvc("c1").bound("pv1"),
       claims(pod("q").on("host1"), "gone"), claims(pod("p"), "c1")], "pass"),
-    ("a pod with only non-claim volumes skips the filter",
+    ("an inline EBS volume counts as the CSI volume it was migrated to",
      [node("host1"), csi_node("host1", ebs_csi_aws_com=0), pvc("x"),
-      disk(pod("p"), "awsElasticBlockStore", volumeID="v")], "pass"),
+      disk(pod("p"), "awsElasticBlockStore", volumeID="v")], LIMIT),
+    ("a pod with only non-claim, non-migratable volumes skips the filter",
+     [node("host1"), csi_node("host1", ebs_csi_aws_com=0), pvc("x"),
+      disk(pod("p"), "iscsi", iqn="iqn.2016-12.server:storage.target01")], "pass"),
     ("an ephemeral volume's generated claim counts against the limit",
      [node("host1"), csi_node("host1", ebs_csi_aws_com=0), storage_class("gp3"), pvc("p-scratch").cls("gp3"),
       pod("p").set("spec.volumes", [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}])], LIMIT),
@@ -239,6 +281,25 @@ BINDING_CASES = [
       pv("pv-a-0", "200Gi").cls("wait").affinity(HOST, "node-a"), pv("pv-b-0", "100Gi").cls("wait").affinity(HOST, "node-b"),
       pvc("pvc-a", "50Gi").cls("wait"), claims(pod("p"), "pvc-a")],
      {"node-a": "pass", "node-b": "pass", "node-c": BIND_CONFLICT}),
+    ("upstream: local volumes with close capacity are preferred (the filter part)",
+     [node("node-a"), node("node-b"), node("node-c"), WAIT,
+      *[pv(f"pv-{n}-{i}", size).cls("wait").affinity(HOST, f"node-{n}") for n, size in (("a", "200Gi"), ("b", "100Gi"))
+        for i in range(2)],
+      pvc("pvc-a", "50Gi").cls("wait"), claims(pod("p"), "pvc-a")],
+     {"node-a": "pass", "node-b": "pass", "node-c": BIND_CONFLICT}),
+    ("upstream: local volumes with close capacity are preferred, two claims of two classes",
+     [node("node-a"), node("node-b"), node("node-c"), WAIT, storage_class("wait-hdd", provisioner="kubernetes.io/no-provisioner"),
+      *[pv(f"pv-{n}-{i}", size).cls("wait" if i < 2 else "wait-hdd").affinity(HOST, f"node-{n}")
+        for n, size in (("a", "200Gi"), ("b", "100Gi")) for i in range(4)],
+      pvc("pvc-0", "50Gi").cls("wait"), pvc("pvc-1", "100Gi").cls("wait-hdd"), claims(pod("p"), "pvc-0", "pvc-1")],
+     {"node-a": "pass", "node-b": "pass", "node-c": BIND_CONFLICT}),
+    ("upstream: zonal volumes with close capacity are preferred (the filter part)",
+     [*[node(f"zone-{z}-node-{n}").labels({REGION: f"region-{z}", ZONE: f"zone-{z}"}) for z in "abc" for n in "ab"], WAIT,
+      *[pv(f"pv-{z}-{i}", size).cls("wait").affinity(ZONE, f"zone-{z}") for z, size in (("a", "200Gi"), ("b", "100Gi"))
+        for i in range(2)],
+      pvc("pvc-a", "50Gi").cls("wait"), claims(pod("p"), "pvc-a")],
+     {**{f"zone-{z}-node-{n}": "pass" for z in "ab" for n in "ab"},
+      **{f"zone-c-node-{n}": BIND_CONFLICT for n in "ab"}}),
     ("a PV smaller than the request does not match",
      [node("node-a"), WAIT, pv("pv-a", "1Gi").cls("wait"), pvc("pvc-a", "5Gi").cls("wait"), claims(pod("p"), "pvc-a")],
      {"node-a": BIND_CONFLICT}),

@@ -47,6 +47,8 @@ ROUTES = {  # the REST path of every list call in live.LISTS
     "list_persistent_volume_claim_for_all_namespaces": "/api/v1/persistentvolumeclaims",
     "list_storage_class": "/apis/storage.k8s.io/v1/storageclasses",
     "list_csi_node": "/apis/storage.k8s.io/v1/csinodes", "list_csi_driver": "/apis/storage.k8s.io/v1/csidrivers",
+    "list_csi_storage_capacity_for_all_namespaces": "/apis/storage.k8s.io/v1/csistoragecapacities",
+    "list_volume_attachment": "/apis/storage.k8s.io/v1/volumeattachments",
 }
 
 

@@ -86,7 +86,14 @@ def zonal_clusters(draw) -> list[dict]:  # type: ignore[no-untyped-def]
         vol = pv(f"pv{i}").label(ZONE, z).affinity(ZONE, z).claimed(f"c{i}")
         if draw(st.booleans()):
             vol = vol.csi("ebs.csi.aws.com", f"h{i}")
+            if draw(st.booleans()):  # attached (or still detaching) somewhere, maybe where no pod uses it
+                objs.append({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": f"va{i}"},
+                             "spec": {"attacher": "ebs.csi.aws.com", "nodeName": draw(st.sampled_from(names)),
+                                      "source": {"persistentVolumeName": f"pv{i}"}}})
         p = claims(pod(f"p{i}").req(cpu=draw(st.sampled_from(["500m", "1", "2"]))), f"c{i}")
+        if draw(st.integers(0, 3)) == 0:  # an inline EBS volume, counted as migrated to ebs.csi.aws.com
+            # h0 / h1: the same handle as the CSI PVs pv0 / pv1, so one volume may come from both sources
+            p["spec"]["volumes"].append({"name": "inline", "awsElasticBlockStore": {"volumeID": f"h{i % 2}"}})
         running = [n for n in names if n.startswith(f"n{z}")]
         if draw(st.booleans()):
             p = p.on(draw(st.sampled_from(running)))
@@ -221,6 +228,11 @@ def test_vectorized_preemption_decides_as_the_reference_path_with_volumes(seed: 
 
     objs = add_volumes(generate(GenerateSpec(nodes=40, pods=300, seed=seed, load=1.2)),
                        VolumeSpec(csi_limit=limit, claim_fraction=0.5), seed)
+    nodes = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
+    attached = [o for o in objs if o["kind"] == "PersistentVolume" and "csi" in o["spec"]][::3]
+    objs += [{"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": f"va-{i}"},
+              "spec": {"attacher": o["spec"]["csi"]["driver"], "nodeName": nodes[(i * 7) % len(nodes)],
+                       "source": {"persistentVolumeName": o["metadata"]["name"]}}} for i, o in enumerate(attached)]
     docs = []
     for reference in (True, False):
         state = compile_cluster(cluster_from_objects(objs))

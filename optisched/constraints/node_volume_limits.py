@@ -2,12 +2,17 @@
 
 Upstream: ``pkg/scheduler/framework/plugins/nodevolumelimits/csi.go`` (v1.35). A pod's claims (and its
 ephemeral volumes' claims) resolve to ``driver/volumeHandle`` through the bound PV's ``csi`` source, or,
-unbound or with a missing PV, to the class's provisioner and a handle unique to the claim. Volumes
-already attached on the node (any pod there uses them) count once; the pod fails with ``Unschedulable``
-where attached + its new volumes exceed the driver's limit from CSINode (or the node's
+unbound or with a missing PV, to the class's provisioner and a handle unique to the claim. In-tree volumes
+(PVs, inline volumes, in-tree provisioners) count as the CSI volumes they were migrated to, on nodes where
+migration is on (``volume_migration``). Volumes already attached on the node count once: those any pod
+there uses, and those a VolumeAttachment attaches there (its PV's CSI handle under the attacher) that no
+pod there uses -- a volume still being detached after its pod left (kubernetes#127757). As upstream, a
+new pod's volume that only a VolumeAttachment holds counts both as attached and as new. The pod fails with
+``Unschedulable`` where attached + its new volumes exceed the driver's limit from CSINode (or the node's
 ``attachable-volumes-csi-<driver>`` allocatable). A claim the new pod names but that is missing stops it
 (``UnschedulableAndUnresolvable``); a missing claim of a pod already on the node is not counted.
-Not modelled: VolumeAttachment objects and in-tree volumes migrated to CSI.
+Not modelled: the owner check of ephemeral volumes' claims; an in-tree source whose translation fails
+(an ``aws://`` id that is not a volume) is not counted, where upstream reports an error for inline ones.
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..model.storage import StorageCatalog, pod_claims
-from .volume_common import claim_not_found, storage_of, uses_volumes
+from .volume_common import claim_not_found, storage_of
+from .volume_migration import inline_volume, migrated_mask, provisioner_driver, pv_volume
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -31,32 +37,47 @@ __all__ = ["REASON", "LimitsWorld", "NodeVolumeLimits", "csi_volumes"]
 REASON = "node(s) exceed max volume count"
 LIMIT_PREFIX = "attachable-volumes-csi-"
 NANO = 10**9
+Vol = tuple[str, str, str]  # (driver, volume handle, in-tree plugin it was migrated from or "")
 
 
 class MissingClaim(Exception):
     pass
 
 
-def csi_volumes(pod: Pod, cat: StorageCatalog, *, new: bool) -> list[tuple[str, str]]:
-    """``filterAttachableVolumes``: the pod's (driver, volume handle) pairs, each once. A missing claim
-    raises :class:`MissingClaim` for a new pod and is skipped for a scheduled one."""
+def _claim_volume(pod: Pod, name: str, cat: StorageCatalog, new: bool) -> Vol | None:
+    """``getCSIDriverInfo`` for one claim (None: not counted)."""
     ns = pod.metadata.namespace or "default"
-    out: dict[tuple[str, str], None] = {}
-    for claim in pod_claims(pod):
-        pvc = cat.claim(ns, claim.name)
-        if pvc is None:
-            if new:
-                raise MissingClaim(f"looking up PVC {ns}/{claim.name}: {claim_not_found(claim.name)}")
-            continue
-        pv = cat.volumes.get(pvc.spec.volume_name) if pvc.spec.volume_name else None
-        if pv is not None:
-            if pv.spec.csi is not None:
-                out[(pv.spec.csi.driver, pv.spec.csi.volume_handle)] = None
-            continue
-        sc = cat.classes.get(pvc.class_name) if pvc.class_name else None
-        if sc is not None:  # getCSIDriverInfoFromSC: a handle no real volume has
-            out[(sc.provisioner, f"unbound-{ns}/{claim.name}")] = None
+    pvc = cat.claim(ns, name)
+    if pvc is None:
+        if new:
+            raise MissingClaim(f"looking up PVC {ns}/{name}: {claim_not_found(name)}")
+        return None
+    pv = cat.volumes.get(pvc.spec.volume_name) if pvc.spec.volume_name else None
+    if pv is not None:
+        return (pv.spec.csi.driver, pv.spec.csi.volume_handle, "") if pv.spec.csi is not None else pv_volume(pv)
+    sc = cat.classes.get(pvc.class_name) if pvc.class_name else None
+    driver = provisioner_driver(sc.provisioner) if sc is not None else None
+    # getCSIDriverInfoFromSC: a handle no real volume has
+    return (driver[0], f"unbound-{ns}/{name}", driver[1]) if driver is not None else None
+
+
+def csi_volumes(pod: Pod, cat: StorageCatalog, *, new: bool) -> list[Vol]:
+    """``filterAttachableVolumes``: the pod's volumes, each once. A missing claim raises
+    :class:`MissingClaim` for a new pod and is skipped for a scheduled one."""
+    claims = {c.volume: c.name for c in pod_claims(pod)}
+    out: dict[Vol, None] = {}
+    for vol in pod.spec.volumes:
+        v = _claim_volume(pod, claims[vol.name], cat, new) if vol.name in claims else inline_volume(vol)
+        if v is not None:
+            out[v] = None
     return list(out)
+
+
+def counts_volumes(pod: Pod, cat: StorageCatalog) -> bool:
+    """PreFilter's gate: a claim, an ephemeral volume or an inline in-tree volume, and storage objects."""
+    if not pod.spec.volumes or not (cat.present or cat.csi_nodes):
+        return False
+    return bool(pod_claims(pod)) or any(inline_volume(v) is not None for v in pod.spec.volumes)
 
 
 class NodeVolumeLimits:
@@ -66,11 +87,40 @@ class NodeVolumeLimits:
         self.state = state = snapshot.state
         self.storage = storage_of(snapshot)
         n = state.num_nodes
-        self._vols: dict[int, list[tuple[str, str]]] = {}
+        self._vols: dict[int, list[Vol]] = {}
         self.refs: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=np.int32))
         self.attached: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=np.int32))
         self._limits: dict[str, np.ndarray] = {}
+        self._migrated: dict[str, np.ndarray] = {}
+        self.va = self._attachments()
+        for (driver, _), at in self.va.items():
+            self.attached[driver] += at
         snapshot.subscribe(self)
+
+    def _attachments(self) -> dict[tuple[str, str], np.ndarray]:
+        """``getNodeVolumeAttachmentInfo``: per ``attacher/volumeHandle``, the nodes a VolumeAttachment
+        attaches it to; attachments without an attacher, a PV name, or a CSI PV are skipped."""
+        out: dict[tuple[str, str], np.ndarray] = {}
+        index = {name: i for i, name in enumerate(self.state.node_names)}
+        for va in self.storage.attachments:
+            pv = self.storage.volumes.get(va.spec.source.persistent_volume_name or "")
+            node = index.get(va.spec.node_name)
+            if not va.spec.attacher or pv is None or pv.spec.csi is None or node is None:
+                continue
+            at = out.setdefault((va.spec.attacher, pv.spec.csi.volume_handle), np.zeros(self.state.num_nodes, bool))
+            at[node] = True
+        return out
+
+    def va_at(self, key: tuple[str, str], node: int) -> bool:
+        at = self.va.get(key)
+        return at is not None and bool(at[node])
+
+    def counted(self, plugin: str) -> np.ndarray:
+        """Per node: whether a volume migrated from ``plugin`` counts there."""
+        m = self._migrated.get(plugin)
+        if m is None:
+            m = self._migrated[plugin] = migrated_mask(self.state, self.storage, plugin)
+        return m
 
     def limit(self, driver: str) -> np.ndarray:
         """Per node: the driver's attach limit, -1 where none is set (``getVolumeLimits``)."""
@@ -88,19 +138,27 @@ class NodeVolumeLimits:
             self._limits[driver] = out
         return out
 
-    def volumes_of(self, pod: int) -> list[tuple[str, str]]:
+    def volumes_of(self, pod: int) -> list[Vol]:
         vols = self._vols.get(pod)
         if vols is None:
             p = self.state.pods[pod]
-            vols = self._vols[pod] = csi_volumes(p, self.storage, new=False) if uses_volumes(p, self.storage) else []
+            vols = self._vols[pod] = csi_volumes(p, self.storage, new=False) if counts_volumes(p, self.storage) else []
         return vols
 
+    def fresh(self, vol: Vol, nodes: np.ndarray, refs: np.ndarray | None) -> np.ndarray:
+        """Per node of ``nodes``: ``vol`` counts as a new volume there (no pod there uses it; migrated)."""
+        out = np.ones(len(nodes), dtype=bool) if refs is None else refs == 0
+        return out & self.counted(vol[2])[nodes] if vol[2] else out
+
     def _update(self, pod: int, node: int, d: int) -> None:
-        for key in self.volumes_of(pod):
+        for driver, handle, plugin in self.volumes_of(pod):
+            if plugin and not self.counted(plugin)[node]:
+                continue
+            key = (driver, handle)
             before = self.refs[key][node]
             self.refs[key][node] += d
-            if (before == 0) != (before + d == 0):
-                self.attached[key[0]][node] += d
+            if (before == 0) != (before + d == 0) and not self.va_at(key, node):
+                self.attached[driver][node] += d
 
     def on_add(self, pod: int, node: int) -> None:
         self._update(pod, node, 1)
@@ -110,7 +168,7 @@ class NodeVolumeLimits:
 
     def pre_filter(self, cycle: CycleState) -> Status:
         pod = cycle.pod_obj
-        if not uses_volumes(pod, self.storage) or not pod_claims(pod):
+        if not counts_volumes(pod, self.storage):
             return Status.skip()
         try:
             cycle.data[self.name] = csi_volumes(pod, self.storage, new=True)
@@ -122,18 +180,15 @@ class NodeVolumeLimits:
         vols = cycle.data.get(self.name)
         if isinstance(vols, str):  # Filter reports the missing claim on every node
             return FilterResult.from_mask(np.ones(len(nodes), bool), vols, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        new: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(len(nodes), dtype=np.int64))
+        for v in vols or ():
+            refs = self.refs.get(v[:2])
+            new[v[0]] += self.fresh(v, nodes, None if refs is None else refs[nodes])
         fails = np.zeros(len(nodes), dtype=bool)
-        by_driver: dict[str, list[str]] = defaultdict(list)
-        for driver, handle in vols or ():
-            by_driver[driver].append(handle)
-        for driver, handles in by_driver.items():
+        for driver, count in new.items():
             limit = self.limit(driver)[nodes]
-            new = np.zeros(len(nodes), dtype=np.int64)
-            for h in handles:
-                refs = self.refs.get((driver, h))
-                new += 1 if refs is None else (refs[nodes] == 0)
             have = self.attached[driver][nodes] if driver in self.attached else 0
-            fails |= (limit >= 0) & (have + new > limit)
+            fails |= (limit >= 0) & (have + count > limit)
         return FilterResult.from_mask(fails, REASON)
 
     # ------------------------------------------------------------------ CP-SAT side
@@ -145,18 +200,21 @@ class NodeVolumeLimits:
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
         """Per node and driver with a limit, where the batch may place a user: the distinct volumes of the
-        classes there, beyond those the fixed pods attach, fit in the room the fixed pods leave."""
+        classes there, beyond those the fixed pods (and VolumeAttachments) attach, fit in the room left."""
         from .volume_encoding import unique_within_limit
 
-        users: dict[str, dict[str, list[PodClass]]] = defaultdict(lambda: defaultdict(list))
+        users: dict[str, dict[tuple[str, str], list[PodClass]]] = defaultdict(lambda: defaultdict(list))
         for c in classes:
-            for driver, handle in self.volumes_of(c.rep):
-                users[driver][handle].append(c)
+            for driver, handle, plugin in self.volumes_of(c.rep):
+                users[driver][(handle, plugin)].append(c)
         for driver, handles in users.items():
             limit = self.limit(driver)
             for n in np.flatnonzero(limit >= 0).tolist():
-                fresh = {h: g for h, g in handles.items()
-                         if (driver, h) not in self.refs or self.refs[(driver, h)][n] == 0}
+                fresh: dict[str, list[PodClass]] = defaultdict(list)  # a handle may come from a CSI and an in-tree source
+                for (h, plugin), g in handles.items():
+                    if (not plugin or self.counted(plugin)[n]) and ((driver, h) not in self.refs
+                                                                     or self.refs[(driver, h)][n] == 0):
+                        fresh[h] += g
                 room = int(limit[n]) - int(self.attached[driver][n] if driver in self.attached else 0)
                 unique_within_limit(model, n, fresh, room, model.any_arrival(n))
 
@@ -169,8 +227,8 @@ class LimitsWorld:
         self.rule = rule
         vols = cycle.data.get(rule.name) or []
         self.missing = vols if isinstance(vols, str) else None
-        self.mine = [] if self.missing else list(vols)
-        drivers = {d for d, _ in self.mine}
+        self.mine: list[Vol] = [] if self.missing else list(vols)
+        drivers = {v[0] for v in self.mine}
         self.limit = {d: rule.limit(d)[nodes] for d in drivers}
         self.attached = {d: (rule.attached[d][nodes].copy() if d in rule.attached else np.zeros(len(nodes), np.int64))
                          for d in drivers}
@@ -186,14 +244,15 @@ class LimitsWorld:
 
     def move(self, pos: np.ndarray, pods: np.ndarray, sign: int) -> None:
         for q, p in zip(pos.tolist(), pods.tolist()):
-            for key in self.rule.volumes_of(p):
-                if key[0] not in self.attached:
+            node = int(self.nodes[q])
+            for driver, handle, plugin in self.rule.volumes_of(p):
+                if driver not in self.attached or (plugin and not self.rule.counted(plugin)[node]):
                     continue
-                r = self._refs(key)
+                r = self._refs((driver, handle))
                 before = int(r[q])
                 r[q] += sign
-                if (before == 0) != (before + sign == 0):
-                    self.attached[key[0]][q] += sign
+                if (before == 0) != (before + sign == 0) and not self.rule.va_at((driver, handle), node):
+                    self.attached[driver][q] += sign
 
     def check(self, qs: np.ndarray) -> FilterResult:
         if self.missing:
@@ -201,9 +260,9 @@ class LimitsWorld:
         fails = np.zeros(len(qs), dtype=bool)
         for d in self.attached:
             new = np.zeros(len(qs), dtype=np.int64)
-            for driver, h in self.mine:
-                if driver == d:
-                    new += self._refs((d, h))[qs] == 0
+            for v in self.mine:
+                if v[0] == d:
+                    new += self.rule.fresh(v, self.nodes[qs], self._refs(v[:2])[qs])
             lim = self.limit[d][qs]
             fails |= (lim >= 0) & (self.attached[d][qs] + new > lim)
         return FilterResult.from_mask(fails, REASON)

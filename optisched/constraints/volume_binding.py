@@ -1,16 +1,21 @@
 """VolumeBinding: a pod's claims must be bound, or bindable, on the node.
 
 Upstream: ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go`` and ``binder.go`` (v1.35).
-PreFilter skips pods without claims, stops a pod with a missing claim, a lost claim or an unbound claim
-of an ``Immediate`` class (a missing class counts as Immediate, ``IsDelayBindingMode``). Filter: a bound
-claim's PV must exist and its node affinity admit the node; each unbound ``WaitForFirstConsumer`` claim,
-smallest request first, takes the smallest available PV of its class that fits the node (capacity,
-access modes, volume mode, selector, node affinity; a PV pre-bound to the claim wins) or needs dynamic
-provisioning the class allows there (``allowedTopologies``; not ``kubernetes.io/no-provisioner``).
-Reserve/assume: when the pod lands, the PVs it matched are taken, so later pods cannot match them.
+PreFilter skips pods without claims, stops a pod with a missing claim, a lost claim, a claim being deleted,
+or an unbound claim that is not ``WaitForFirstConsumer`` (a missing class counts as Immediate,
+``IsDelayBindingMode``). A claim is bound only when fully bound (``volumeName`` and the PV controller's
+``pv.kubernetes.io/bind-completed`` annotation, ``isPVCFullyBound``); a claim with ``volumeName`` alone is
+pre-bound and counts as an unbound Immediate claim, whatever its class, until the controller binds it.
+Filter: a bound claim's PV must exist and its node affinity admit the node. A delayed claim with the
+``volume.kubernetes.io/selected-node`` annotation admits that node only and is provisioned there; the
+others, smallest request first, take the smallest available PV of their class that fits the node
+(capacity, access modes, volume mode, selector, node affinity; a PV pre-bound to the claim wins) or need
+dynamic provisioning (``volume_provisioning``: the class's topology and CSIStorageCapacity).
+Reserve/assume: when the pod lands, the PVs it matched are taken and the claims it provisions get the
+node as selected node, so later pods cannot match those PVs and a later pod sharing such a claim follows
+it; storage capacity is not consumed (upstream does not either).
 Score: with StorageCapacityScoring off (v1.35 default) the plugin scores nothing (PreScore skips).
-PreFilter narrows the nodes to those local PVs name (``GetEligibleNodes``). Not modelled:
-CSIStorageCapacity, claims with ``volumeName`` set but not yet bound (treated as bound).
+PreFilter narrows the nodes to those local PVs name (``GetEligibleNodes``).
 """
 from __future__ import annotations
 
@@ -22,21 +27,21 @@ from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..model.state import HOSTNAME_LABEL
-from ..model.storage import BindingMode, PersistentVolume, PersistentVolumeClaim, pod_claims
+from ..model.storage import SELECTED_NODE_ANNOTATION, BindingMode, PersistentVolume, PersistentVolumeClaim, pod_claims
 from .selectors import label_selector_matches, node_selector_mask
 from .volume_common import claim_not_found, storage_of, unresolvable, uses_volumes
+from .volume_provisioning import REASON_SPACE, Provisioning
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
 
-__all__ = ["REASON_BIND", "REASON_IMMEDIATE", "REASON_NODE", "REASON_PV_MISSING", "VolumeBinding"]
+__all__ = ["REASON_BIND", "REASON_IMMEDIATE", "REASON_NODE", "REASON_PV_MISSING", "REASON_SPACE", "VolumeBinding"]
 
 REASON_BIND = "node(s) didn't find available persistent volumes to bind"
 REASON_NODE = "node(s) didn't match PersistentVolume's node affinity"
 REASON_PV_MISSING = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 REASON_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-NO_PROVISIONER = "kubernetes.io/no-provisioner"
 PV_KEY = tuple[int, str]  # (class index, claim name)
 
 
@@ -49,6 +54,9 @@ class VolumeBinding:
         self.storage = storage_of(snapshot)
         self.taken: dict[str, str] = {}  # PV name -> "ns/claim" it was assumed for
         self.assumed: dict[str, str] = {}  # "ns/claim" -> PV name
+        self.selected: dict[str, str] = {}  # "ns/claim" -> node name it was assumed to be provisioned on
+        self.provisioning = Provisioning(self.state, self.storage)
+        self._names = np.array(self.state.node_names, dtype=object)
         self._masks: dict[str, np.ndarray] = {}
         self._cands: dict[tuple[str, str, int], list[PersistentVolume]] = {}
         self._settled: set[int] = set()  # pods whose claims are all bound
@@ -66,56 +74,45 @@ class VolumeBinding:
             self._masks[pv.metadata.name] = m
         return m
 
-    def provision_mask(self, class_name: str) -> np.ndarray:
-        """Nodes where the class may provision (``checkVolumeProvisions``): ``allowedTopologies`` terms ORed,
-        each term's requirements ANDed; none where the class has no provisioner."""
-        key = f"class:{class_name}"
-        m = self._masks.get(key)
-        if m is None:
-            sc = self.storage.classes[class_name]
-            n = self.state.num_nodes
-            if sc.provisioner in ("", NO_PROVISIONER):
-                m = np.zeros(n, dtype=bool)
-            elif not sc.allowed_topologies:
-                m = np.ones(n, dtype=bool)
-            else:
-                m = np.zeros(n, dtype=bool)
-                for term in sc.allowed_topologies:
-                    t = np.ones(n, dtype=bool)
-                    for req in term.match_label_expressions:
-                        t &= self.state.label(req.key).isin(req.values)
-                    m |= t
-            self._masks[key] = m
-        return m
-
     # ------------------------------------------------------------------ claims
     def _bound(self, ns: str, pvc: PersistentVolumeClaim) -> str:
-        return pvc.spec.volume_name or self.assumed.get(f"{ns}/{pvc.metadata.name}", "")
+        """The PV a claim is bound to: fully bound, or assumed for an earlier pod in this run."""
+        return pvc.spec.volume_name if pvc.fully_bound else self.assumed.get(f"{ns}/{pvc.metadata.name}", "")
+
+    def selected_node(self, ns: str, pvc: PersistentVolumeClaim) -> str | None:
+        """The claim's ``volume.kubernetes.io/selected-node``, as given or as assumed in this run."""
+        sel = pvc.metadata.annotations.get(SELECTED_NODE_ANNOTATION)
+        return sel if sel is not None else self.selected.get(f"{ns}/{pvc.metadata.name}")
 
     def classify(self, pod: Pod) -> tuple[list, list, Status]:
-        """``GetPodVolumeClaims``: (bound PV names, unbound delayed claims) or the status stopping the pod."""
+        """``podHasPVCs`` and ``GetPodVolumeClaims``: (bound PV names, unbound delayed claims in volume
+        order) or the status stopping the pod."""
         cat = self.storage
         ns = pod.metadata.namespace or "default"
         bound, delayed, immediate = [], [], False
         for claim in pod_claims(pod):
             pvc = cat.claim(ns, claim.name)
             if pvc is None:
-                return [], [], unresolvable(claim_not_found(claim.name))
-            volume = self._bound(ns, pvc)
-            if volume and pvc.status.phase == "Lost":
+                return [], [], unresolvable(  # podHasPVCs: normal just after the pod is created
+                    f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{claim.name}"'
+                    if claim.ephemeral else claim_not_found(claim.name))
+            if pvc.status.phase == "Lost":
                 return [], [], unresolvable(f'persistentvolumeclaim "{claim.name}" bound to non-existent '
-                                            f'persistentvolume "{volume}"')
+                                            f'persistentvolume "{pvc.spec.volume_name}"')
+            if pvc.metadata.deletion_timestamp is not None:
+                return [], [], unresolvable(f'persistentvolumeclaim "{claim.name}" is being deleted')
+            volume = self._bound(ns, pvc)
             if volume:
                 bound.append(volume)
                 continue
             sc = cat.classes.get(pvc.class_name) if pvc.class_name else None
-            if sc is not None and sc.volume_binding_mode == BindingMode.WAIT_FOR_FIRST_CONSUMER:
+            if sc is not None and sc.volume_binding_mode == BindingMode.WAIT_FOR_FIRST_CONSUMER \
+                    and not pvc.spec.volume_name:
                 delayed.append(pvc)
-            else:
+            else:  # Immediate, or pre-bound by volumeName: the PV controller binds it first
                 immediate = True
         if immediate:
             return [], [], unresolvable(REASON_IMMEDIATE)
-        delayed.sort(key=lambda c: c.storage)  # byPVCSize: smallest request first (stable)
         return bound, delayed, Status()
 
     def pre_filter(self, cycle: CycleState) -> Status:
@@ -185,26 +182,33 @@ class VolumeBinding:
         self._cands[key] = out
         return out
 
-    def match(self, ns: str, delayed: list, nodes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Per node: every delayed claim is matched or provisionable; and per claim the index (into its
-        candidates) of the PV it takes there, -1 for provisioning."""
-        ok = np.ones(len(nodes), dtype=bool)
-        chosen_pvs: dict[str, np.ndarray] = {}  # PV name -> nodes where an earlier claim took it
-        picks = []
+    def match(self, ns: str, delayed: list, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """``FindPodVolumes`` for the delayed claims, per node: (bind conflict, not enough space) and, per
+        claim matched against PVs, the index (into its candidates) of the PV it takes there, -1 for none."""
+        names = self._names[nodes]
+        bind = np.zeros(len(nodes), dtype=bool)
+        order, matching = [], []
         for pvc in delayed:
+            sel = self.selected_node(ns, pvc)
+            if sel is None:
+                matching.append(pvc)
+            else:  # fast path: only the selected node, provisioned there
+                bind |= names != sel
+                order.append((pvc, np.ones(len(nodes), dtype=bool)))
+        chosen_pvs: dict[str, np.ndarray] = {}  # PV name -> nodes where an earlier claim took it
+        picks = {}
+        for pvc in sorted(matching, key=lambda c: c.storage):  # byPVCSize: smallest request first (stable)
             pick = np.full(len(nodes), -1, dtype=np.int64)
             for i, pv in enumerate(self.candidates(ns, pvc)):
-                free = ~chosen_pvs.get(pv.metadata.name, np.zeros(len(nodes), dtype=bool))
-                take = (pick < 0) & free & self.pv_mask(pv)[nodes]
+                taken = chosen_pvs.get(pv.metadata.name)
+                take = (pick < 0) & self.pv_mask(pv)[nodes] & (True if taken is None else ~taken)
                 pick[take] = i
                 if take.any():
-                    chosen_pvs[pv.metadata.name] = chosen_pvs.get(pv.metadata.name, np.zeros(len(nodes), bool)) | take
-            none = pick < 0
-            if none.any():
-                ok &= ~none | (self.provision_mask(pvc.class_name)[nodes] if pvc.class_name in self.storage.classes
-                               else False)
-            picks.append(pick)
-        return ok, picks
+                    chosen_pvs[pv.metadata.name] = take if taken is None else taken | take
+            picks[pvc.metadata.name] = pick
+            order.append((pvc, pick < 0))
+        no_topology, space = self.provisioning.check(order, nodes, bind)
+        return bind | no_topology, space, picks
 
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         data = cycle.data.get(self.name)
@@ -220,10 +224,12 @@ class VolumeBinding:
             else:
                 node_conflict |= ~self.pv_mask(pv)[nodes]
         ns = cycle.pod_obj.metadata.namespace or "default"
-        bindable = self.match(ns, delayed, nodes)[0] if delayed else np.ones(len(nodes), dtype=bool)
-        fails = node_conflict | ~bindable | missing
+        no_bind = space = np.zeros(len(nodes), dtype=bool)
+        if delayed:
+            no_bind, space, _ = self.match(ns, delayed, nodes)
+        fails = node_conflict | no_bind | space | missing
         res = FilterResult(np.where(fails, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), np.int8(0)))
-        for mask, text in ((node_conflict, REASON_NODE), (~bindable, REASON_BIND),
+        for mask, text in ((node_conflict, REASON_NODE), (no_bind, REASON_BIND), (space, REASON_SPACE),
                            (np.full(len(nodes), missing), REASON_PV_MISSING)):
             if mask.any():
                 res.reasons.append((mask, text))
@@ -241,13 +247,17 @@ class VolumeBinding:
         if not status.ok or not delayed:
             return
         ns = p.metadata.namespace or "default"
-        cands = [self.candidates(ns, pvc) for pvc in delayed]
-        _, picks = self.match(ns, delayed, np.array([node], dtype=np.int64))
-        for pvc, pick, cs in zip(delayed, picks, cands):
-            if pick[0] >= 0:
-                name = cs[int(pick[0])].metadata.name
-                self.taken[name] = f"{ns}/{pvc.metadata.name}"
-                self.assumed[f"{ns}/{pvc.metadata.name}"] = name
+        cands = {pvc.metadata.name: self.candidates(ns, pvc) for pvc in delayed}
+        _, _, picks = self.match(ns, delayed, np.array([node], dtype=np.int64))
+        for pvc in delayed:
+            key = f"{ns}/{pvc.metadata.name}"
+            pick = picks.get(pvc.metadata.name)
+            if pick is not None and pick[0] >= 0:
+                name = cands[pvc.metadata.name][int(pick[0])].metadata.name
+                self.taken[name] = key
+                self.assumed[key] = name
+            elif self.selected_node(ns, pvc) is None:  # provisioned: the claim gets the selected node
+                self.selected[key] = str(self.state.node_names[node])
 
     def on_remove(self, pod: int, node: int) -> None:
         """A removed pod keeps its claims bound, as the API server does."""
@@ -274,9 +284,9 @@ class VolumeBinding:
             _, delayed, status = self.classify(self.state.pods[c.rep])
             ns = self.state.pods[c.rep].metadata.namespace or "default"
             for pvc in delayed if status.ok else ():
-                cands = self.candidates(ns, pvc)
-                prov = (self.provision_mask(pvc.class_name) if pvc.class_name in self.storage.classes
-                        else np.zeros(self.state.num_nodes, dtype=bool))
+                sel = self.selected_node(ns, pvc)
+                cands = self.candidates(ns, pvc) if sel is None else []
+                prov = self.provisioning.allowed(pvc) & (True if sel is None else self._names == sel)
                 users.setdefault((c.index, pvc.metadata.name), [c, [(pv.metadata.name, self.pv_mask(pv))
                                                                     for pv in cands], prov])
         claim_matching(model, list(users.values()))

@@ -4,8 +4,9 @@ Upstream: ``pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictio
 Disk conflicts (``isVolumeConflict``): the same GCE PD or iSCSI IQN unless both mounts are read-only;
 the same AWS EBS volume ID always; the same Ceph RBD pool and image with an overlapping monitor unless
 both are read-only -> ``Unschedulable``. A ReadWriteOncePod claim that any scheduled pod already uses
-(``IsPVCUsedByPods``, counted at PreFilter and kept by AddPod/RemovePod) -> ``UnschedulableAndUnresolvable``
-on every node. PreFilter skips pods with neither kind of volume.
+(``IsPVCUsedByPods``, counted at PreFilter and kept by AddPod/RemovePod) -> ``Unschedulable`` on every node
+(``satisfyReadWriteOncePod``: preemption may evict the holder). PreFilter skips pods with neither kind of
+volume.
 """
 from __future__ import annotations
 
@@ -123,7 +124,7 @@ class VolumeRestrictions:
             claims = self.rwop_claims(cycle.pod_obj)[0]
         if any(self.claim_users.get(k, 0) > 0 for k in claims):
             passing = ~conflict
-            res.code[passing] = np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+            res.code[passing] = np.int8(Code.UNSCHEDULABLE)
             res.reasons.append((passing, REASON_RWOP))
         return res
 

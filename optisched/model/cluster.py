@@ -21,6 +21,7 @@ from .objects import (
 if TYPE_CHECKING:
     from ..profile import SchedulerConfig
     from .storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+    from .storage_kinds import CSIStorageCapacity, VolumeAttachment
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "Cluster"]
 
@@ -46,6 +47,8 @@ class Cluster:
     storage_classes: list[StorageClass] = field(default_factory=list)
     csi_nodes: list[CSINode] = field(default_factory=list)
     csi_drivers: list[CSIDriver] = field(default_factory=list)
+    csi_storage_capacities: list[CSIStorageCapacity] = field(default_factory=list)
+    volume_attachments: list[VolumeAttachment] = field(default_factory=list)
     config: SchedulerConfig | None = None
     skipped: Counter = field(default_factory=Counter)
     sources: list[str] = field(default_factory=list)

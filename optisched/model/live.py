@@ -1,7 +1,7 @@
 """Read the scheduler's inputs from a live cluster, read-only (the ``kube`` extra: the kubernetes client).
 
 The same objects ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets,
-statefulsets,replicationcontrollers,pv,pvc,storageclass,csinode,csidriver -A -o json`` would list, fetched
+statefulsets,replicationcontrollers,pv,pvc,storageclass,csinode,csidriver,csistoragecapacities,volumeattachments -A -o json`` would list, fetched
 as raw JSON so they go through the same validation as files. Only ``list`` calls are made, never for
 Secrets. :func:`snapshot_list` keeps what such a read returned as one ``kind: List`` document, so a run
 can be repeated offline.
@@ -39,6 +39,8 @@ LISTS = [
     ("StorageClass", "storage.k8s.io/v1", "StorageV1Api", "list_storage_class"),
     ("CSINode", "storage.k8s.io/v1", "StorageV1Api", "list_csi_node"),
     ("CSIDriver", "storage.k8s.io/v1", "StorageV1Api", "list_csi_driver"),
+    ("CSIStorageCapacity", "storage.k8s.io/v1", "StorageV1Api", "list_csi_storage_capacity_for_all_namespaces"),
+    ("VolumeAttachment", "storage.k8s.io/v1", "StorageV1Api", "list_volume_attachment"),
 ]
 
 

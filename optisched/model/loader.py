@@ -1,7 +1,7 @@
 """Read clusters from files, folders, stdin or a live cluster.
 
 Accepts what ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets -A -o yaml``
-(and ``pv,pvc,storageclass,csinode,csidriver``) writes (``kind: List``), multi-document YAML manifests and JSON. Any problem
+(and ``pv,pvc,storageclass,csinode,csidriver,csistoragecapacities,volumeattachments``) writes (``kind: List``), multi-document YAML manifests and JSON. Any problem
 becomes an :class:`~optisched.errors.InputError` naming the file, the object
 and the field; input files are only ever read.
 """
@@ -40,6 +40,7 @@ from .storage import (
     StorageClass,
     storage_warnings,
 )
+from .storage_kinds import CSIStorageCapacity, VolumeAttachment
 
 __all__ = ["cluster_from_objects", "load_cluster", "load_documents", "read_source", "validation_message"]
 
@@ -59,9 +60,11 @@ _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
     "StorageClass": (StorageClass, ("storage.k8s.io/v1",), "storage_classes"),
     "CSINode": (CSINode, ("storage.k8s.io/v1",), "csi_nodes"),
     "CSIDriver": (CSIDriver, ("storage.k8s.io/v1",), "csi_drivers"),
+    "CSIStorageCapacity": (CSIStorageCapacity, ("storage.k8s.io/v1",), "csi_storage_capacities"),
+    "VolumeAttachment": (VolumeAttachment, ("storage.k8s.io/v1",), "volume_attachments"),
 }
 _NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-               "PersistentVolumeClaim"}
+               "PersistentVolumeClaim", "CSIStorageCapacity"}
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 

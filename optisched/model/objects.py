@@ -394,6 +394,9 @@ class Volume(_M):
     aws_elastic_block_store: DiskSource | None = None
     iscsi: DiskSource | None = Field(None, alias="iscsi")
     rbd: DiskSource | None = Field(None, alias="rbd")
+    azure_disk: dict | None = None  # in-tree sources NodeVolumeLimits counts once migrated to CSI
+    cinder: dict | None = None
+    portworx_volume: dict | None = None
 
 
 class PodSpec(_M):

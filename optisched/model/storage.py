@@ -15,9 +15,11 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator
 
 from .objects import _M, KubeObject, LabelSelector, NodeSelector, Pod, ResourceList, _none_as_empty
+from .storage_kinds import CSIStorageCapacity, VolumeAttachment
 
 __all__ = [
     "BETA_CLASS_ANNOTATION",
+    "BIND_COMPLETED_ANNOTATION",
     "SELECTED_NODE_ANNOTATION",
     "BindingMode",
     "CSIDriver",
@@ -33,6 +35,7 @@ __all__ = [
 ]
 
 BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
 
 
@@ -61,6 +64,9 @@ class CSISource(_M):
 
 
 class PVSpec(_M):
+    """The PV fields the plugins read; the in-tree sources are kept as given for CSI migration
+    (``volume_migration``)."""
+
     capacity: ResourceList = Field(default_factory=dict)
     access_modes: Annotated[list[str], BeforeValidator(_list)] = Field(default_factory=list)
     storage_class_name: str = ""
@@ -68,6 +74,11 @@ class PVSpec(_M):
     claim_ref: ObjectReference | None = None
     csi: CSISource | None = None
     volume_mode: str = "Filesystem"
+    aws_elastic_block_store: dict | None = None
+    gce_persistent_disk: dict | None = None
+    azure_disk: dict | None = None
+    cinder: dict | None = None
+    portworx_volume: dict | None = None
 
 
 class PhaseStatus(_M):
@@ -130,6 +141,13 @@ class PersistentVolumeClaim(KubeObject):
     def key(self) -> str:
         return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
 
+    @property
+    def fully_bound(self) -> bool:
+        """``isPVCFullyBound`` (``volumebinding/binder.go``): a volume name and the PV controller's
+        ``pv.kubernetes.io/bind-completed`` annotation. A claim with only ``volumeName`` is pre-bound and
+        waits for the controller."""
+        return bool(self.spec.volume_name) and BIND_COMPLETED_ANNOTATION in self.metadata.annotations
+
 
 class TopologyRequirement(_M):
     key: str
@@ -174,6 +192,7 @@ class CSINode(KubeObject):
 
 class CSIDriverSpec(_M):
     attach_required: bool = True
+    storage_capacity: bool | None = None
 
 
 class CSIDriver(KubeObject):
@@ -211,6 +230,8 @@ class StorageCatalog:
     classes: dict[str, StorageClass] = field(default_factory=dict)
     csi_nodes: dict[str, CSINode] = field(default_factory=dict)
     drivers: dict[str, CSIDriver] = field(default_factory=dict)
+    capacities: list[CSIStorageCapacity] = field(default_factory=list)
+    attachments: list[VolumeAttachment] = field(default_factory=list)
 
     @property
     def present(self) -> bool:
@@ -229,7 +250,8 @@ def catalog(cluster: Any) -> StorageCatalog:  # a model.cluster.Cluster (which h
             {v.metadata.name: v for v in cluster.persistent_volumes},
             {s.metadata.name: s for s in cluster.storage_classes},
             {n.metadata.name: n for n in cluster.csi_nodes},
-            {d.metadata.name: d for d in cluster.csi_drivers})
+            {d.metadata.name: d for d in cluster.csi_drivers},
+            list(cluster.csi_storage_capacities), list(cluster.volume_attachments))
         cluster.__dict__["_storage"] = cat
     return cat
 
@@ -246,6 +268,9 @@ def storage_warnings(cluster: Any) -> list[str]:  # a model.cluster.Cluster
             out.append(f"{c.ref}: storageClassName {c.class_name!r} is not in the input; pods using it stay pending")
         elif c.spec.volume_name and c.spec.volume_name not in cat.volumes:
             out.append(f"{c.ref}: volumeName {c.spec.volume_name!r} is not in the input; pods using it stay pending")
+        elif c.spec.volume_name and not c.fully_bound:
+            out.append(f"{c.ref}: volumeName {c.spec.volume_name!r} without the {BIND_COMPLETED_ANNOTATION} "
+                       "annotation is pre-bound, not bound; pods using it stay pending until the PV controller binds it")
     for p in cluster.pods:
         if p.spec.node_name:
             continue
