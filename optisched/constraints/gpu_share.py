@@ -13,7 +13,7 @@ The device a pod lands on is part of the placement (``alibabacloud.com/gpu-index
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike
 from ortools.sat.python import cp_model
 
 __all__ = [
+    "DEMAND_ANNOTATIONS",
     "GPU_COUNT",
     "GPU_INDEX",
     "GPU_MILLI",
@@ -36,6 +37,7 @@ __all__ = [
     "feasible",
     "gpu_fits",
     "model_access",
+    "pack_node",
 ]
 
 MILLI = 1000
@@ -45,6 +47,7 @@ GPU_COUNT = "alibabacloud.com/gpu-count"
 GPU_MILLI = "alibabacloud.com/gpu-milli"
 GPU_MODEL = "alibabacloud.com/gpu-card-model"
 GPU_INDEX = "alibabacloud.com/gpu-index"
+DEMAND_ANNOTATIONS = (GPU_COUNT, GPU_MILLI, GPU_MODEL)  # what a pod asks for: pods differing here differ
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,9 @@ def best_fit_device(dev_free: np.ndarray, pod: GpuPod) -> tuple[int, ...]:
     return (int(np.argmin(np.where(fits, dev_free, MILLI + 1))),)
 
 
+Demands = Sequence[GpuPod] | Mapping[int, GpuPod]  # a demand per pod kind (class) index
+
+
 @dataclass
 class DeviceVars:
     """The per-device side of :func:`encode_gpu_share`: ``share[m, n, d]`` counts the pods with a share of
@@ -197,7 +203,7 @@ class DeviceVars:
     share: dict[tuple[int, int, int], cp_model.IntVar] = field(default_factory=dict)
     whole: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
 
-    def devices(self, value: Callable[[cp_model.IntVar], int], pods: Sequence[GpuPod],
+    def devices(self, value: Callable[[cp_model.IntVar], int], pods: Demands,
                 counts: dict[tuple[int, int], int]) -> dict[tuple[int, int], list[tuple[int, ...]]]:
         """The devices of each pod of a solution: ``counts[k, n]`` pods of kind ``k`` on node ``n`` (read
         with ``value``) get one device tuple each, in kind order; shares of one size are interchangeable."""
@@ -222,7 +228,7 @@ class DeviceVars:
         return out
 
 
-def encode_gpu_share(model: cp_model.CpModel, nodes: GpuNodes, pods: Sequence[GpuPod],
+def encode_gpu_share(model: cp_model.CpModel, nodes: GpuNodes, pods: Demands,
                      place: dict[tuple[int, int], cp_model.IntVar], *, resources: bool = True) -> DeviceVars:
     """CP-SAT side of the rule, EXACT: ``place[k, n]`` counts the pods of kind ``k`` (demand ``pods[k]``)
     on node ``n`` (a Boolean per pod, or an integer per class of identical pods; absent = none there).
@@ -244,7 +250,7 @@ def encode_gpu_share(model: cp_model.CpModel, nodes: GpuNodes, pods: Sequence[Gp
     return out
 
 
-def _encode_devices(model: cp_model.CpModel, nodes: GpuNodes, pods: Sequence[GpuPod], n: int,
+def _encode_devices(model: cp_model.CpModel, nodes: GpuNodes, pods: Demands, n: int,
                     items: list[tuple[int, cp_model.IntVar]], out: DeviceVars) -> None:
     """One node's devices: whole-GPU pods on idle devices, shares packed per device."""
     free = [int(f) for f in nodes.dev_free[n, : int(nodes.gpu_count[n])]]
@@ -277,3 +283,18 @@ def _encode_devices(model: cp_model.CpModel, nodes: GpuNodes, pods: Sequence[Gpu
     for d in range(1, len(free)):  # symmetry: equal devices hold non-increasing loads
         if free[d] == free[d - 1] and load[d]:
             model.add(sum(load[d - 1]) >= sum(load[d]))
+
+
+def pack_node(nodes: GpuNodes, node: int, pods: Sequence[GpuPod], seconds: float = 10.0) -> list[tuple[int, ...]] | None:
+    """Devices for all ``pods`` on ``node`` at once, beside what it holds already, by :func:`encode_gpu_share`
+    (the GPU part only); None when no packing holds them all."""
+    model = cp_model.CpModel()
+    place = {(i, node): model.new_constant(1) for i in range(len(pods))}
+    dev = encode_gpu_share(model, nodes, pods, place, resources=False)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = seconds
+    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    found = dev.devices(solver.value, pods, {key: 1 for key in place})
+    return [found[i, node][0] for i in range(len(pods))]

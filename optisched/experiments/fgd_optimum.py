@@ -2,16 +2,15 @@
 
 At an arrived-workload point (100 % of GPU capacity, say) of a run (workload, seed), the pods that have
 arrived so far are placed as one batch on the empty cluster: maximize the allocated GPU milli, then the
-pods placed. The model is optimal mode's (one integer per pod kind and node, identical pods aggregated as
-:mod:`optisched.optimal.classes` does for ReplicaSets) with the GPU sharing rule's own CP-SAT encoding
-(:func:`optisched.constraints.gpu_share.encode_gpu_share`: per-device packing, whole GPUs on idle devices,
-CPU, memory and pod slots). CP-SAT starts from the better of two greedy placements (FGD as the protocol
-runs it, and BestFit offline, largest pods first) and returns its best placement and its proven
-bound within the time limit; every placement reported is replayed through the greedy filter with its
-devices (:func:`verify`). The bound is the model's; the LP bound of :mod:`.fgd_bound` is reported beside.
+pods placed, in optimal mode's model with the GPU sharing rule's encoding (:mod:`.fgd_optimum_model`).
+The search starts from the better of two greedy placements (FGD as the protocol runs it, and BestFit
+offline, largest pods first). A small instance is solved as one CP-SAT model, which also gives the
+model's proven bound; a cluster-sized one is improved part by part (:mod:`.fgd_lns`) and bounded by the
+LP of :mod:`.fgd_bound`. Every placement reported is replayed through the greedy filter with its devices.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,21 +20,22 @@ import numpy as np
 import pandas as pd
 from ortools.sat.python import cp_model
 
-from ..constraints.gpu_share import MILLI, DeviceVars, GpuNodes, GpuPod, encode_gpu_share, feasible
+from ..constraints.gpu_share import MILLI, GpuNodes
 from ..datasets.openb import PodTable, load_nodes, load_pods
 from .fgd import RunResult, arrival_order, run_fgd
 from .fgd_bound import allocation_bound
+from .fgd_lns import search
+from .fgd_optimum_model import Placement, build_model, decode_model, hint_model, verify
 
-__all__ = ["OPTIMUM_COLUMNS", "OPTIMUM_WORKLOADS", "OptimumPoint", "Placement", "arrived_rows", "optimum_point", "run_optimum",
-           "verify"]
+__all__ = ["OPTIMUM_COLUMNS", "OPTIMUM_WORKLOADS", "OptimumPoint", "arrived_rows", "optimum_point", "run_optimum"]
 
 OPTIMUM_COLUMNS = ["workload", "seed", "arrived_pct", "pods", "fgd_alloc_pct", "greedy_best_alloc_pct",
-                   "optimum_alloc_pct", "bound_pct", "lp_bound_pct", "status", "time_limit", "seconds"]
+                   "optimum_alloc_pct", "bound_pct", "model_bound_pct", "lp_bound_pct", "method", "status",
+                   "time_limit", "seconds"]
 
 OPTIMUM_WORKLOADS = ("default", "gpushare40", "gpushare60", "gpushare80", "gpushare100", "multigpu20", "multigpu30",
                      "multigpu40", "multigpu50", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33")
-
-Placement = list[tuple[int, tuple[int, ...]]]  # per arrived pod: (node, devices), node -1 when not placed
+FULL_MODEL_LIMIT = 40_000  # (pod kind, node) pairs up to which the whole batch is one CP-SAT model
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,10 @@ class OptimumPoint:
     fgd: int
     greedy_best: int
     optimum: int
-    bound: int
+    bound: int  # the tighter of the two below
+    model_bound: int | None  # CP-SAT's proven bound of the whole model (None: not solved as one model)
     lp_bound: float
+    method: str  # "cp-sat" (one model) or "lns" (part by part)
     status: str
     placement: Placement
 
@@ -58,22 +60,6 @@ def arrived_rows(pods: PodTable, capacity: int, seed: int, pct: float) -> np.nda
     order = arrival_order(pods, capacity, seed)
     cum = np.cumsum(pods.total_milli[order])
     return order[: int(np.searchsorted(cum, pct / 100 * capacity, side="right"))]
-
-
-def verify(nodes: GpuNodes, pods: Sequence[GpuPod], placement: Placement) -> int:
-    """Replay ``placement`` pod by pod through the greedy filter with its devices on a copy of ``nodes``;
-    the allocated GPU milli. Raises ``ValueError`` on the first pod the filter or a device refuses."""
-    nodes = nodes.copy()
-    total = 0
-    for i, (n, devs) in enumerate(placement):
-        if n < 0:
-            continue
-        pod = pods[i]
-        if not feasible(nodes, pod)[n] or any(nodes.dev_free[n, d] < pod.gpu_milli for d in devs):
-            raise ValueError(f"pod {i} does not fit node {n} devices {devs}")
-        nodes.bind(pod, n, devs)
-        total += pod.total_milli
-    return total
 
 
 def _from_run(run: RunResult, k: int) -> Placement:
@@ -92,93 +78,6 @@ def _greedy_starts(nodes: GpuNodes, table: PodTable, rows: np.ndarray, seed: int
     return [*starts, back]
 
 
-@dataclass
-class _Model:
-    cp: cp_model.CpModel
-    kinds: list[GpuPod]
-    kind_of: np.ndarray
-    place: dict[tuple[int, int], cp_model.IntVar]
-    dev: DeviceVars
-    weight: int
-
-
-def _build(nodes: GpuNodes, pods: list[GpuPod]) -> _Model:
-    """One integer per (pod kind, node where the kind fits the empty node), the GPU sharing encoding, and
-    the objective ``weight × GPU milli + pods`` (lexicographic: GPU first)."""
-    index: dict[GpuPod, int] = {}
-    kind_of = np.array([index.setdefault(p, len(index)) for p in pods], dtype=np.int64)
-    kinds, counts = list(index), np.bincount(kind_of, minlength=len(index))
-    m = cp_model.CpModel()
-    place: dict[tuple[int, int], cp_model.IntVar] = {}
-    for k, pod in enumerate(kinds):
-        where = np.flatnonzero(feasible(nodes, pod))
-        ub = np.minimum(counts[k], _fit_bound(nodes, pod)[where])
-        xs = [place.setdefault((k, n), m.new_int_var(0, u, f"x{k}_{n}"))
-              for n, u in zip(where.tolist(), ub.tolist()) if u > 0]
-        if xs:
-            m.add(sum(xs) <= int(counts[k]))
-    dev = encode_gpu_share(m, nodes, kinds, place)
-    weight = len(pods) + 1
-    m.maximize(sum((weight * kinds[k].total_milli + 1) * x for (k, _), x in place.items()))
-    return _Model(m, kinds, kind_of, place, dev, weight)
-
-
-def _fit_bound(nodes: GpuNodes, pod: GpuPod) -> np.ndarray:
-    """How many of ``pod`` each empty node holds at most, per resource (a variable's upper bound)."""
-    big = np.iinfo(np.int64).max // 4
-    most = np.minimum(nodes.cpu_free // pod.cpu if pod.cpu else big, nodes.mem_free // pod.mem if pod.mem else big)
-    if pod.sharing:
-        most = np.minimum(most, (nodes.dev_free // pod.gpu_milli).sum(axis=1))
-    elif pod.num_gpu:
-        most = np.minimum(most, (nodes.dev_free == MILLI).sum(axis=1) // pod.num_gpu)
-    return np.minimum(most, nodes.pods_free)
-
-
-def _hint(model: _Model, nodes: GpuNodes, placement: Placement) -> None:
-    """A complete hint from a placement; each node's devices renumbered by load, largest first (the
-    encoding orders the loads of equal devices)."""
-    counts: dict[tuple[int, int], int] = {}
-    share: dict[tuple[int, int, int], int] = {}
-    whole: set[tuple[int, int]] = set()
-    load = np.zeros_like(nodes.dev_free)
-    for i, (n, devs) in enumerate(placement):
-        if n >= 0:
-            for d in devs:
-                load[n, d] += model.kinds[model.kind_of[i]].gpu_milli
-    rank = np.argsort(np.argsort(-load, axis=1, kind="stable"), axis=1)
-    for i, (n, devs) in enumerate(placement):
-        if n < 0:
-            continue
-        k = int(model.kind_of[i])
-        counts[k, n] = counts.get((k, n), 0) + 1
-        pod = model.kinds[k]
-        for d in devs:
-            if pod.sharing:
-                slot = (pod.gpu_milli, n, int(rank[n, d]))
-                share[slot] = share.get(slot, 0) + 1
-            else:
-                whole.add((n, int(rank[n, d])))
-    for at, x in model.place.items():
-        model.cp.add_hint(x, counts.get(at, 0))
-    for slot, u in model.dev.share.items():
-        model.cp.add_hint(u, share.get(slot, 0))
-    for dev, w in model.dev.whole.items():
-        model.cp.add_hint(w, int(dev in whole))
-
-
-def _decode(model: _Model, solver: cp_model.CpSolver) -> Placement:
-    counts = {key: int(solver.value(x)) for key, x in model.place.items() if solver.value(x)}
-    devices = model.dev.devices(solver.value, model.kinds, counts)
-    free: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
-    for (k, n), devs in devices.items():
-        free.setdefault(k, []).extend((n, d) for d in devs)
-    placement: Placement = []
-    for k in model.kind_of.tolist():
-        slots = free.get(k)
-        placement.append(slots.pop() if slots else (-1, ()))
-    return placement
-
-
 def optimum_point(nodes: GpuNodes, table: PodTable, seed: int, pct: float, time_limit: float,
                   workers: int = 4) -> OptimumPoint:
     """The offline optimum at ``pct`` % arrived of run ``seed``: best placement found and its bound."""
@@ -186,23 +85,38 @@ def optimum_point(nodes: GpuNodes, table: PodTable, seed: int, pct: float, time_
     pods = [table.pod(int(r)) for r in rows]
     starts = _greedy_starts(nodes, table, rows, seed)
     values = [verify(nodes, pods, s) for s in starts]
-    best = starts[int(np.argmax(values))]
-    model = _build(nodes, pods)
-    _hint(model, nodes, best)
+    placement = starts[int(np.argmax(values))]
+    lp = allocation_bound(nodes, table, rows)
+    model_bound: int | None = None
+    if len(set(pods)) * len(nodes.names) <= FULL_MODEL_LIMIT:
+        method = "cp-sat"
+        placement, model_bound = _solve_whole(nodes, pods, placement, time_limit, workers)
+    else:
+        method = "lns"
+        placement, _ = search(nodes, pods, placement, time_limit, workers, seed)
+    value = verify(nodes, pods, placement)
+    bound = min(math.floor(lp + 1e-6), model_bound if model_bound is not None else lp)
+    if bound < value:
+        raise AssertionError(f"bound {bound} below a verified placement {value}")
+    return OptimumPoint(len(pods), values[0], max(values), value, int(bound), model_bound, lp, method,
+                        "OPTIMAL" if value == bound else "FEASIBLE", placement)
+
+
+def _solve_whole(nodes: GpuNodes, pods: list, start: Placement, seconds: float,
+                 workers: int) -> tuple[Placement, int | None]:
+    """The batch as one model from ``start``: the better placement and the model's proven GPU bound (None
+    when the solver proved nothing)."""
+    model = build_model(nodes, pods)
+    hint_model(model, nodes, start)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.max_time_in_seconds = seconds
     solver.parameters.num_workers = workers
     status = solver.solve(model.cp)
-    placement, value = best, max(values)
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        found = _decode(model, solver)
-        if verify(nodes, pods, found) > value:
-            placement, value = found, verify(nodes, pods, found)
-    bound = min(int(solver.best_objective_bound) // model.weight, sum(p.total_milli for p in pods)) \
-        if status != cp_model.MODEL_INVALID else sum(p.total_milli for p in pods)
-    proven = "OPTIMAL" if value >= bound else solver.status_name(status)
-    return OptimumPoint(len(pods), values[0], max(values), value, max(bound, value),
-                        allocation_bound(nodes, table, rows), proven, placement)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return start, None
+    found = decode_model(model, solver)
+    better = verify(nodes, pods, found) > verify(nodes, pods, start)
+    return (found if better else start), int(solver.best_objective_bound) // model.weight
 
 
 def run_optimum(data: str | Path, workloads: Sequence[str], seeds: Sequence[int], points: Sequence[float],
@@ -219,8 +133,10 @@ def run_optimum(data: str | Path, workloads: Sequence[str], seeds: Sequence[int]
             for pct in points:
                 t0 = time.perf_counter()
                 r = optimum_point(nodes, table, seed, pct, time_limit, workers)
+                model_bound = r.model_bound / cap if r.model_bound is not None else float("nan")
                 rows.append([w, seed, pct, r.pods, r.fgd / cap, r.greedy_best / cap, r.optimum / cap, r.bound / cap,
-                             r.lp_bound / cap, r.status, time_limit, round(time.perf_counter() - t0, 1)])
+                             model_bound, r.lp_bound / cap, r.method, r.status, time_limit,
+                             round(time.perf_counter() - t0, 1)])
                 if progress:
                     progress()
     return pd.DataFrame(rows, columns=OPTIMUM_COLUMNS)
