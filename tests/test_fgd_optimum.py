@@ -12,6 +12,8 @@ from test_fgd_experiment import small_trace
 
 from optisched.constraints.gpu_share import GpuNodes, GpuPod
 from optisched.datasets.openb import load_nodes, load_pods
+from optisched.experiments.fgd import run_fgd
+from optisched.experiments.fgd_lns import search
 from optisched.experiments.fgd_optimum import (
     OPTIMUM_COLUMNS,
     arrived_rows,
@@ -40,7 +42,8 @@ def test_a_small_trace_is_solved_to_optimality_and_never_below_fgd(tmp_path: Pat
     nodes, table = load_nodes(data / "openb_node_list_gpu_node.csv"), load_pods(data / "openb_pod_list_default.csv")
     point = optimum_point(nodes, table, seed=42, pct=100, time_limit=30, workers=2)
     rows = arrived_rows(table, int(nodes.gpu_count.sum()) * 1000, 42, 100)
-    assert point.status == "OPTIMAL" and point.optimum == point.bound
+    assert point.method == "cp-sat" and point.status == "OPTIMAL"
+    assert point.optimum == point.bound == point.model_bound
     assert point.fgd <= point.greedy_best <= point.optimum <= point.lp_bound + 1e-6
     assert verify(nodes, [table.pod(int(r)) for r in rows], point.placement) == point.optimum
 
@@ -49,7 +52,20 @@ def test_the_optimum_recovers_a_gpu_fgd_leaves_fragmented_on_an_openb_slice(tmp_
     df = run_optimum(openb_slice(tmp_path), ["default"], [42], [100], time_limit=30, workers=2)
     row = df.iloc[0]
     assert list(df.columns) == OPTIMUM_COLUMNS
-    assert row.fgd_alloc_pct < row.optimum_alloc_pct <= row.bound_pct <= 100
+    assert row.method == "cp-sat" and row.fgd_alloc_pct < row.optimum_alloc_pct <= row.bound_pct <= 100
+    assert row.bound_pct <= min(row.model_bound_pct, row.lp_bound_pct) + 1e-9
+
+
+def test_the_part_by_part_search_never_loses_ground_and_its_placement_replays(tmp_path: Path) -> None:
+    data = openb_slice(tmp_path) / "csv"
+    nodes, table = load_nodes(data / "openb_node_list_gpu_node.csv"), load_pods(data / "openb_pod_list_default.csv")
+    rows = arrived_rows(table, int(nodes.gpu_count.sum()) * 1000, 42, 100)
+    pods = [table.pod(int(r)) for r in rows]
+    run = run_fgd(nodes, table, "FGD", 42, order=rows)
+    start = [(int(n), d) for n, d in zip(run.node, run.devices)]
+    found, better = search(nodes, pods, start, seconds=8, workers=1, seed=0)
+    assert verify(nodes, pods, found) >= verify(nodes, pods, start)
+    assert better > 0 or verify(nodes, pods, found) == verify(nodes, pods, start)
 
 
 @pytest.mark.parametrize("devices, fits", [((0,), True), ((1,), False)],

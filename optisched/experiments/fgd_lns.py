@@ -16,6 +16,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..constraints.gpu_share import GpuNodes, GpuPod
+from .fgd_optimum_model import build_model, decode_model, hint_model
 
 __all__ = ["search"]
 
@@ -50,8 +51,6 @@ def _pick(nodes: GpuNodes, pods: Sequence[GpuPod], where: np.ndarray, rng: np.ra
 def _step(nodes: GpuNodes, pods: Sequence[GpuPod], placement: list, subset: np.ndarray, seconds: float,
           workers: int, rng: np.random.Generator) -> bool:
     """Re-pack ``subset`` with its pods and a sample of unplaced pods; update ``placement`` if better."""
-    from .fgd_optimum import build_model, decode_model, hint_model
-
     where = np.array([n for n, _ in placement], dtype=np.int64)
     on = np.flatnonzero(np.isin(where, subset))
     waiting = np.flatnonzero((where < 0) & np.array([p.num_gpu > 0 for p in pods]))
