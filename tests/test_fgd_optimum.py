@@ -14,13 +14,9 @@ from optisched.constraints.gpu_share import GpuNodes, GpuPod
 from optisched.datasets.openb import load_nodes, load_pods
 from optisched.experiments.fgd import run_fgd
 from optisched.experiments.fgd_lns import search
-from optisched.experiments.fgd_optimum import (
-    OPTIMUM_COLUMNS,
-    arrived_rows,
-    optimum_point,
-    run_optimum,
-    verify,
-)
+from optisched.experiments.fgd_optimum import OPTIMUM_COLUMNS, arrived_rows, optimum_point, run_optimum
+from optisched.experiments.fgd_optimum_model import verify
+from optisched.experiments.fgd_report import plot_results
 
 OPENB = datasets_dir() / "alibaba-gpu-v2023-openb" / "csv"
 CLI = str(Path(sys.executable).with_name("optisched"))
@@ -91,6 +87,9 @@ def test_the_command_writes_one_row_per_point(tmp_path: Path) -> None:
     df = pd.read_parquet(out)
     assert df["arrived_pct"].tolist() == [50.0, 100.0]
     assert (df["optimum_alloc_pct"] >= df["fgd_alloc_pct"]).all() and (df["bound_pct"] >= df["optimum_alloc_pct"]).all()
+    drawn = plot_results(out, tmp_path / "figures")
+    assert sorted(p.name for p in drawn) == ["optimum_at_100.png", "optimum_at_50.png", "report.html"]
+    assert "best placement found" in (tmp_path / "figures" / "report.html").read_text()
 
 
 def test_points_that_are_not_numbers_are_a_usage_error(tmp_path: Path) -> None:
