@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
-from weakref import WeakSet
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -150,9 +150,9 @@ class GpuShare:
         """Phase 3: the batch's GPU pods share each node's devices (:func:`encode_gpu_share`, per-device
         packing beside the fixed pods; CPU, memory and pod slots stay NodeResourcesFit's). Encoded once per
         model, for the classes of every profile that runs the rule, since they share the devices."""
-        if model in _ENCODED:
+        if _ENCODED.get(model) is model.vars:
             return
-        _ENCODED.add(model)
+        _ENCODED[model] = model.vars
         ruled = [c for sched, cs in model.by_profile.items() if self.name in model.frameworks[sched].filter_rules
                  for c in cs]
         demand = {c.index: self.state.pods[c.rep] for c in ruled}
@@ -162,4 +162,5 @@ class GpuShare:
             encode_gpu_share(model.cp, self.state.nodes, demand, place, resources=False)
 
 
-_ENCODED: WeakSet[BatchModel] = WeakSet()  # models whose devices are encoded (one encoding for all profiles)
+# model -> the variables its devices were encoded for (one encoding for all profiles; again after a rebuild)
+_ENCODED: WeakKeyDictionary[BatchModel, list] = WeakKeyDictionary()
