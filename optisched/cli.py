@@ -664,7 +664,11 @@ def _experiment_optimum(data: Path | None, workloads: str | None, seeds: str, po
     try:
         at = [float(p) for p in points.split(",")]
     except ValueError:
-        raise InputError(f"{points!r} is not a list of percentages like 90,100", source="--points") from None
+        at = []
+    if not at or not all(0 < p <= 1000 for p in at):
+        raise InputError(f"{points!r} is not a list of percentages like 90,100", source="--points")
+    if time_limit <= 0:
+        raise InputError(f"{time_limit:g} is not a positive number of seconds", source="--time-limit")
     out_path = output or Path("optimum.parquet")
     if Path(folder).resolve() in out_path.resolve().parents:
         raise InputError(f"{out_path}: the output must not lie inside the data folder")

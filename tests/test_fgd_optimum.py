@@ -92,9 +92,12 @@ def test_the_command_writes_one_row_per_point(tmp_path: Path) -> None:
     assert "best placement found" in (tmp_path / "figures" / "report.html").read_text()
 
 
-def test_points_that_are_not_numbers_are_a_usage_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("args, named", [(["--points", "half,100"], "--points"), (["--points", "0"], "--points"),
+                                         (["--time-limit", "-1"], "--time-limit")],
+                         ids=["a point that is not a number", "a point of zero", "a negative time limit"])
+def test_bad_optimum_options_are_a_usage_error_naming_the_option(tmp_path: Path, args: list[str], named: str) -> None:
     data = small_trace(tmp_path / "data", pods=10)
-    run = subprocess.run([CLI, "experiment", "optimum", "--data", str(data), "--workloads", "default",
-                          "--points", "half", "-o", str(tmp_path / "o.parquet")],
-                         check=False, capture_output=True, text=True)
-    assert run.returncode == 2 and "--points" in run.stderr and "Traceback" not in run.stderr
+    run = subprocess.run([CLI, "experiment", "optimum", "--data", str(data), "--workloads", "default", *args,
+                          "-o", str(tmp_path / "o.parquet")], check=False, capture_output=True, text=True)
+    assert run.returncode == 2 and named in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "o.parquet").exists()
