@@ -666,9 +666,13 @@ def experiment(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Parquet results (plot: figure folder).")] = None,
     executor: Annotated[str, typer.Option(help="local (processes) or ray.")] = "local",
     address: Annotated[str | None, typer.Option(help="ray: address of a running cluster.")] = None,
-    jobs: Annotated[int | None, typer.Option(help="local: worker processes (default: one per core).")] = None,
+    jobs: Annotated[int | None, typer.Option(help="local: worker processes (default: one per core); "
+                                              "optimum: solver threads (default 4).")] = None,
+    points: Annotated[str, typer.Option(help="optimum: arrived-workload points, % of GPU capacity.")] = "100",
+    time_limit: Annotated[float, typer.Option(help="optimum: solver seconds per point.")] = 300.0,
 ) -> None:
-    """Seeded sweeps of the FGD paper's protocol on the openb trace (see docs/experiments.md)."""
+    """Seeded sweeps of the FGD paper's protocol on the openb trace, and its offline optimum ('optimum')
+    (see docs/experiments.md)."""
     from .experiments.fgd_report import plot_results
     from .experiments.sweep import FGD_POLICIES, FGD_WORKLOADS, SweepSpec, load_spec, parse_seeds, run_sweep
 
@@ -677,6 +681,9 @@ def experiment(
             raise InputError("experiment plot needs RESULTS.parquet")
         for path in plot_results(results, output):
             err.print(f"wrote {path}")
+        return
+    if target == "optimum":
+        _experiment_optimum(data, workloads, seeds, points, time_limit, jobs, output)
         return
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
@@ -702,6 +709,42 @@ def experiment(
     with progress_bar(err, "cells", len(spec.cells())) as advance:
         df = run_sweep(spec, out_path, executor, jobs, address, progress=advance)
     err.print(f"wrote {len(df)} rows ({len(spec.cells())} cells) to {out_path}")
+
+
+def _experiment_optimum(data: Path | None, workloads: str | None, seeds: str, points: str, time_limit: float,
+                        jobs: int | None, output: Path | None) -> None:
+    """``experiment optimum``: the offline optimum beside FGD at the given arrived points (one Parquet row each)."""
+    import os
+
+    from .experiments.fgd_optimum import OPTIMUM_WORKLOADS, run_optimum
+    from .experiments.sweep import SweepSpec, parse_seeds
+
+    folder = str(data or os.environ.get("OPENB_DIR", ""))
+    if not folder:
+        raise InputError("experiment optimum needs --data DIR or OPENB_DIR (the openb folder with csv/)")
+    names = tuple(workloads.split(",")) if workloads else OPTIMUM_WORKLOADS
+    spec = SweepSpec(folder, names, ("FGD",), tuple(parse_seeds(seeds)))
+    spec.check("--data/--workloads")
+    try:
+        at = [float(p) for p in points.split(",")]
+    except ValueError:
+        at = []
+    if not at or not all(0 < p <= 1000 for p in at):
+        raise InputError(f"{points!r} is not a list of percentages like 90,100", source="--points")
+    if time_limit <= 0:
+        raise InputError(f"{time_limit:g} is not a positive number of seconds", source="--time-limit")
+    out_path = output or Path("optimum.parquet")
+    if Path(folder).resolve() in out_path.resolve().parents:
+        raise InputError(f"{out_path}: the output must not lie inside the data folder")
+    from .progress import progress_bar
+
+    total = len(names) * len(spec.seeds) * len(at)
+    with progress_bar(err, "points", total) as advance:
+        done = iter(range(1, total + 1))
+        df = run_optimum(folder, names, spec.seeds, at, time_limit, jobs or 4,
+                         progress=lambda: advance(next(done), total))
+    df.to_parquet(out_path, index=False)
+    err.print(f"wrote {len(df)} rows to {out_path}")
 
 
 def _version(value: bool) -> None:

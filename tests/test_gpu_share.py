@@ -101,11 +101,9 @@ def _solve_batch(nodes: GpuNodes, pods: list[GpuPod]) -> tuple[int, dict[int, tu
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = 10
     assert solver.Solve(m) == cp_model.OPTIMAL
-    out = {}
-    for (p, n), x in place.items():
-        if solver.Value(x):
-            out[p] = (n, tuple(d for (q, nn, d), lit in use.items() if q == p and nn == n and solver.Value(lit)))
-    return int(solver.ObjectiveValue()), out
+    counts = {key: int(solver.Value(x)) for key, x in place.items() if solver.Value(x)}
+    devices = use.devices(solver.Value, pods, counts)
+    return int(solver.ObjectiveValue()), {p: (n, devices[p, n][0]) for (p, n) in counts}
 
 
 def test_optimal_puts_both_shares_on_one_device_to_keep_a_gpu_idle():

@@ -13,7 +13,7 @@ The device a pod lands on is part of the placement (``alibabacloud.com/gpu-index
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,12 +21,14 @@ from numpy.typing import ArrayLike
 from ortools.sat.python import cp_model
 
 __all__ = [
+    "DEMAND_ANNOTATIONS",
     "GPU_COUNT",
     "GPU_INDEX",
     "GPU_MILLI",
     "GPU_MODEL",
     "MAX_DEVICES",
     "MILLI",
+    "DeviceVars",
     "GpuNodes",
     "GpuPod",
     "best_fit_device",
@@ -35,6 +37,7 @@ __all__ = [
     "feasible",
     "gpu_fits",
     "model_access",
+    "pack_node",
 ]
 
 MILLI = 1000
@@ -44,6 +47,7 @@ GPU_COUNT = "alibabacloud.com/gpu-count"
 GPU_MILLI = "alibabacloud.com/gpu-milli"
 GPU_MODEL = "alibabacloud.com/gpu-card-model"
 GPU_INDEX = "alibabacloud.com/gpu-index"
+DEMAND_ANNOTATIONS = (GPU_COUNT, GPU_MILLI, GPU_MODEL)  # what a pod asks for: pods differing here differ
 
 
 @dataclass(frozen=True)
@@ -188,32 +192,109 @@ def best_fit_device(dev_free: np.ndarray, pod: GpuPod) -> tuple[int, ...]:
     return (int(np.argmin(np.where(fits, dev_free, MILLI + 1))),)
 
 
-def encode_gpu_share(model: cp_model.CpModel, nodes: GpuNodes, pods: Sequence[GpuPod],
-                     place: dict[tuple[int, int], cp_model.IntVar]) -> dict[tuple[int, int, int], cp_model.IntVar]:
-    """CP-SAT side of the rule, EXACT: ``place[p, n]`` (a Boolean, absent = the pod cannot go there) gets
-    device literals ``use[p, n, d]``: a GPU pod on ``n`` uses exactly ``num_gpu`` devices; each device's
-    free milli covers the ``gpu_milli`` of its pods; CPU, memory and pod slots hold per node. Nodes whose
-    model the pod's spec excludes, or without enough devices, get no variable at all (the caller builds
-    ``place`` from :func:`feasible` on the starting state). Returns the device literals for decoding."""
-    use: dict[tuple[int, int, int], cp_model.IntVar] = {}
-    per_node: dict[int, list[int]] = {}
-    for (p, n), x in place.items():
-        per_node.setdefault(n, []).append(p)
-        pod = pods[p]
-        if pod.num_gpu == 0:
-            continue
-        devs = [d for d in range(int(nodes.gpu_count[n])) if nodes.dev_free[n, d] >= pod.gpu_milli]
-        lits = [model.new_bool_var(f"use_{p}_{n}_{d}") for d in devs]
-        for d, lit in zip(devs, lits):
-            use[p, n, d] = lit
-            model.add_implication(lit, x)
-        model.add(sum(lits) == pod.num_gpu * x)
-    for n, ps in per_node.items():
-        model.add(sum(pods[p].cpu * place[p, n] for p in ps) <= int(nodes.cpu_free[n]))
-        model.add(sum(pods[p].mem * place[p, n] for p in ps) <= int(nodes.mem_free[n]))
-        model.add(sum(place[p, n] for p in ps) <= int(nodes.pods_free[n]))
-        for d in range(int(nodes.gpu_count[n])):
-            terms = [pods[p].gpu_milli * use[p, n, d] for p in ps if (p, n, d) in use]
-            if terms:
-                model.add(sum(terms) <= int(nodes.dev_free[n, d]))
-    return use
+Demands = Sequence[GpuPod] | Mapping[int, GpuPod]  # a demand per pod kind (class) index
+
+
+@dataclass
+class DeviceVars:
+    """The per-device side of :func:`encode_gpu_share`: ``share[m, n, d]`` counts the pods with a share of
+    ``m`` milli on device ``d`` of node ``n``; ``whole[n, d]`` is true when whole-GPU pods take the device."""
+
+    share: dict[tuple[int, int, int], cp_model.IntVar] = field(default_factory=dict)
+    whole: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+
+    def devices(self, value: Callable[[cp_model.IntVar], int], pods: Demands,
+                counts: dict[tuple[int, int], int]) -> dict[tuple[int, int], list[tuple[int, ...]]]:
+        """The devices of each pod of a solution: ``counts[k, n]`` pods of kind ``k`` on node ``n`` (read
+        with ``value``) get one device tuple each, in kind order; shares of one size are interchangeable."""
+        slots: dict[tuple[int, int], list[int]] = {}
+        for (m, n, d), v in sorted(self.share.items()):
+            slots.setdefault((m, n), []).extend([d] * int(value(v)))
+        idle: dict[int, list[int]] = {}
+        for (n, d), v in sorted(self.whole.items()):
+            if value(v):
+                idle.setdefault(n, []).append(d)
+        out: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+        for (k, n), c in sorted(counts.items()):
+            pod, devs = pods[k], out.setdefault((k, n), [])
+            for _ in range(c):
+                if pod.num_gpu == 0:
+                    devs.append(())
+                elif pod.sharing:
+                    devs.append((slots[pod.gpu_milli, n].pop(),))
+                else:
+                    take, idle[n] = idle[n][: pod.num_gpu], idle[n][pod.num_gpu:]
+                    devs.append(tuple(take))
+        return out
+
+
+def encode_gpu_share(model: cp_model.CpModel, nodes: GpuNodes, pods: Demands,
+                     place: dict[tuple[int, int], cp_model.IntVar], *, resources: bool = True) -> DeviceVars:
+    """CP-SAT side of the rule, EXACT: ``place[k, n]`` counts the pods of kind ``k`` (demand ``pods[k]``)
+    on node ``n`` (a Boolean per pod, or an integer per class of identical pods; absent = none there).
+    Per node, whole-GPU pods take ``num_gpu`` idle devices each (``whole``), every share goes to one device
+    (``share`` counts per share size and device) and each device's free milli covers what it holds; with
+    ``resources``, CPU, memory and pod slots too (in a profile they are NodeResourcesFit's). The caller
+    builds ``place`` from :func:`feasible` on the starting state (spec and device counts are not
+    re-checked). Devices of equal free milli on a node are interchangeable, so their loads are ordered."""
+    out = DeviceVars()
+    per_node: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
+    for (k, n), x in place.items():
+        per_node.setdefault(n, []).append((k, x))
+    for n, items in per_node.items():
+        if resources:
+            model.add(sum(pods[k].cpu * x for k, x in items) <= int(nodes.cpu_free[n]))
+            model.add(sum(pods[k].mem * x for k, x in items) <= int(nodes.mem_free[n]))
+            model.add(sum(x for _, x in items) <= int(nodes.pods_free[n]))
+        _encode_devices(model, nodes, pods, n, items, out)
+    return out
+
+
+def _encode_devices(model: cp_model.CpModel, nodes: GpuNodes, pods: Demands, n: int,
+                    items: list[tuple[int, cp_model.IntVar]], out: DeviceVars) -> None:
+    """One node's devices: whole-GPU pods on idle devices, shares packed per device."""
+    free = [int(f) for f in nodes.dev_free[n, : int(nodes.gpu_count[n])]]
+    whole_terms = [(pods[k].num_gpu, x) for k, x in items if pods[k].num_gpu and not pods[k].sharing]
+    by_milli: dict[int, list[cp_model.IntVar]] = {}
+    for k, x in items:
+        if pods[k].sharing:
+            by_milli.setdefault(pods[k].gpu_milli, []).append(x)
+    if not whole_terms and not by_milli:
+        return
+    load: list[list] = [[] for _ in free]
+    if whole_terms:
+        flags = [model.new_bool_var(f"whole_{n}_{d}") for d, f in enumerate(free) if f == MILLI]
+        for d, flag in zip([d for d, f in enumerate(free) if f == MILLI], flags):
+            out.whole[n, d] = flag
+            load[d].append(MILLI * flag)
+        model.add(sum(g * x for g, x in whole_terms) == sum(flags))
+    for m, xs in by_milli.items():
+        total = sum(int(list(v.proto.domain)[-1]) for v in xs)  # upper bounds (the proto list has no [-1])
+        us = []
+        for d, f in enumerate(free):
+            if f >= m:
+                u = out.share[m, n, d] = model.new_int_var(0, min(f // m, total), f"share_{m}_{n}_{d}")
+                load[d].append(m * u)
+                us.append(u)
+        model.add(sum(us) == sum(xs))
+    for d, f in enumerate(free):
+        if load[d]:
+            model.add(sum(load[d]) <= f)
+    for d in range(1, len(free)):  # symmetry: equal devices hold non-increasing loads
+        if free[d] == free[d - 1] and load[d]:
+            model.add(sum(load[d - 1]) >= sum(load[d]))
+
+
+def pack_node(nodes: GpuNodes, node: int, pods: Sequence[GpuPod], seconds: float = 10.0) -> list[tuple[int, ...]] | None:
+    """Devices for all ``pods`` on ``node`` at once, beside what it holds already, by :func:`encode_gpu_share`
+    (the GPU part only); None when no packing holds them all."""
+    model = cp_model.CpModel()
+    place = {(i, node): model.new_constant(1) for i in range(len(pods))}
+    dev = encode_gpu_share(model, nodes, pods, place, resources=False)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = seconds
+    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    found = dev.devices(solver.value, pods, {key: 1 for key in place})
+    return [found[i, node][0] for i in range(len(pods))]

@@ -6,12 +6,16 @@ its allocatable, its model the label ``alibabacloud.com/gpu-card-model``; a pod'
 annotations ``alibabacloud.com/gpu-count``, ``alibabacloud.com/gpu-milli`` (per GPU) and optionally
 ``alibabacloud.com/gpu-card-model`` (``|``-separated models). A bound pod keeps the devices in
 ``alibabacloud.com/gpu-index`` (``2-3``); the devices chosen here are in :attr:`GpuShareState.devices`.
-Filter: ``GpuSharePlugin.Filter`` (CPU, memory and pod slots stay NodeResourcesFit's).
+Filter: ``GpuSharePlugin.Filter`` (CPU, memory and pod slots stay NodeResourcesFit's). In optimal mode the
+batch's pods share devices through the rule's CP-SAT encoding, and a batch's re-check packs each node's
+devices for all its pods together (:meth:`GpuShareState._repack`). Running pods a batch keeps on their node
+are packed like arrivals: a ``gpu-index`` recorded on them is held by the re-check, not by the model.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -28,7 +32,9 @@ from .gpu_share import (
     GpuNodes,
     GpuPod,
     best_fit_device,
+    encode_gpu_share,
     gpu_fits,
+    pack_node,
 )
 
 if TYPE_CHECKING:
@@ -72,6 +78,7 @@ class GpuShareState:
                      for i, p in enumerate(state.pods)]
         self.objs = state.pods
         self.devices: dict[int, tuple[int, ...]] = {}
+        self.node_of: dict[int, int] = {}
         self.choose: Callable[[GpuNodes, GpuPod, int], tuple[int, ...]] | None = None
         snapshot.subscribe(self)
 
@@ -82,18 +89,39 @@ class GpuShareState:
     def on_add(self, pod: int, node: int) -> None:
         gp = self.pods[pod]
         devs = self._given(pod) if gp.num_gpu else ()
+        self.node_of[pod] = node
         if devs is None:
             choose = self.choose or (lambda nodes, p, n: best_fit_device(nodes.dev_free[n], p))
             try:
                 devs = choose(self.nodes, gp, node)
-            except ValueError:  # an overcommitted placement (optimal mode's re-check): the freest devices,
-                # left below zero so the filter reports it
+            except ValueError:  # a batch placed at once (optimal mode, its re-check): pack the node anew
+                if self._repack(pod, node):
+                    return
+                # no packing holds them all: the freest devices, left below zero so the filter reports it
                 devs = tuple(int(d) for d in np.argsort(-self.nodes.dev_free[node], kind="stable")[: gp.num_gpu])
         self.nodes.bind(gp, node, devs)
         self.devices[pod] = devs
 
     def on_remove(self, pod: int, node: int) -> None:
+        self.node_of.pop(pod, None)
         self.nodes.unbind(self.pods[pod], node, self.devices.pop(pod, ()))
+
+    def _repack(self, pod: int, node: int) -> bool:
+        """Devices for ``pod`` and every pod on ``node`` without a recorded ``gpu-index``, chosen together
+        by the rule's CP-SAT encoding (best fit one pod at a time depends on the order pods arrive in;
+        a batch has no order). Binds them and returns True, or leaves the node as it was."""
+        movable = [q for q, n in self.node_of.items() if n == node and q != pod and self.pods[q].num_gpu
+                   and self._given(q) is None]
+        for q in movable:
+            self.nodes.unbind(self.pods[q], node, self.devices[q])
+        rows = [*movable, pod]
+        found = pack_node(self.nodes, node, [self.pods[q] for q in rows])
+        for i, q in enumerate(rows):
+            devs = found[i] if found is not None else self.devices.get(q)
+            if devs is not None:
+                self.nodes.bind(self.pods[q], node, devs)
+                self.devices[q] = devs
+        return found is not None
 
 
 class GpuShare:
@@ -102,9 +130,7 @@ class GpuShare:
 
     name = "Open-Gpu-Share"
     REASON = "Insufficient GPU share"
-    # optimal mode keeps the nodes where the pod alone fits beside the fixed pods; how the batch's own
-    # pods share devices is not in its model yet (encode_gpu_share is, outside it): the re-check reports it
-    filter_fidelity = Fidelity.RELAXED
+    filter_fidelity = Fidelity.EXACT
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.shared(GpuShareState)
@@ -121,4 +147,20 @@ class GpuShare:
         model.restrict_by_filter(self, classes)
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
-        """Not encoded: the batch's pods sharing devices among themselves (RELAXED)."""
+        """Phase 3: the batch's GPU pods share each node's devices (:func:`encode_gpu_share`, per-device
+        packing beside the fixed pods; CPU, memory and pod slots stay NodeResourcesFit's). Encoded once per
+        model, for the classes of every profile that runs the rule, since they share the devices."""
+        if _ENCODED.get(model) is model.vars:
+            return
+        _ENCODED[model] = model.vars
+        ruled = [c for sched, cs in model.by_profile.items() if self.name in model.frameworks[sched].filter_rules
+                 for c in cs]
+        demand = {c.index: self.state.pods[c.rep] for c in ruled}
+        place = {(c.index, n): v for c in ruled if demand[c.index].num_gpu
+                 for n, v, _ in model.vars[c.index].terms()}
+        if place:
+            encode_gpu_share(model.cp, self.state.nodes, demand, place, resources=False)
+
+
+# model -> the variables its devices were encoded for (one encoding for all profiles; again after a rebuild)
+_ENCODED: WeakKeyDictionary[BatchModel, list] = WeakKeyDictionary()

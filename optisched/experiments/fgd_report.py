@@ -92,6 +92,8 @@ def plot_results(results_path: str | Path, outdir: str | Path | None = None) -> 
         results = pd.read_parquet(results_path)
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
         raise InputError(f"cannot read Parquet results: {e}", source=str(results_path)) from None
+    if "optimum_alloc_pct" in results:  # ``experiment optimum`` results
+        return _optimum_page(results, results_path, Path(outdir) if outdir else results_path.with_suffix(""))
     missing = [c for c in ("workload", "policy", "seed", "arrived_pct", *METRICS) if c not in results]
     if missing:
         raise InputError(f"missing column {missing[0]!r}", source=str(results_path))
@@ -107,3 +109,32 @@ def plot_results(results_path: str | Path, outdir: str | Path | None = None) -> 
                     f"<h1>{html.escape(results_path.name)}</h1><h2>unallocated GPU % at 100 % arrived</h2>"
                     f"{table}{imgs}")
     return [*pngs, page]
+
+
+def _optimum_page(results: pd.DataFrame, results_path: Path, out: Path) -> list[Path]:
+    """The offline optimum per workload (mean over seeds at each point): FGD, the best placement found and
+    the certified bound, as bars, and the same numbers as a table in a self-contained page."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    cols = {"fgd_alloc_pct": "FGD", "optimum_alloc_pct": "best placement found", "bound_pct": "certified bound"}
+    means = results.groupby(["arrived_pct", "workload"], sort=False)[list(cols)].mean().rename(columns=cols)
+    paths = []
+    for pct, d in means.groupby(level=0):
+        d = d.droplevel(0)
+        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(d)), 3.8))
+        d.plot.bar(ax=ax, ylim=(max(0, d.to_numpy().min() - 5), 100.5), width=0.8,
+                   ylabel=f"GPU allocation (%) at {pct:g} % arrived")
+        ax.legend(fontsize=8, loc="lower right")
+        fig.tight_layout()
+        paths.append(out / f"optimum_at_{pct:g}.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    imgs = "".join(f'<img src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">' for p in paths)
+    page = out / "report.html"
+    page.write_text(f"<!doctype html><meta charset=utf-8><title>{html.escape(results_path.name)}</title>"
+                    f"<h1>{html.escape(results_path.name)}</h1>{means.round(2).to_html()}{imgs}")
+    return [*paths, page]

@@ -1,8 +1,9 @@
 """Pod classes: identical pods become one class with a count per node.
 
-Pods are identical for every rule when they share namespace, labels, controller and spec (all but
-``nodeName``): the replicas of one ReplicaSet. A batch model then needs one integer per (class, node)
-instead of one boolean per (pod, node), which is what lets CP-SAT reach thousands of nodes.
+Pods are identical for every rule when they share namespace, labels, controller, spec (all but
+``nodeName``) and the annotations a rule reads (the GPU demand of GPU sharing): the replicas of one
+ReplicaSet. A batch model then needs one integer per (class, node) instead of one boolean per (pod,
+node), which is what lets CP-SAT reach thousands of nodes.
 
 A class holds the batch's *pending* pods (placed by the model) and its *running* pods that may leave
 their node: all of them with ``movable``, otherwise those a pending pod may preempt (lower priority
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..constraints.gpu_share import DEMAND_ANNOTATIONS
 from ..greedy.queue import sort_key, split_handled
 from ..model.objects import Pod, PreemptionPolicy
 from ..model.state import ClusterState
@@ -35,9 +37,10 @@ def signature(pod: Pod) -> tuple:
     owner = next(((o.kind, o.name) for o in pod.metadata.owner_references if o.controller), None)
     # an ephemeral volume's claim is named after the pod, so such a pod is a class of its own
     own = pod.metadata.name if any(v.ephemeral is not None for v in pod.spec.volumes) else None
+    demand = tuple(pod.metadata.annotations.get(k) for k in DEMAND_ANNOTATIONS)  # GPU sharing reads these
     return (pod.metadata.namespace or "default", tuple(sorted(pod.metadata.labels.items())), owner,
             pod.metadata.deletion_timestamp is not None,
-            pod.spec.model_dump_json(exclude={"node_name"}), own)
+            pod.spec.model_dump_json(exclude={"node_name"}), own, demand)
 
 
 @dataclass
