@@ -113,7 +113,7 @@ def test_reschedule_pareto_report_from_the_command_line(tmp_path, capsys, chromi
     with open(out / "landings.csv", newline="") as f:
         landings = list(csv.DictReader(f))
     # the landings the terminal names as differing from the target, and only those
-    said = re.findall(r"^(\S+): kube-scheduler puts it on (\S+), not (\S+);", stdout, re.M)
+    said = re.findall(r"^(\S+): kube-scheduler puts it on (\S+), not (\S+);", stdout, re.MULTILINE)
     assert said and sorted((r["pod"], r["planned"], r["predicted"]) for r in landings) == \
         sorted((pod, planned, predicted) for pod, predicted, planned in said)
     got = _render(chromium, out / "report.html", tmp_path)

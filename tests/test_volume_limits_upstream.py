@@ -184,3 +184,37 @@ def test_without_a_csinode_in_tree_volumes_are_not_counted_but_portworx_needs_th
     assert migrated_mask(snap.state, cat, AWS_INTREE).tolist() == [True, True, False]
     assert migrated_mask(snap.state, cat, "kubernetes.io/portworx-volume").tolist() == [False, False, False]
     assert migrated_mask(snap.state, cat, "kubernetes.io/azure-file").tolist() == [False, False, False]
+
+
+def test_a_csi_volume_and_the_inline_in_tree_volume_migrated_to_it_count_once() -> None:
+    """``volumeUniqueName`` is ``driver/volumeHandle``: a claim bound to the CSI PV with handle h1 and an
+    inline awsElasticBlockStore h1 are one EBS volume, so two such pods fit a node that attaches two."""
+    from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
+    from optisched.model.loader import cluster_from_objects
+    from optisched.model.state import compile_cluster
+    from optisched.profile import default_config
+
+    zone = {"topology.kubernetes.io/zone": "a"}
+    objs: list[dict] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "na0", "labels": {"kubernetes.io/hostname": "na0", **zone}},
+         "status": {"allocatable": {"cpu": "1", "memory": "8Gi", "pods": "110"}}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "na0"},
+         "spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "na0", "allocatable": {"count": 2}}]}}]
+    for i in range(2):
+        objs += [
+            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv{i}"},
+             "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                      "claimRef": {"namespace": "default", "name": f"c{i}"},
+                      "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"h{i}"}}, "status": {"phase": "Bound"}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": f"c{i}", "namespace": "default",
+                          "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}},
+                      "volumeName": f"pv{i}"}, "status": {"phase": "Bound"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
+             "spec": {"containers": [{"name": "c", "image": "app:1", "resources": {"requests": {"cpu": "100m"}}}],
+                      "volumes": [{"name": "v0", "persistentVolumeClaim": {"claimName": f"c{i}"}},
+                                  {"name": "inline", "awsElasticBlockStore": {"volumeID": f"h{i}"}}]}}]
+    state = compile_cluster(cluster_from_objects(objs))
+    result = GreedyScheduler(state, default_config(), GreedyOptions(record=False)).run()
+    assert (result.snapshot.node_of >= 0).sum() == 2

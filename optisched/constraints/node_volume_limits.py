@@ -65,12 +65,14 @@ def csi_volumes(pod: Pod, cat: StorageCatalog, *, new: bool) -> list[Vol]:
     """``filterAttachableVolumes``: the pod's volumes, each once. A missing claim raises
     :class:`MissingClaim` for a new pod and is skipped for a scheduled one."""
     claims = {c.volume: c.name for c in pod_claims(pod)}
-    out: dict[Vol, None] = {}
+    out: dict[tuple[str, str], Vol] = {}
     for vol in pod.spec.volumes:
         v = _claim_volume(pod, claims[vol.name], cat, new) if vol.name in claims else inline_volume(vol)
-        if v is not None:
-            out[v] = None
-    return list(out)
+        # one volume per ``driver/volumeHandle`` (upstream's volumeUniqueName): a CSI source and an in-tree
+        # one migrated to it are the same volume, counted wherever the CSI one is (on every node)
+        if v is not None and (v[:2] not in out or not v[2]):
+            out[v[:2]] = v
+    return list(out.values())
 
 
 def counts_volumes(pod: Pod, cat: StorageCatalog) -> bool:

@@ -27,7 +27,13 @@ from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..model.state import HOSTNAME_LABEL
-from ..model.storage import SELECTED_NODE_ANNOTATION, BindingMode, PersistentVolume, PersistentVolumeClaim, pod_claims
+from ..model.storage import (
+    SELECTED_NODE_ANNOTATION,
+    BindingMode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    pod_claims,
+)
 from .selectors import label_selector_matches, node_selector_mask
 from .volume_common import claim_not_found, storage_of, unresolvable, uses_volumes
 from .volume_provisioning import REASON_SPACE, Provisioning
