@@ -93,8 +93,9 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     notes: list[str] = []
     if thresholds is not None and Goal.BALANCE in parsed:
         policy = _low_node_utilization(state, policy, thresholds, notes)
+    # the target is a state the descheduler leaves alone: every pod valid against it (batch semantics)
     options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objective(parsed),
-                             goal_first=True, staged=True, eviction=policy)
+                             goal_first=True, staged=True, eviction=policy, arrival_order=False)
     if gang:
         target, result, gang_notes = _gang_target(state, config, options, gang)
         notes += gang_notes
