@@ -31,6 +31,7 @@ fail with an Error, as ``calPreFilterState`` does: the cycle ends without a FitE
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -463,6 +464,11 @@ class PodTopologySpread:
         over the constraint's domains (0 with fewer than minDomains). This is the Filter's check for
         each placed pod against the final cluster with the pod removed: removing it lowers its own
         domain by selfMatch, and when that domain was the minimum the check holds anyway."""
+        for c, pod, i, h, counted in self._hard_constraints(model, classes):
+            self._encode_one(model, c, pod, h, counted, i)
+
+    def _hard_constraints(self, model: BatchModel, classes: list[PodClass]) -> Iterator[tuple]:
+        """(class, its pod, index, constraint, counted nodes) of every hard constraint of ``classes``."""
         for c in classes:
             cons = self._hard_of(model, c)
             if not cons:
@@ -470,22 +476,16 @@ class PodTopologySpread:
             pod = self.state.pods[c.rep]
             elig = NodeEligibility(self.state, pod, cons)
             for i, h in enumerate(cons):
-                self._encode_one(model, c, pod, h, elig.counted(h), i)
+                yield c, pod, i, h, elig.counted(h)
 
     def arrival_interactions(self, model: BatchModel, classes: list[PodClass]) -> list[Interaction]:
         """Each hard constraint counts the classes its selector matches: their pods skew it when they
         come before the carrier (:mod:`optisched.optimal.order`)."""
         out = []
-        for c in classes:
-            cons = self._hard_of(model, c)
-            if not cons:
-                continue
-            pod = self.state.pods[c.rep]
-            elig = NodeEligibility(self.state, pod, cons)
-            for h in cons:
-                matching = self._matching(model, pod, h)
-                if any(d.index != c.index for d in matching):
-                    out.append(Interaction(c, tuple(matching), self.state.label(h.topology_key).codes, elig.counted(h)))
+        for c, pod, _, h, counted in self._hard_constraints(model, classes):
+            matching = self._matching(model, pod, h)
+            if any(d.index != c.index for d in matching):
+                out.append(Interaction(c, tuple(matching), self.state.label(h.topology_key).codes, counted))
         return out
 
     @staticmethod
