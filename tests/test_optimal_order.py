@@ -183,3 +183,51 @@ def test_the_neighbourhood_search_starts_from_kube_schedulers_own_placement(monk
     assert any("the solver's start" in n for n in r.certificate.notes)
     mine, theirs = solve.placed_per_level(r.batch, r.node_of), solve.placed_per_level(r.batch, greedy.snapshot.node_of)
     assert [mine[lv] for lv in r.batch.levels] >= [theirs[lv] for lv in r.batch.levels]
+
+
+@st.composite
+def interacting(draw) -> list[dict]:  # type: ignore[no-untyped-def]
+    """2-3 zones of 1-2 nodes; 2-4 workloads of distinct priorities whose spread constraints and required
+    affinities select each other's labels (web or db), some bound to one zone by a node selector."""
+    zones = draw(st.integers(2, 3))
+    objs: list[dict] = [node(f"n{z}{i}", cpu="4").zone(f"z{z}") for z in range(zones) for i in range(draw(st.integers(1, 2)))]
+    groups = draw(st.integers(2, 4))
+    priorities = draw(st.permutations([0, 10, 20, 30]))[:groups]
+    for g, prio in enumerate(priorities):
+        app = draw(st.sampled_from(["web", "db"]))
+        spec: dict = {"priority": prio}
+        if draw(st.booleans()):
+            spec["topologySpreadConstraints"] = [{
+                "maxSkew": draw(st.integers(1, 2)), "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(["web", "db"]))}}}]
+        if draw(st.integers(0, 3)) == 0:
+            spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(["web", "db"]))}}}]}}
+        if draw(st.integers(0, 2)) == 0:
+            spec["nodeSelector"] = {ZONE: f"z{draw(st.integers(0, zones - 1))}"}
+        cpu = draw(st.sampled_from(["500m", "1", "2"]))
+        for r in range(draw(st.integers(1, 3))):
+            p = pod(f"g{g}-{r}").label(app=app).req(cpu=cpu)
+            for k, v in spec.items():
+                p.set(f"spec.{k}", v)
+            objs.append(p)
+    return objs
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objs=interacting(), run=st.integers(0, 1_000))
+def test_where_priorities_order_the_workloads_every_tie_break_ends_in_a_solution_of_the_model(
+        objs: list[dict], run: int) -> None:
+    """Workloads of distinct priorities arrive one after another (no retries): whatever node each tie
+    among equal scores picks, the final placement is a solution of the model, and its order check passes."""
+    state = state_of(*objs)
+    config = default_config()
+    g = GreedyScheduler(state, config, GreedyOptions(record=False, tie_break=TieBreak.RANDOM, seed=run,
+                                                     requeue=False)).run()
+    model = _model(state, order=True)
+    full = accepts(model, variable_values(model, g.snapshot.node_of))
+    assert full is not None
+    order = model.order.blocks(lambda v: full[v.Index()])
+    if order is not None:
+        blocks = [np.flatnonzero(model.batch.class_of == k) for k in order]
+        assert check_in_order(state, config, g.snapshot.node_of, blocks, model.batch.class_of) == []

@@ -2,9 +2,11 @@
 
 activeQ is ordered by PrioritySort (higher ``spec.priority`` first, then earlier
 ``creationTimestamp``; ties keep input order, a missing timestamp counts as
-earliest). ``shuffle`` (a seed) replaces the timestamps by a seeded random order within each
-priority: any such order is one PrioritySort can meet, since creation times are the user's. A pod that fails is parked among the unschedulable pods together with
-the plugins that rejected it; a cluster event that one of those plugins cares
+earliest). ``shuffle`` (a seed) replaces the timestamps by a seeded random order
+within each priority: any such order is one PrioritySort can meet, since creation
+times are the user's (tests use it to reach other valid outcomes). A pod that
+fails is parked among the unschedulable pods together with the plugins that
+rejected it; a cluster event that one of those plugins cares
 about moves it back, to backoffQ while its backoff (1 s doubling per attempt, at
 most 10 s) runs, else to activeQ. When activeQ is empty the clock jumps to the
 next backoff expiry. The run ends when activeQ and backoffQ are both empty.

@@ -1,7 +1,9 @@
 """Arrival order: the model admits a placement when *some queue order* lets every pod pass on arrival.
 
-kube-scheduler checks a pod's filters once, when the pod arrives: pods that come later are not re-checked
-against it, nor it against them. Batch semantics (every pod checked against the final cluster) refuses
+kube-scheduler checks a pod's filters once, when the pod arrives (kubernetes v1.35.4,
+``pkg/scheduler/schedule_one.go``: one scheduling cycle per pod, against the snapshot of that moment), in
+the queue's order (``pkg/scheduler/framework/plugins/queuesort/priority_sort.go``: higher priority first,
+then earlier creation): pods that come later are not re-checked against it, nor it against them. Batch semantics (every pod checked against the final cluster) refuses
 some placements kube-scheduler reaches this way, where a rule's verdict counts pods that may come after:
 
 * PodTopologySpread ``DoNotSchedule``: a pod matching the selector (with or without the constraint)
