@@ -309,8 +309,9 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
                   clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound]:
     """The independent parts' models and solvers, each with a complete hint: ``hint`` (greedy's placement
     repaired for batch semantics, or the plain run's answer) or, when ``refused`` (``hint`` is greedy's
-    placement repaired, batch semantics having refused some of it) and the part is not searched by LNS,
-    kube-scheduler's placement ``raw`` itself (:func:`.hint.accept_reached`)."""
+    placement repaired, batch semantics having refused some of it), kube-scheduler's placement ``raw``
+    itself: as one more solution (:func:`.hint.accept_reached`), or under LNS when the model takes it as it
+    is (an arrival order admits it, :mod:`.order`)."""
     whole = BatchModel(batch, config, build=False, arrival_order=options.arrival_order)
     candidates = None
     if whole.size() > options.max_variables:
