@@ -118,6 +118,10 @@ def test_past_the_cap_the_model_keeps_batch_semantics_and_says_so(monkeypatch) -
     model = _model(state, order=True)
     assert not model.order.enabled and "arrival order not encoded" in model.order.note
     assert not _admits(state, np.array([0, 0, 0]), order=True)
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+
+    r = solve_optimal(state, default_config(), OptimalOptions(time_limit=2))
+    assert any(n.startswith("arrival order not encoded: 2 interacting classes") for n in r.certificate.notes)
 
 
 def test_the_order_check_refuses_a_block_checked_before_the_pods_it_needs() -> None:
