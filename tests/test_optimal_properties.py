@@ -75,7 +75,8 @@ def test_the_violations_describe_the_placement_returned_not_the_repaired_copy() 
     broken = raw.copy()
     broken[p] = n2
     assert check_placement(state, config, broken, batch.class_of) != []
-    unsolved = SimpleNamespace(solver=SimpleNamespace(full=None), reached=None, lns=False, skipped=[])
+    unsolved = SimpleNamespace(solver=SimpleNamespace(full=None), reached=None, lns=False, skipped=[], raw_start=False,
+                               model=SimpleNamespace(order=SimpleNamespace(note="")))
     r = solve._answer(state, config, batch, [unsolved], [], greedy, broken, raw, 0.0, lambda *_: None)
     assert r.certificate.source == "greedy" and np.array_equal(r.node_of, raw)
     assert r.violations == [] == check_answer(state, config, r.node_of, raw)
@@ -86,7 +87,7 @@ def test_the_violations_describe_the_placement_returned_not_the_repaired_copy() 
 def test_every_answer_passes_the_checker_and_beats_or_ties_greedy(seed: int) -> None:
     state, config, r = _solve(mixed_cluster(seed))
     assert r.violations == []
-    assert check_answer(state, config, r.node_of, r.greedy.snapshot.node_of) == []
+    assert check_answer(state, config, r.node_of, r.greedy.snapshot.node_of, blocks=r.order) == []
     levels = r.batch.levels
     mine, greedy = placed_per_level(r.batch, r.node_of), _greedy_counts(r, config)
     assert [mine[lv] for lv in levels] >= [greedy[lv] for lv in levels]
@@ -164,8 +165,9 @@ def test_the_lns_search_answers_with_or_without_a_complete_hint(hint: bool, monk
     solver answers: valid, at least greedy's on every level."""
     import optisched.optimal.solve as solve_mod
 
-    if not hint:
+    if not hint:  # neither a repaired copy nor kube-scheduler's own placement
         monkeypatch.setattr(solve_mod, "repair_hint", lambda *a, **k: None)
+        monkeypatch.setattr(solve_mod, "accepts", lambda *a, **k: None)
     used: list[dict] = []
     real = solve_mod._build_groups
 

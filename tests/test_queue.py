@@ -20,6 +20,19 @@ def test_priority_then_creation_time_then_input_order():
     assert names == ["high", "no-time", "early", "late", "tie-a", "tie-b"]
 
 
+def test_a_queue_seed_shuffles_within_each_priority_only():
+    pods = [pod(f"p{i}").priority(10 * (i % 3)).set("metadata.creationTimestamp", f"2025-01-01T00:00:{i:02d}Z")
+            for i in range(12)]
+    state = state_of(node("n"), *pods)
+    orders = {tuple(SchedulingQueue(state, state.pending, shuffle=seed).initial_order()) for seed in range(5)}
+    assert len(orders) > 1
+    for order in orders:
+        assert [int(state.pod_priority[p]) for p in order] == sorted(state.pod_priority[list(order)].tolist(), reverse=True)
+    assert SchedulingQueue(state, state.pending, shuffle=3).initial_order() == \
+        SchedulingQueue(state, state.pending, shuffle=3).initial_order()  # seeded
+    assert GreedyOptions().queue_seed is None  # by default, creation times decide (the recorded traces)
+
+
 def test_backoff_doubles_up_to_ten_seconds():
     state = state_of(node("n"), pod("p"))
     q = SchedulingQueue(state, state.pending)

@@ -27,6 +27,7 @@ from ..framework import Code, CycleState, Fidelity, FilterResult, Status
 from ..model.objects import Pod, PodAffinityTerm
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
+from ..optimal.order import Interaction
 from .label_syntax import aggregate
 from .pod_counts import NOTHING, MatchCounter, Selector, selector_of
 from .selectors import selector_error
@@ -432,11 +433,41 @@ class InterPodAffinity:
                 if dom in kept:
                     model.cp.add(model.total(kept[dom])[0] == 0).only_enforce_if(y)
 
+    def arrival_interactions(self, model: BatchModel, classes: list[PodClass]) -> list[Interaction]:
+        """Required affinity counts the classes its terms match: a pod of theirs satisfies it, or ends
+        the first-pod rule, only when it came before (:mod:`optisched.optimal.order`). Anti-affinity is
+        checked both ways, so the pod that comes second refuses the pair whatever the order."""
+        out = []
+        for c in classes:
+            terms = self.index.terms[c.rep].required_affinity
+            if not terms:
+                continue
+            resolved = tuple(self.index.resolve(t) for t in terms)
+            matched = self._matching(model, resolved)
+            if any(d.index != c.index for d in matched):
+                out += [Interaction(c, tuple(matched), self.state.label(t.topology_key).codes) for t in resolved]
+        return out
+
     def _encode_affinity(self, model: BatchModel, c: PodClass, terms: tuple[AffinityTerm, ...]) -> None:
         """Where the batch places a pod of ``c``, each term's domain holds another pod matching all terms
         (fixed, or of a matching class) — unless no pod but this one matches anywhere and it matches
-        itself (the first pod of a self-affine series)."""
+        itself (the first pod of a self-affine series). With an arrival order, also (one literal choosing)
+        counting only the pods that came before the class's block ends."""
         matched = self._matching(model, terms)
+        order = model.order
+        if not order.active(c):
+            self._encode_affinity_counts(model, c, terms, matched, lambda cls, codes, tag: model.domain_terms(cls, codes), [])
+            return
+        self._encode_affinity_counts(model, c, terms, matched, lambda cls, codes, tag: model.domain_terms(cls, codes),
+                                     order.when(False))
+        self._encode_affinity_counts(model, c, terms, matched,
+                                     lambda cls, codes, tag: order.prefix_terms(c, cls, codes, None, tag),
+                                     order.when(True))
+
+    def _encode_affinity_counts(self, model: BatchModel, c: PodClass, terms: tuple[AffinityTerm, ...],
+                                matched: list[PodClass], count, enforce: list) -> None:  # type: ignore[no-untyped-def]
+        """The check above with the matching pods counted by ``count(classes, codes, tag)`` (value code ->
+        variables; ``tag`` names ``codes``), under ``enforce``."""
         self_match = any(d.index == c.index for d in matched)
         fixed = self.index.term_node_counts(terms)
         first: cp_model.IntVar | None = None
@@ -446,15 +477,15 @@ class InterPodAffinity:
                 has_key |= self.state.label(t.topology_key).codes >= 0
             if not fixed[has_key].any():
                 first = model.cp.new_bool_var(f"first{c.index}")
-                everywhere = [(v, u) for d in matched for n, v, u in model.vars[d.index].terms() if has_key[n]]
+                everywhere = [vu for vus in count(matched, np.where(has_key, 0, -1), "affinity-any").values() for vu in vus]
                 model.cp.add(model.total(everywhere)[0] <= 1).only_enforce_if(first)
         for t in terms:
             codes = self.state.label(t.topology_key).codes
             fixed_dom = self.index.pair_counts(t.topology_key, fixed)
-            theirs = model.domain_terms(matched, codes)
+            theirs = count(matched, codes, f"affinity:{t.topology_key}")
             for dom, y in model.presence(c, t.topology_key, codes).items():
                 expr, _ = model.total(theirs.get(dom, []))
                 need = 1 + int(self_match) - (int(fixed_dom[dom]) if dom < len(fixed_dom) else 0)
                 if need <= 0:
                     continue
-                model.cp.add(expr >= need).only_enforce_if([y] if first is None else [y, first.Not()])
+                model.cp.add(expr >= need).only_enforce_if([y, *enforce] if first is None else [y, first.Not(), *enforce])

@@ -2,8 +2,11 @@
 
 activeQ is ordered by PrioritySort (higher ``spec.priority`` first, then earlier
 ``creationTimestamp``; ties keep input order, a missing timestamp counts as
-earliest). A pod that fails is parked among the unschedulable pods together with
-the plugins that rejected it; a cluster event that one of those plugins cares
+earliest). ``shuffle`` (a seed) replaces the timestamps by a seeded random order
+within each priority: any such order is one PrioritySort can meet, since creation
+times are the user's (tests use it to reach other valid outcomes). A pod that
+fails is parked among the unschedulable pods together with the plugins that
+rejected it; a cluster event that one of those plugins cares
 about moves it back, to backoffQ while its backoff (1 s doubling per attempt, at
 most 10 s) runs, else to activeQ. When activeQ is empty the clock jumps to the
 next backoff expiry. The run ends when activeQ and backoffQ are both empty.
@@ -11,6 +14,7 @@ next backoff expiry. The run ends when activeQ and backoffQ are both empty.
 from __future__ import annotations
 
 import heapq
+import random
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -81,9 +85,14 @@ _POD_MASK = (1 << _POD_BITS) - 1
 class SchedulingQueue:
     """activeQ, backoffQ and the unschedulable pods, with a simulated clock in seconds."""
 
-    def __init__(self, state: ClusterState, pods: list[int], *, requeue: bool = True) -> None:
+    def __init__(self, state: ClusterState, pods: list[int], *, requeue: bool = True,
+                 shuffle: int | None = None) -> None:
         self.state = state
         self.requeue = requeue
+        self._rank: dict[int, int] | None = None
+        if shuffle is not None:
+            drawn = random.Random(shuffle).sample(range(len(pods)), len(pods))
+            self._rank = dict(zip(pods, drawn))
         self.clock = 0.0
         self.attempts: dict[int, int] = {}
         self._last_try: dict[int, float] = {}
@@ -121,7 +130,11 @@ class SchedulingQueue:
     def _key(self, pod: int) -> int:
         key = self._keys.get(pod)
         if key is None:
-            key = self._keys[pod] = int_key(self.state, pod)
+            if self._rank is None:
+                key = int_key(self.state, pod)
+            else:  # the drawn rank stands for the creation time
+                key = (-int(self.state.pod_priority[pod]) << (_TIME_BITS + _POD_BITS)) + (self._rank[pod] << _POD_BITS) + pod
+            self._keys[pod] = key
         return key
 
     def park(self, pod: int, plugins: frozenset[str]) -> None:

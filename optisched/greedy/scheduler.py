@@ -40,6 +40,7 @@ class GreedyOptions:
     tie_break: TieBreak = TieBreak.FIRST
     seed: int = 0
     requeue: bool = True
+    queue_seed: int | None = None  # a seeded order within each priority instead of creation times
     record: bool = True  # keep per-cycle records (traces, explain); off for large benchmark runs
     record_candidates: bool = True  # with record: preemption's per-node candidate table (traces)
     reference: bool = False  # the plain per-node code paths the optimized ones are tested against
@@ -402,7 +403,7 @@ class GreedyScheduler:
         state = self.state
         profiles = {p.scheduler_name: p for p in self.config.profiles}
         pending, skipped = split_handled(state, list(state.pending), set(profiles))
-        queue = SchedulingQueue(state, pending, requeue=self.options.requeue)
+        queue = SchedulingQueue(state, pending, requeue=self.options.requeue, shuffle=self.options.queue_seed)
         result = GreedyResult(state, self.snapshot, self.order, queue.initial_order(), [], {}, skipped=skipped)
         done = 0
         while (p := queue.pop()) is not None:

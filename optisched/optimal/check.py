@@ -8,6 +8,9 @@ recount the node, so the pod is checked against exactly the final cluster withou
 class on one node are interchangeable, so one pod per (class, node) is checked.
 Pods that stay where the input had them are bound and not re-checked (kube never re-filters a bound
 pod); a pod that moved is checked without NodeName (its ``nodeName`` is where it ran).
+
+An answer the model admits by an arrival order (:mod:`.order`) is checked that way for the classes in the
+order (:func:`check_in_order`): block by block, each pod against the cluster as it is when its block ends.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 
-__all__ = ["Violation", "check_answer", "check_budgets", "check_placement"]
+__all__ = ["Violation", "check_answer", "check_budgets", "check_in_order", "check_placement"]
 
 
 @dataclass(frozen=True)
@@ -51,12 +54,19 @@ def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.nd
     unknown) lets one pod stand for its class on a node."""
     snap = _final_snapshot(state, node_of)
     frameworks = {p.scheduler_name: Framework(snap, p) for p in config.profiles}
-    seen: set[tuple[int, int]] = set()
-    out: list[Violation] = []
     moved = (node_of >= 0) & (node_of != state.pod_node)
     if only is not None:
         moved &= only
-    for p in np.flatnonzero(moved).tolist():
+    return _check_rows(frameworks, snap, np.flatnonzero(moved).tolist(), node_of, signature_of)
+
+
+def _check_rows(frameworks: dict[str, Framework], snap: Snapshot, rows: list[int], node_of: np.ndarray,
+                signature_of: np.ndarray | None) -> list[Violation]:
+    """Each pod of ``rows`` (one per class and node with ``signature_of``) against ``snap`` without it."""
+    state = snap.state
+    seen: set[tuple[int, int]] = set()
+    out: list[Violation] = []
+    for p in rows:
         node = int(node_of[p])
         if signature_of is not None and signature_of[p] >= 0:
             key = (int(signature_of[p]), node)
@@ -74,20 +84,47 @@ def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.nd
     return out
 
 
+def check_in_order(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, blocks: list[np.ndarray],
+                   signature_of: np.ndarray | None = None) -> list[Violation]:
+    """Violations of arrival semantics for the pods of ``blocks`` (pod rows; the blocks in arrival order,
+    :mod:`.order`): every other pod of ``node_of`` is in place from the start, each block's pods land
+    together and are each checked against the cluster as it is then, without themselves. Pods that stay
+    where the input had them are there from the start and are not checked."""
+    arriving = [b[(node_of[b] >= 0) & (node_of[b] != state.pod_node[b])] for b in blocks]
+    start = node_of.copy()
+    for rows in arriving:
+        start[rows] = -1
+    snap = _final_snapshot(state, start)
+    frameworks = {p.scheduler_name: Framework(snap, p) for p in config.profiles}
+    out: list[Violation] = []
+    for rows in arriving:
+        for p in rows.tolist():
+            snap.add(p, int(node_of[p]))
+        out += _check_rows(frameworks, snap, rows.tolist(), node_of, signature_of)
+    return out
+
+
 def check_answer(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, reached: np.ndarray,
-                 signature_of: np.ndarray | None = None, witnessed: np.ndarray | None = None) -> list[Violation]:
+                 signature_of: np.ndarray | None = None, witnessed: np.ndarray | None = None,
+                 blocks: list[np.ndarray] | None = None) -> list[Violation]:
     """Violations of an optimal-mode answer. ``reached`` is greedy mode's final placement: kube-scheduler
     reaches it cycle by cycle, every pod passing the same filters when it arrived (and preemption
     removing its victims first), so an answer equal to it is valid by that run even where a rule checked
     against the final cluster would refuse it (a spread skewed by pods placed after, NodePorts' set
     semantics, an affinity target preempted later: docs/optimal_trust.md). Any other answer is checked
     by batch semantics (:func:`check_placement`), but for the pods of ``witnessed`` (a bool mask over pod
-    rows): independent parts of the batch (no rule links their pods to others) left at ``reached``."""
+    rows): independent parts of the batch (no rule links their pods to others) left at ``reached``; and
+    the pods of ``blocks`` (pod rows per class, in the arrival order the model chose), checked on arrival
+    (:func:`check_in_order`)."""
     if np.array_equal(node_of, reached):
         return []
     if witnessed is not None:
         assert np.array_equal(node_of[witnessed], reached[witnessed])
-    return check_placement(state, config, node_of, signature_of, None if witnessed is None else ~witnessed)
+    others = np.ones(len(node_of), dtype=bool) if witnessed is None else ~witnessed
+    for b in blocks or []:
+        others[b] = False
+    out = check_placement(state, config, node_of, signature_of, others)
+    return out + (check_in_order(state, config, node_of, blocks, signature_of) if blocks else [])
 
 
 def _check_one(fw: Framework, snap: Snapshot, pod: int, node: int, ran_before: bool) -> Violation | None:

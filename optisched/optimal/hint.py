@@ -25,7 +25,7 @@ from .classes import Batch
 from .clock import Clock
 from .model import BatchModel
 
-__all__ = ["accept_reached", "repair_hint", "repair_placement"]
+__all__ = ["accept_reached", "accepts", "repair_hint", "repair_placement"]
 
 
 def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
@@ -101,6 +101,13 @@ def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float, cloc
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
     return None
+
+
+def accepts(model: BatchModel, values: dict[int, int], clock: Clock | None = None,
+            seconds: float = 5.0) -> list[int] | None:
+    """A complete solution of ``model`` with the arrival/keep ``values`` as they are (the order and every
+    auxiliary variable completed by CP-SAT), or None when the model refuses them."""
+    return _fixed_probe(model, values, seconds, clock if clock is not None else Clock.wall())
 
 
 # deterministic charge (nominal seconds) per variable for building the repair probe (copying the model and

@@ -11,7 +11,8 @@ Building runs in three phases, calling each profile's filter rules (``optisched/
    conflicts with fixed pods). Variables exist only on the nodes every rule allows;
 2. variables, each bounded by how many of the class's pods fit on the node alone;
 3. ``encode_filter``: the constraints that depend on where the batch's pods go (resources, host
-   ports, topology spread, inter-pod affinity).
+   ports, topology spread, inter-pod affinity); with ``arrival_order``, the rules whose verdict counts
+   pods that may come later also get an order-aware variant (:mod:`.order`).
 
 Batch semantics: every pod the batch places passes every filter against the final cluster with
 itself removed (what an independent re-check with the greedy filters verifies, :mod:`.check`).
@@ -31,6 +32,7 @@ from ..model.snapshot import Snapshot
 from ..profile import SchedulerConfig
 from .classes import Batch, PodClass
 from .clock import Clock
+from .order import ArrivalOrder
 
 __all__ = ["BatchModel", "BuildTimeout", "ClassVars"]
 
@@ -61,8 +63,10 @@ class BatchModel:
 
     def __init__(self, batch: Batch, config: SchedulerConfig, *,
                  candidates: dict[int, np.ndarray] | None = None, build: bool = True,
-                 domains: tuple[np.ndarray, np.ndarray, dict] | None = None, replace_running: bool = True) -> None:
+                 domains: tuple[np.ndarray, np.ndarray, dict] | None = None, replace_running: bool = True,
+                 arrival_order: bool = False) -> None:
         self.batch = batch
+        self.arrival_order = arrival_order  # also admit placements some queue order reaches (.order)
         self.replace_running = replace_running  # running pods that leave may arrive elsewhere (else: evicted)
         self.state = state = batch.state
         self.config = config
@@ -112,6 +116,7 @@ class BatchModel:
         """Phases 2 and 3: variables on the allowed (and, when given, candidate) nodes, then the rules."""
         self.restricted = bool(candidates)
         self.vars = [self._make_vars(c, candidates) for c in self.classes]
+        self.order = ArrivalOrder.plan(self) if self.arrival_order else ArrivalOrder(self, [])
         for name, fw, classes in self._rule_groups():
             fw.filter_rules[name].encode_filter(self, classes)
         self.placed = [self._placed(c) for c in self.classes]

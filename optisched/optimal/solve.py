@@ -33,7 +33,7 @@ from .clock import Clock
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
-from .hint import accept_reached, repair_hint, repair_placement
+from .hint import accept_reached, accepts, repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout
 from .neighbourhood import NodeSearch
 from .score import score_objective
@@ -85,6 +85,7 @@ class OptimalOptions:
     goal_first: bool = False  # the objective's tier before disruption (reschedule: the goal, then fewest moves)
     staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
     max_moves: int | None = None  # at most this many running pods leave their node (one model: no independent parts)
+    arrival_order: bool = True  # also admit placements some queue order reaches pod by pod (.order); else batch only
 
 
 @dataclass
@@ -115,6 +116,7 @@ class OptimalResult:
     violations: list[Violation]
     explanations: list[Explanation] = field(default_factory=list)
     used: float = 0.0  # nominal seconds of the run's clock (deterministic work by default) spent
+    order: list[np.ndarray] = field(default_factory=list)  # pod rows per class in the arrival order relied on
 
     def placements(self) -> dict[str, str | None]:
         names = self.state.node_names
@@ -313,6 +315,7 @@ class _Group:
     lns: bool = False  # searched by LNS (large restricted model): no tie-breaking between placement levels
     search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
     goal_first: bool = False  # the objective's tier before disruption (OptimalOptions.goal_first)
+    raw_start: bool = False  # the solver starts from kube-scheduler's own placement (not a repaired copy)
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
@@ -320,14 +323,17 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
                   clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound]:
     """The independent parts' models and solvers, each with a complete hint: ``hint`` (greedy's placement
     repaired for batch semantics, or the plain run's answer) or, when ``refused`` (``hint`` is greedy's
-    placement repaired, batch semantics having refused some of it) and the part is not searched by LNS,
-    kube-scheduler's placement ``raw`` itself (:func:`.hint.accept_reached`)."""
-    whole = BatchModel(batch, config, build=False)
+    placement repaired, batch semantics having refused some of it), kube-scheduler's placement ``raw``
+    itself: as one more solution (:func:`.hint.accept_reached`), or under LNS when the model takes it as it
+    is (an arrival order admits it, :mod:`.order`)."""
+    whole = BatchModel(batch, config, build=False, arrival_order=options.arrival_order)
     candidates = None
     if whole.size() > options.max_variables:
         per_class = max(8, options.max_variables // max(1, len(batch.classes)))
-        candidates = choose_candidates(batch, whole.allowed & (whole.cap > 0), hint, per_class, options.seed,
-                                       domain_keys(batch))
+        # kube-scheduler's own nodes stay candidates where batch semantics refused some: an arrival order
+        # may admit its placement, which is then the start
+        candidates = choose_candidates(batch, whole.allowed & (whole.cap > 0), raw if refused else hint, per_class,
+                                       options.seed, domain_keys(batch))
     profile = config.profiles[0]
     spread = getattr(profile, "spread", None)
     defaults = spread.effective_default_constraints if spread is not None else ()
@@ -342,7 +348,8 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             sub, _ = sub_batch(batch, part)
             local = {ci: k for k, ci in enumerate(part)}
             forbidden = {(local[ci], rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in local}
-            m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden))
+            m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden),
+                           arrival_order=options.arrival_order)
             m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
             models.append((sub, m))
     lp_share = LP_SHARE * deadline  # the LP's share of the limit, split among the relaxations built
@@ -361,15 +368,17 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
         lns = m.restricted and not solver.presolve
         seconds = max(0.5, 0.1 * (deadline - clock.now()))
-        reached = None
+        reached, raw_start = None, not refused
         # kube-scheduler's placement where batch semantics refuses it: a solution of its own (not under
-        # LNS, whose steps need the constraints as they are); else the repaired copy. Neither once the
-        # limit has passed (no tier will solve: kube-scheduler's placement is the answer)
+        # LNS, whose steps need the constraints as they are); else the repaired copy (under LNS only when
+        # the model takes it as it is: an arrival order admits it, .order). Neither once the limit has
+        # passed (no tier will solve: kube-scheduler's placement is the answer)
         affords = clock.affords(len(m.cp.proto.variables))
-        found = accept_reached(m, variable_values(m, raw), clock, seconds) \
-            if refused and not lns and affords else None
+        found = None if not refused or not affords else \
+            accept_reached(m, variable_values(m, raw), clock, seconds) if not lns \
+            else _as_is(accepts(m, variable_values(m, raw), clock, seconds))
         if found is not None:
-            solver.full, reached = found
+            (solver.full, reached), raw_start = found, True
         elif affords:
             solver.full = repair_hint(m, variable_values(m, hint), clock, seconds=seconds)
         if lns:
@@ -378,8 +387,19 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         search = NodeSearch(m, options.seed, clock) if lns and solver.full is not None and options.node_search else None
         groups.append(_Group(sub, m, solver, m.cp.clone(), reached=reached, cp_valid=not m.restricted,
                              lp=LevelBound(m, clock=clock, seconds=lp_share / (2 * len(models)))
-                             if lns and not lp.large else None, lns=lns, search=search, goal_first=options.goal_first))
+                             if lns and not lp.large else None, lns=lns, search=search, goal_first=options.goal_first,
+                             raw_start=raw_start))
     return groups, lp
+
+
+def _order_blocks(g: _Group) -> list[np.ndarray]:
+    """The pod rows of each class of the arrival order the part's answer takes (none: batch semantics)."""
+    order = g.model.order.blocks(g.solver.value)
+    return [] if order is None else [np.flatnonzero(g.batch.class_of == k) for k in order]
+
+
+def _as_is(full: list[int] | None) -> tuple[list[int], None] | None:
+    return None if full is None else (full, None)
 
 
 def _above(model: BatchModel, level: int) -> list:
@@ -679,6 +699,7 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     notes: list[str] = []
     node_of, source = fallback, "greedy"
     witnessed = np.zeros(len(node_of), dtype=bool)  # parts left at kube-scheduler's own placement
+    blocks: list[np.ndarray] = []  # pod rows per class, in the arrival order the answer relies on
     if all(g.solver.full is not None for g in groups):
         node_of = state.pod_node.copy()
         node_of[batch.class_of >= 0] = -1
@@ -689,13 +710,14 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
                 continue
             arrivals, kept = g.model.counts(g.solver.value)
             node_of[rows] = decode(g.batch, arrivals, kept)[rows]
+            blocks += _order_blocks(g)
         source = "solver"
     phase("checking the answer with the greedy filters")
-    violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed) + \
+    notes += [g.model.order.note for g in groups if g.model.order.note]
+    violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed, blocks) + \
         ([] if staged else check_budgets(batch, node_of))
     if (fallback != raw).any():
-        how = "the model takes it as one more solution, the solver's start" if \
-            all(g.reached is not None or not g.lns for g in groups) else \
+        how = "the model takes it as one more solution, the solver's start" if all(g.raw_start for g in groups) else \
             "the neighbourhood search starts from a repaired copy; kube-scheduler's own placement stays the floor"
         notes.append(f"batch semantics refuses kube-scheduler's placement of {int((fallback != raw).sum())} pod(s) "
                      f"(rules checked only at their arrival, docs/optimal_trust.md): {how}")
@@ -721,5 +743,8 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     skipped = list(dict.fromkeys(n for g in groups for n in g.skipped))
     if skipped:
         notes.append(f"not enough time left to build the {', '.join(skipped)} tier(s): left out")
+    if blocks and source == "solver":
+        notes.append(f"the answer is checked in an arrival order of {len(blocks)} classes, each pod on arrival "
+                     "(docs/optimal_trust.md)")
     cert = Certificate(status, tiers, time.perf_counter() - t0, source, greedy_optimal, notes)
-    return OptimalResult(state, batch, node_of, cert, greedy, violations)
+    return OptimalResult(state, batch, node_of, cert, greedy, violations, order=blocks if source == "solver" else [])

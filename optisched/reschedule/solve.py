@@ -91,7 +91,8 @@ def solve_target(state: ClusterState, config: SchedulerConfig, goals: list[Goal]
     ``--max-moves`` a constraint of the model: the best goal within that many moves (the Pareto sweep,
     :mod:`.pareto`, calls this once per budget)."""
     options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objectives(goals, soft) or None,
-                             goal_first=True, staged=True, eviction=policy, max_moves=budgets.max_moves)
+                             goal_first=True, staged=True, eviction=policy, max_moves=budgets.max_moves,
+                             arrival_order=False)  # the target is a state the descheduler checks as it stands
     if gang:
         target, result, gang_notes = _gang_target(state, config, options, gang)
         notes += gang_notes
