@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.text import Text
@@ -929,10 +929,11 @@ def main() -> None:
         _fail(str(e))
     except (typer.Exit, SystemExit) as e:
         code = getattr(e, "exit_code", getattr(e, "code", 0))
+        if code == EXIT_INTERRUPTED:
+            _exit_interrupted()
         sys.exit(code or 0)
     except (typer.Abort, KeyboardInterrupt):
-        err.print("interrupted", highlight=False)
-        sys.exit(EXIT_INTERRUPTED)
+        _exit_interrupted()
     except typer.TyperException as e:  # the parser's usage errors (typer >= 0.26 vendors click)
         if type(e).__name__ == "NoArgsIsHelpError":  # no command: the help (printed as it was built), as kubectl
             sys.stdout.write(e.format_message())
@@ -940,8 +941,18 @@ def main() -> None:
         _fail(e.format_message(), getattr(e, "exit_code", EXIT_USAGE))
     code = code if isinstance(code, int) else EXIT_OK
     if code == EXIT_INTERRUPTED:
-        err.print("interrupted", highlight=False)
+        _exit_interrupted()
     sys.exit(code)
+
+
+def _exit_interrupted() -> NoReturn:
+    """Exit 130. A further Ctrl-C is ignored from here: Python's shutdown gives SIGINT back to the system
+    default, so a press landing during it would end the process by the signal instead of with 130."""
+    import signal
+
+    err.print("interrupted", highlight=False)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:

@@ -40,8 +40,16 @@ def requested() -> bool:
 
 
 def reset() -> None:
-    """Forget a request (a new run starts)."""
+    """Forget a request (a new run starts), and give Ctrl-C back to Python if a stopped run left it to
+    :func:`_hard_exit`."""
     _requested.clear()
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is _press_again:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _press_again(signum: int, frame: Any) -> None:
+    """Ctrl-C after a stopped run's block ended, while it prints its answer: the second press."""
+    _hard_exit()
 
 
 def solve(solver: Any, model: Any, callback: Any = None) -> Any:
@@ -138,7 +146,8 @@ def catching() -> Iterator[None]:
         yield
     finally:
         signal.set_wakeup_fd(old_fd)
-        signal.signal(signal.SIGINT, old_handler)
+        # once stopped, the command prints what it has and exits 130: a press meanwhile is the second one
+        signal.signal(signal.SIGINT, _press_again if _requested.is_set() else old_handler)
         done.set()
         watcher.join()
         os.close(rfd)

@@ -101,9 +101,12 @@ def test_a_second_ctrl_c_exits_at_once_without_an_answer(tmp_path: Path) -> None
     code, stdout, lines, _ = _interrupt_when(
         ["schedule", str(cluster), "--mode", "optimal", "--time-limit", "300", "--json", "--output", str(out)],
         "optimal mode:", presses=2)
-    assert code == 130, lines[-5:]
-    assert stdout == "" and not out.exists()
+    assert code == 130, lines[-5:]  # wherever the second press lands: while solving or while printing
     assert "interrupted" in lines
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    # the run is cut off: either before it printed (nothing written) or, when the first press already
+    # ended it, after a whole answer (never half a file)
+    assert (stdout == "" and not out.exists()) or json.loads(out.read_text())["interrupted"] is True
 
 
 def _kill_self_after(pods: int):  # type: ignore[no-untyped-def]
@@ -169,3 +172,19 @@ def test_outputs_are_replaced_whole(tmp_path: Path) -> None:
     assert oct(path.stat().st_mode & 0o777) == oct(0o640)
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
     write_text("/dev/null", "nothing\n")
+
+
+def test_a_press_after_a_stopped_run_ended_its_block_is_the_second_press() -> None:
+    """Once stopped, the command prints its answer outside the solving block: Ctrl-C then exits 130 at
+    once (it used to reach Python's default handler and end the process by SIGINT, status -2)."""
+    try:
+        with interrupt.catching():
+            os.kill(os.getpid(), signal.SIGINT)
+            deadline = time.perf_counter() + 5
+            while not interrupt.requested() and time.perf_counter() < deadline:
+                time.sleep(0.01)
+        assert interrupt.requested()
+        assert signal.getsignal(signal.SIGINT) is interrupt._press_again
+    finally:
+        interrupt.reset()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
