@@ -24,7 +24,14 @@ import pytest
 
 _CORE = ("ortools", "networkx", "pydantic", "pandas", "numpy", "yaml", "typer", "rich", "matplotlib", "pyarrow")
 _MISSING = [m for m in _CORE if importlib.util.find_spec(m) is None]
-if _MISSING:  # one line instead of dozens of collection errors when the install step was skipped
+if _MISSING:  # the install step was skipped (a bare `python -m pytest` in a fresh clone): do it, as the README says
+    import subprocess
+
+    print(f"{', '.join(_MISSING)} not installed for this Python: python -m pip install -q -e '.[dev]'", flush=True)
+    subprocess.call([sys.executable, "-m", "pip", "install", "-q", "-e", f"{Path(__file__).resolve().parents[1]}[dev]"])
+    importlib.invalidate_caches()
+    _MISSING = [m for m in _CORE if importlib.util.find_spec(m) is None]
+if _MISSING:  # one line instead of dozens of collection errors when the install failed
     pytest.exit(f"{', '.join(_MISSING)} not installed for this Python ({sys.executable}): "
                 "run python -m pip install -e '.[dev]' first", returncode=4)
 from hypothesis import settings
