@@ -706,7 +706,7 @@ def experiment(
         raise InputError(f"{out_path}: the output must not be an input or lie inside the data folder")
     from .progress import progress_bar
 
-    with progress_bar(err, "cells", len(spec.cells())) as advance:
+    with progress_bar(err, "experiment", len(spec.cells()), unit="cells", every=1) as advance:
         df = run_sweep(spec, out_path, executor, jobs, address, progress=advance)
     err.print(f"wrote {len(df)} rows ({len(spec.cells())} cells) to {out_path}")
 
@@ -739,7 +739,7 @@ def _experiment_optimum(data: Path | None, workloads: str | None, seeds: str, po
     from .progress import progress_bar
 
     total = len(names) * len(spec.seeds) * len(at)
-    with progress_bar(err, "points", total) as advance:
+    with progress_bar(err, "optimum", total, unit="points", every=1) as advance:
         done = iter(range(1, total + 1))
         df = run_optimum(folder, names, spec.seeds, at, time_limit, jobs or 4,
                          progress=lambda: advance(next(done), total))

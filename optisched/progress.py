@@ -54,14 +54,16 @@ class _PlainTicker:
 
 
 @contextmanager
-def progress_bar(console: Console, label: str, total: int) -> Iterator[Callable[[int, int], None]]:
-    """Yields ``advance(done, total)``: a bar on a terminal, else a plain line every few seconds."""
+def progress_bar(console: Console, label: str, total: int, unit: str = "pods",
+                 every: int = 50) -> Iterator[Callable[[int, int], None]]:
+    """Yields ``advance(done, total)``: a bar on a terminal (redrawn every ``every`` items), else a plain
+    line every few seconds counting ``unit``."""
     if not console.is_terminal:
         with _PlainTicker(console, label) as ticker:
-            ticker.status = f"0/{total} pods"
+            ticker.status = f"0/{total} {unit}"
 
             def plain(done: int, of: int) -> None:
-                ticker.status = f"{done}/{of} pods" if done < of else None
+                ticker.status = f"{done}/{of} {unit}" if done < of else None
 
             yield plain
         return
@@ -71,7 +73,7 @@ def progress_bar(console: Console, label: str, total: int) -> Iterator[Callable[
         last = [0]
 
         def advance(done: int, of: int) -> None:
-            if done - last[0] >= 50 or done == of:
+            if done - last[0] >= every or done == of:
                 prog.update(task, completed=done, total=max(of, done))
                 last[0] = done
 

@@ -289,6 +289,18 @@ def test_greedy_progress_prints_plain_lines_until_done(monkeypatch):
     assert buf.getvalue().count("\n") - seen.count("\n") <= 1  # nothing more once every pod is done
 
 
+def test_an_experiment_progress_line_counts_cells_not_pods(monkeypatch):
+    import io
+    import time
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY", 0.02)
+    buf = io.StringIO()
+    with progress.progress_bar(Console(file=buf, width=80), "experiment", 1020, unit="cells", every=1) as advance:
+        advance(7, 1020)
+        time.sleep(0.1)
+    assert "experiment: 7/1020 cells" in buf.getvalue() and "pods" not in buf.getvalue()
+
+
 def test_inspect_counts_finished_pods_as_holding_nothing(tmp_path, capsys):
     f = _messy_cluster(tmp_path / "messy.yaml")
     _, out, _ = run(["inspect", f, "--json"], capsys)
