@@ -50,7 +50,17 @@ def test_simulator_draws_tune_to_130_percent_of_capacity(demand, expect):
     assert sorted(rank) == [0, 1, 2]
 
 
-@pytest.mark.parametrize("workload, seed", [("cpu250", 48), ("default", 42), ("multigpu50", 45)])
+def test_a_top_up_ended_by_a_multi_gpu_pod_may_pass_the_target_and_is_kept():
+    """``tuneUpPods`` tests ``total + MilliGpu`` (per GPU) but adds ``MilliGpu * GpuNumber``: the
+    simulator keeps the overshoot and drops nothing."""
+    names = ["p-0", "p-1"]
+    total = np.array([8000, 8000], dtype=np.int64)
+    per_gpu = np.array([1000, 1000], dtype=np.int64)
+    order, _ = simulator_draws(names, total, per_gpu, ["n-0"], capacity_milli=20 * MILLI, seed=1)
+    assert int(total[order].sum()) == 8000 * len(order) > 1.3 * 20 * MILLI
+
+
+@pytest.mark.parametrize("workload, seed", [("cpu250", 47), ("cpu250", 48), ("default", 42), ("multigpu50", 45)])
 def test_simulator_draws_reproduce_the_published_arrivals(workload, seed):
     """Below saturation every pod fits, so the allocation curve is the arrival order's alone: with the
     simulator's draws it equals the authors' run of that seed at every published step up to 60 % (to their rounding)."""

@@ -237,15 +237,16 @@ def simulator_draws(pod_names: Sequence[str], total_milli: np.ndarray, gpu_milli
     order = list(by_name)
     rng.shuffle(order)
     total, target = int(total_milli.sum()), ratio * capacity_milli
-    if total < target:
+    if total < target:  # the stop test adds the per-GPU milli, so a multi-GPU pod may end it over target
         while True:
             row = by_name[rng.intn(len(by_name))]
             if total + int(gpu_milli[row]) > target:
                 break
             total += int(total_milli[row])
             order.append(row)
-    while total > target:
-        total -= int(total_milli[order.pop(rng.intn(len(order)))])
+    else:
+        while total > target:
+            total -= int(total_milli[order.pop(rng.intn(len(order)))])
     nodes_by_name = sorted(range(len(node_names)), key=node_names.__getitem__)
     rank = np.empty(len(node_names), dtype=np.int64)
     rank[nodes_by_name] = rng.perm(len(node_names))
