@@ -662,7 +662,8 @@ def experiment(
     policies: Annotated[str | None, typer.Option(help="fgd: comma-separated policies (default: the paper's 6).")] = None,
     seeds: Annotated[str, typer.Option(help="fgd: seeds, e.g. 42-51 or 42,45.")] = "42-51",
     data: Annotated[Path | None, typer.Option(help="fgd: the openb trace folder with csv/ (default: $OPENB_DIR).")] = None,
-    ties: Annotated[str, typer.Option(help="fgd: equal scores go to a per-run node order | random | first.")] = "order",
+    ties: Annotated[str, typer.Option(
+        help="fgd: equal scores go to a per-run node order | random | first; simulator: the authors' draws.")] = "order",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Parquet results (plot: figure folder).")] = None,
     executor: Annotated[str, typer.Option(help="local (processes) or ray.")] = "local",
     address: Annotated[str | None, typer.Option(help="ray: address of a running cluster.")] = None,

@@ -143,6 +143,16 @@ def test_best_fit_and_dot_product_follow_the_simulator_formulas():
     assert _one("DotProd", nodes, pod) == dot
 
 
+def test_dot_product_scores_a_cpu_only_pod_by_its_free_cpu_alone():
+    """``calculateDotProductScore`` (merge, max) with a pod GPU vector of 0: the node's free GPUs drop out,
+    and truncating 100 * (1 - dot / 2) makes nodes of quite different free CPU tie (the cpu250 trace's
+    CPU-only pods mostly land in such ties, which go to the first node of the run's node order)."""
+    nodes = _nodes([[MILLI] * 8, [0] * 8, [MILLI] * 2, [MILLI] * 2], cpu=96000)
+    nodes.cpu_free[:] = [96000, 96000, 8000, 20000]
+    # dot / 2 = free * 12500 / 128000**2 / 2 = 0.0366, 0.0366, 0.0031, 0.0076
+    assert _one("DotProd", nodes, GpuPod(12500, 1)) == [96, 96, 99, 99]
+
+
 def test_random_scores_exactly_one_feasible_node():
     assert sorted(_one("Random", _nodes([[MILLI]] * 5), GpuPod(1, 1, 1, 100))) == [0, 0, 0, 0, 100]
 

@@ -25,6 +25,7 @@ from ..constraints.gpu_share import MILLI, GpuNodes, GpuPod, feasible, model_acc
 from ..datasets.openb import PodTable, load_nodes, load_pods
 from ..objectives.fgd import FragCache, typical_pods
 from ..objectives.gpu_policies import PolicyContext, policy_class, select_host
+from .go_draws import simulator_draws
 
 __all__ = ["ARRIVED_STEPS", "COLUMNS", "TUNE_RATIO", "RunResult", "arrival_order", "curve", "run_fgd",
            "run_workload"]
@@ -81,14 +82,16 @@ def run_fgd(nodes: GpuNodes, pods: PodTable, policy: str, seed: int, order: np.n
     """Schedule ``pods`` in arrival order on a copy of ``nodes`` with ``policy``. Equal scores go to the
     first node of an order drawn once per run (``ties="order"``, what the published runs match), to a
     random node each time (``"random"``, kube-scheduler's ``selectHost``) or to the first node in file
-    order (``"first"``)."""
+    order (``"first"``). ``"simulator"`` takes both the arrival order and that node order from the
+    paper's simulator's own draws for ``seed`` (:mod:`optisched.experiments.go_draws`), so the run sees
+    what the authors' run with the same seed saw."""
     nodes = nodes.copy()
     capacity = int(nodes.gpu_count.sum()) * MILLI
-    order = arrival_order(pods, capacity, seed) if order is None else order
+    tie_rng = np.random.default_rng([seed, 2])
+    drawn, rank = _draws(nodes, pods, seed, ties, tie_rng)
+    order = drawn if order is None else order
     cache = FragCache(nodes, typical_pods(pods.cpu, pods.gpu_milli, pods.num_gpu, pods.spec))
     rule = policy_class(policy)(PolicyContext(cache, np.random.default_rng([seed, 1])))
-    tie_rng = np.random.default_rng([seed, 2])
-    rank = tie_rng.permutation(len(nodes.names)) if ties == "order" else None
     k = len(order)
     arrived, allocated = np.zeros(k + 1, dtype=np.int64), np.zeros(k + 1, dtype=np.int64)
     frag, idle = np.zeros(k + 1), np.zeros(k + 1)
@@ -110,6 +113,16 @@ def run_fgd(nodes: GpuNodes, pods: PodTable, policy: str, seed: int, order: np.n
             allocated[i + 1] += pod.total_milli
         frag[i + 1], idle[i + 1] = cache.total(), capacity - allocated[i + 1]
     return RunResult(arrived, allocated, frag, idle, order, where, devices, capacity)
+
+
+def _draws(nodes: GpuNodes, pods: PodTable, seed: int, ties: str,
+           tie_rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+    """The arrival order and the node tie order (a rank per node, or none) of a run."""
+    capacity = int(nodes.gpu_count.sum()) * MILLI
+    if ties == "simulator":
+        return simulator_draws(pods.names, pods.total_milli, pods.gpu_milli, nodes.names, capacity, seed, TUNE_RATIO)
+    rank = tie_rng.permutation(len(nodes.names)) if ties == "order" else None
+    return arrival_order(pods, capacity, seed), rank
 
 
 def _pod_and_access(nodes: GpuNodes, pods: PodTable, row: int) -> tuple[GpuPod, np.ndarray]:

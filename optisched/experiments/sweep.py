@@ -31,7 +31,7 @@ FGD_WORKLOADS = ("default", "cpu050", "cpu100", "cpu200", "cpu250", "gpushare40"
                  "gpushare100", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33", "multigpu20", "multigpu30",
                  "multigpu40", "multigpu50")
 FGD_POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
-TIES = ("order", "random", "first")
+TIES = ("order", "random", "first", "simulator")
 
 
 def parse_seeds(text: str | list[int], source: str = "--seeds") -> list[int]:
