@@ -166,12 +166,9 @@ def _greedy(sub: ClusterState, config: SchedulerConfig, row: int,
 
 
 def _recheck(state: ClusterState, config: SchedulerConfig, row: int, node: str, victims: list[int]) -> list[Violation]:
-    """kube-scheduler's answer under the checker's rules. Its dry run removes a victim's host ports from
-    the node as a set (``HostPortInfo.Remove``, v1.35 ``pkg/scheduler/framework/types.go``), so on an
-    input where two running pods already share a host port, evicting the lower-priority one frees the
-    port although the other still holds it; the model, like the checker and kubelet's admission, counts
-    the ports of the pods that stay. There kube-scheduler's answer fails NodePorts and may lie outside
-    the model (:func:`_kube_floor`)."""
+    """kube-scheduler's answer under the checker's rules (which keep host ports as kube's set, as the
+    model does: ``constraints/node_ports.py``). Where it still fails them, it lies outside the model
+    (:func:`_kube_floor`)."""
     node_of = state.pod_node.copy()
     node_of[row] = state.node_index[node]
     node_of[victims] = -1
