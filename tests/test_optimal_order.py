@@ -350,3 +350,29 @@ def test_a_victim_an_earlier_pods_spread_counted_is_admitted_only_as_kube_schedu
     assert not _admits(state, node_of, order=True)
     model = _model(state, order=True)
     assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None
+
+
+def test_a_pod_retried_after_lower_priority_ones_is_admitted_only_as_kube_schedulers_own_run() -> None:
+    """h (priority 20) needs a web pod in its zone and fails first; w (priority 10, web, spread by zone)
+    lands, h is retried and joins it, then v (priority 10, web) follows h. w's zone ends with two web pods
+    and the other with none. PrioritySort puts h before w, where it fails, so no arrival order reaches
+    this; only the literal for greedy mode's own run admits it."""
+    from optisched.optimal.clock import Clock
+    from optisched.optimal.hint import accept_reached
+
+    needs = lambda app: {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": app}}}]}}
+    objs = [*_zones(), pod("h").label(app="db").priority(20).set("spec.affinity", needs("web")),
+            pod("w").label(app="web").priority(10).set("spec.topologySpreadConstraints", SPREAD),
+            pod("v").label(app="web").priority(10).set("spec.affinity", needs("db"))]
+    state = state_of(*objs)
+    config = default_config()
+    result = GreedyScheduler(state, config, GreedyOptions()).run()
+    node_of = result.snapshot.node_of
+    tries = [state.pods[r.pod].metadata.name for r in result.cycles]
+    assert tries[:2] == ["h", "w"] and tries.count("h") == 2  # h failed, then came back after w
+    assert len(set(node_of.tolist())) == 1  # all three in one zone
+    assert [v.pod for v in check_placement(state, config, node_of)] == ["default/w"]
+    assert not _admits(state, node_of, order=True)
+    model = _model(state, order=True)
+    assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None

@@ -171,8 +171,7 @@ def test_minimal_victims_properties(objs, cross_node):
     """No victim of equal or higher priority; the answer passes the greedy filters with the victims
     gone; never a worse key than kube-scheduler's for the same pod (so never more priority weight
     evicted at the same PDB violations and highest priority); found whenever kube finds one (proven
-    minimal unless kube's answer lies outside the model:
-    ``test_kube_answer_freeing_a_shared_host_port_is_the_floor``)."""
+    minimal unless kube's answer lies outside the model)."""
     state = state_of(*objs)
     key = state.pods[state.pending[0]].key
     m = minimal_victims(state, CFG, key, time_limit=10, cross_node=cross_node)

@@ -13,6 +13,7 @@ where two pods on one node already hold the same port, which kube-scheduler itse
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,6 +31,13 @@ __all__ = ["REASON", "NodePorts", "PodHostPorts", "host_ports"]
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY_IP = "0.0.0.0"
+
+
+def conflicting(ip: str, proto: str, port: int, ips: Iterable[str]) -> list[tuple[str, str, int]]:
+    """The keys ``(ip, proto, port)`` conflicts with, among the host IPs ``ips`` seen on that protocol and
+    port (``HostPortInfo.CheckConflict``: 0.0.0.0 conflicts with every IP, another IP with 0.0.0.0 and
+    itself)."""
+    return [(o, proto, port) for o in ips] if ip == ANY_IP else [(ANY_IP, proto, port), (ip, proto, port)]
 
 
 def host_ports(pod: Pod) -> list[tuple[str, str, int]]:
@@ -118,20 +126,14 @@ class NodePorts:
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         conflict = np.zeros(len(nodes), dtype=bool)
         for ip, proto, port in self._ports[cycle.pod]:
-            others = self.ips.get((proto, port), ()) if ip == ANY_IP else (ANY_IP, ip)
-            for other in others:
-                used = self.used.get((other, proto, port))
+            for key in conflicting(ip, proto, port, self.ips.get((proto, port), ())):
+                used = self.used.get(key)
                 if used is not None:
                     conflict |= used[nodes]
         return FilterResult.from_mask(conflict, REASON)
 
     # ------------------------------------------------------------------ CP-SAT side
     filter_fidelity = Fidelity.EXACT
-
-    def conflicting(self, ip: str, proto: str, port: int, ips: set[str] | tuple[str, ...]) -> list[tuple[str, str, int]]:
-        """The keys ``(ip, proto, port)`` conflicts with, among ``ips`` (``HostPortInfo.CheckConflict``:
-        0.0.0.0 conflicts with every IP of the protocol and port, another IP with 0.0.0.0 and itself)."""
-        return [(o, proto, port) for o in ips] if ip == ANY_IP else [(ANY_IP, proto, port), (ip, proto, port)]
 
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
         """A node where a fixed pod holds a conflicting port is ruled out (the greedy verdict), unless a
@@ -146,7 +148,7 @@ class NodePorts:
                 continue
             blocked = np.zeros(self.state.num_nodes, dtype=bool)
             for ip, proto, port in self._ports[c.rep]:
-                for key in self.conflicting(ip, proto, port, self.ips.get((proto, port), set())):
+                for key in conflicting(ip, proto, port, self.ips.get((proto, port), set())):
                     used = self.used.get(key)
                     if used is not None:
                         blocked |= used & ~held[key] if key in held else used
@@ -174,7 +176,7 @@ class NodePorts:
                 if len(clique) > 1:
                     self._one_arrival(model, clique)
             for ip, users in ips.items():
-                keys = [k for k in self.conflicting(ip, proto, port, held_ips[(proto, port)]) if k in holders]
+                keys = [k for k in conflicting(ip, proto, port, held_ips[(proto, port)]) if k in holders]
                 for c in users:
                     for key in keys:
                         self._freed_first(model, c, holders[key])
