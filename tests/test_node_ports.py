@@ -188,3 +188,14 @@ def test_two_pods_taking_one_port_in_turn_is_admitted_only_as_kube_schedulers_ow
     model = BatchModel(build_batch(state, default_config()), default_config(), arrival_order=True)
     encode_eviction_rules(model)
     assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None
+
+
+def test_a_host_port_two_bound_pods_hold_is_named_in_the_input_warnings() -> None:
+    from optisched.input_warnings import input_warnings
+
+    shared = state_of(node("n1"), node("n2"), _holder("low", 0), _holder("nb", 10),
+                      with_ports("other", "TCP/0.0.0.0/8080").on("n2"))
+    [line] = [w for w in input_warnings(shared, default_config()) if "host port" in w]
+    assert line.startswith("1 node(s) where two bound pods hold one host port") and "Node/n1 (TCP/0.0.0.0:8080)" in line
+    alone = state_of(node("n1"), _holder("low", 0), with_ports("p", "TCP/10.0.0.1/8080").on("n1"))
+    assert not [w for w in input_warnings(alone, default_config()) if "host port" in w]
