@@ -389,8 +389,8 @@ def _kube_floor(out: MinimalPreemption) -> None:
     failed = "; ".join(str(v) for v in out.greedy_violations)
     out.node, out.victims, out.key, out.violations = out.greedy_node, out.greedy_victims, out.greedy_key, []
     out.status = "FEASIBLE"
-    out.message = (f"kube-scheduler's answer, reached by its dry run, which frees a victim's host ports as a set; "
-                   f"with the ports of the pods that stay counted it fails ({failed}) and no victim set makes room")
+    out.message = (f"kube-scheduler's answer, reached by its dry run; the re-check refuses it ({failed}) and no "
+                   f"victim set makes room")
 
 
 def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.ndarray, cross_node: bool,
