@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .constraints.node_ports import host_ports
 from .greedy.queue import split_handled
 from .model.quantity import human_quantity
 from .model.state import ClusterState
@@ -56,6 +57,23 @@ def _overcommitted(state: ClusterState) -> list[str]:
     return out
 
 
+def _shared_host_ports(state: ClusterState) -> list[str]:
+    """Nodes where two bound pods hold the same host port (the kubelet's admission refuses the second;
+    generated inputs have them): kube-scheduler frees the port when either leaves (docs/optimal_trust.md)."""
+    seen: dict[tuple[int, tuple[str, str, int]], int] = {}
+    nodes: dict[int, str] = {}
+    for p in np.flatnonzero(state.pod_node >= 0).tolist():
+        n = int(state.pod_node[p])
+        for ip, proto, port in dict.fromkeys(host_ports(state.pods[p])):
+            seen[(n, (ip, proto, port))] = seen.get((n, (ip, proto, port)), 0) + 1
+            if seen[(n, (ip, proto, port))] == 2:
+                nodes.setdefault(n, f"Node/{state.node_names[n]} ({proto}/{ip}:{port})")
+    if not nodes:
+        return []
+    return [f"{len(nodes)} node(s) where two bound pods hold one host port (the kubelet admits one; a pod that "
+            f"leaves frees the port as kube-scheduler's set does): " + _names(list(nodes.values()))]
+
+
 def _finished(state: ClusterState) -> list[str]:
     done = [p for p in state.cluster.pods if p.status.phase in ("Succeeded", "Failed")]
     if not done:
@@ -75,6 +93,7 @@ def _not_handled(state: ClusterState, config: SchedulerConfig) -> list[str]:
 
 def input_warnings(state: ClusterState, config: SchedulerConfig) -> list[str]:
     """The loader's warnings (pods bound to nodes not in the input, ...), then pending pods with volume or
-    resource claims, nodes overcommitted in the input, finished pods, and pending pods no profile handles."""
-    return [*state.cluster.warnings, *_claims(state), *_overcommitted(state), *_finished(state),
-            *_not_handled(state, config)]
+    resource claims, nodes overcommitted in the input or with a host port held twice, finished pods, and
+    pending pods no profile handles."""
+    return [*state.cluster.warnings, *_claims(state), *_overcommitted(state), *_shared_host_ports(state),
+            *_finished(state), *_not_handled(state, config)]

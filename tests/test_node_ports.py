@@ -98,3 +98,104 @@ def test_cp_sat_domain_equals_the_greedy_verdict_with_sidecar_ports(incoming, ho
     config = only("NodePorts")
     pod_row = state.pending[0]
     assert model_allowed(state, config, pod_row) == greedy_allowed(state, config, pod_row) == {1}
+
+
+# ---------------------------------------------------------------- kube's set of used ports, in the batch model
+def _holder(name: str, priority: int, cpu: str = "1", ip: str = "0.0.0.0") -> dict:
+    return with_ports(name, f"TCP/{ip}/8080").priority(priority).req(cpu=cpu).on("n1")
+
+
+def _free(name: str, priority: int) -> dict:
+    """A pod without requests or ports: it fits wherever a preemption made room for nothing."""
+    return pod(name).priority(priority)
+
+
+def _batch_admits(state, node_of: np.ndarray) -> bool:  # type: ignore[no-untyped-def]
+    from optisched.optimal.classes import build_batch
+    from optisched.optimal.decode import counts_of, variable_values
+    from optisched.optimal.hint import accepts
+    from optisched.optimal.model import BatchModel
+    from optisched.preemption.batch import encode_eviction_rules
+
+    model = BatchModel(build_batch(state, default_config()), default_config())
+    encode_eviction_rules(model)
+    arrivals, _ = counts_of(model.batch, node_of)
+    if any(set(arrivals[c.index]) - set(model.vars[c.index].arr_nodes.tolist()) for c in model.classes):
+        return False  # a pod on a node the model ruled out for its class
+    return accepts(model, variable_values(model, node_of)) is not None
+
+
+def _run_greedy(state) -> np.ndarray:  # type: ignore[no-untyped-def]
+    from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
+
+    return GreedyScheduler(state, default_config(), GreedyOptions(record=False)).run().snapshot.node_of
+
+
+def _placement(state, where: dict[str, int]) -> np.ndarray:  # type: ignore[no-untyped-def]
+    node_of = state.pod_node.copy()
+    for name, n in where.items():
+        node_of[state.pod_index[f"default/{name}"]] = n
+    return node_of
+
+
+SHARED = [
+    ("a pod takes the port a preempted holder freed while another holder keeps it: kube's set",
+     [node("n1", cpu="2"), _holder("low", 0), _holder("nb", 10),
+      with_ports("p", "TCP/0.0.0.0/8080").priority(10).req(cpu="1")], {"low": -1, "p": 0}, True),
+    ("nothing left the node: the port stays held",
+     [node("n1", cpu="4"), _holder("low", 0), _holder("nb", 10),
+      with_ports("p", "TCP/0.0.0.0/8080").priority(10).req(cpu="1")], {"p": 0}, False),
+    ("the holder that left held another IP: the 0.0.0.0 holder that stays still conflicts",
+     [node("n1", cpu="2"), _holder("low", 0, ip="10.0.0.1"), _holder("nb", 10),
+      with_ports("p", "TCP/10.0.0.1/8080").priority(10).req(cpu="1")], {"low": -1, "p": 0}, False),
+]
+
+
+@pytest.mark.parametrize("objs,where,admitted", [c[1:] for c in SHARED], ids=[c[0] for c in SHARED])
+def test_a_port_two_pods_already_hold_is_freed_when_one_leaves(objs, where, admitted) -> None:  # type: ignore[no-untyped-def]
+    """Two running pods hold port 8080 on n1 (an input the kubelet would not have admitted; generated
+    clusters have them): kube-scheduler's NodeInfo keeps used ports as a set, so the port is free once
+    either leaves. The batch model and the checker agree on each placement."""
+    from optisched.optimal.check import check_placement
+
+    state = state_of(*objs)
+    node_of = _placement(state, where)
+    if admitted:
+        assert np.array_equal(_run_greedy(state), node_of)  # kube-scheduler reaches it
+    assert _batch_admits(state, node_of) == admitted
+    assert (check_placement(state, default_config(), node_of) == []) == admitted
+
+
+def test_two_pods_taking_one_port_in_turn_is_admitted_only_as_kube_schedulers_own_run() -> None:
+    """Three pods hold port 8080 on n1. x1 evicts h1 (the port is free), y1 takes it; x2 evicts h2 (free
+    again), y2 takes it. The model removes the pods that leave before any arrives, so it frees the port
+    once and refuses y1 and y2 together; only the literal for greedy mode's own run admits it
+    (docs/optimal_trust.md, "Never below kube-scheduler")."""
+    from optisched.optimal.classes import build_batch
+    from optisched.optimal.clock import Clock
+    from optisched.optimal.decode import variable_values
+    from optisched.optimal.hint import accept_reached
+    from optisched.optimal.model import BatchModel
+    from optisched.preemption.batch import encode_eviction_rules
+
+    objs = [node("n1", cpu="3"), _holder("h1", 0), _holder("h2", 10), _holder("h3", 100),
+            pod("x1").priority(50).req(cpu="1"), with_ports("y1", "TCP/0.0.0.0/8080").priority(40),
+            pod("x2").priority(30).req(cpu="1"), with_ports("y2", "TCP/0.0.0.0/8080").priority(20)]
+    state = state_of(*objs)
+    node_of = _run_greedy(state)
+    assert np.array_equal(node_of, _placement(state, {"h1": -1, "h2": -1, "x1": 0, "y1": 0, "x2": 0, "y2": 0}))
+    assert not _batch_admits(state, node_of)
+    model = BatchModel(build_batch(state, default_config()), default_config(), arrival_order=True)
+    encode_eviction_rules(model)
+    assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None
+
+
+def test_a_host_port_two_bound_pods_hold_is_named_in_the_input_warnings() -> None:
+    from optisched.input_warnings import input_warnings
+
+    shared = state_of(node("n1"), node("n2"), _holder("low", 0), _holder("nb", 10),
+                      with_ports("other", "TCP/0.0.0.0/8080").on("n2"))
+    [line] = [w for w in input_warnings(shared, default_config()) if "host port" in w]
+    assert line.startswith("1 node(s) where two bound pods hold one host port") and "Node/n1 (TCP/0.0.0.0:8080)" in line
+    alone = state_of(node("n1"), _holder("low", 0), with_ports("p", "TCP/10.0.0.1/8080").on("n1"))
+    assert not [w for w in input_warnings(alone, default_config()) if "host port" in w]

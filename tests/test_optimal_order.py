@@ -21,7 +21,7 @@ from optisched.model.state import compile_cluster
 from optisched.optimal import order as order_module
 from optisched.optimal.check import check_in_order, check_placement
 from optisched.optimal.classes import build_batch
-from optisched.optimal.decode import variable_values
+from optisched.optimal.decode import counts_of, variable_values
 from optisched.optimal.hint import accepts
 from optisched.optimal.model import BatchModel
 from optisched.preemption.batch import encode_eviction_rules
@@ -64,7 +64,14 @@ def _model(state, order: bool) -> BatchModel:  # type: ignore[no-untyped-def]
 
 def _admits(state, node_of: np.ndarray, order: bool) -> bool:  # type: ignore[no-untyped-def]
     model = _model(state, order)
-    return accepts(model, variable_values(model, node_of)) is not None
+    return _has_variables(model, node_of) and accepts(model, variable_values(model, node_of)) is not None
+
+
+def _has_variables(model: BatchModel, node_of: np.ndarray) -> bool:
+    """Every pod the placement puts on a node has its class's variable there (a node the model rules out
+    for the class has none, and the placement's values would silently leave the pod out)."""
+    arrivals, _ = counts_of(model.batch, node_of)
+    return all(set(arrivals[c.index]) <= set(model.vars[c.index].arr_nodes.tolist()) for c in model.classes)
 
 
 CASES = [
@@ -152,7 +159,36 @@ def test_kube_schedulers_placement_under_any_tie_break_and_queue_order_is_a_solu
                                                      queue_seed=run)).run()
     model = BatchModel(build_batch(state, config), config, arrival_order=True)
     encode_eviction_rules(model)
+    assert _has_variables(model, g.snapshot.node_of)
     assert accepts(model, variable_values(model, g.snapshot.node_of), seconds=30.0) is not None
+
+
+def _without_host_ports(objs: list[dict]) -> list[dict]:
+    for o in objs:
+        for c in o.get("spec", {}).get("containers", []) if o["kind"] == "Pod" else ():
+            c.pop("ports", None)
+    return objs
+
+
+def _size(state, config, order: bool) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    model = BatchModel(build_batch(state, config), config, arrival_order=order)
+    encode_eviction_rules(model)
+    return len(model.cp.proto.variables), len(model.cp.proto.constraints)
+
+
+def test_a_cluster_without_shared_ports_or_cross_selecting_spread_gets_no_larger_model() -> None:
+    """A generated cluster (preemption, PDBs, spread and affinity within each workload) without host
+    ports: the arrival order adds no variable or constraint, nor does NodePorts' encoding."""
+    from optisched.profile import parse_config
+
+    cluster = cluster_from_objects(_without_host_ports(generate(GenerateSpec(nodes=30, load=1.2, seed=5))))
+    state = compile_cluster(cluster)
+    config = default_config()
+    no_ports = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                             "profiles": [{"schedulerName": "default-scheduler",
+                                           "plugins": {"filter": {"disabled": [{"name": "NodePorts"}]}}}]})
+    assert any(c.running for c in build_batch(state, config).classes)  # preemption is in the model
+    assert _size(state, config, order=True) == _size(state, config, order=False) == _size(state, no_ports, order=False)
 
 
 def test_the_neighbourhood_search_starts_from_kube_schedulers_own_placement(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -235,3 +271,108 @@ def test_where_priorities_order_the_workloads_every_tie_break_ends_in_a_solution
     if order is not None:
         blocks = [np.flatnonzero(model.batch.class_of == k) for k in order]
         assert check_in_order(state, config, g.snapshot.node_of, blocks, model.batch.class_of) == []
+
+
+def _with_port(p, ip: str):  # type: ignore[no-untyped-def]
+    return p.set("spec.containers", [{"name": "c", "image": "x", "resources": p["spec"]["containers"][0].get("resources", {}),
+                                      "ports": [{"containerPort": 8080, "hostPort": 8080, "hostIP": ip}]}])
+
+
+@st.composite
+def sharing_ports(draw) -> list[dict]:  # type: ignore[no-untyped-def]
+    """1-3 nodes full of running pods of low priorities, some holding host port 8080 (two on one node
+    at times, as generated clusters have them), and pending pods of several priorities, some with the
+    port: preemptions free ports as kube-scheduler's set does."""
+    nodes = draw(st.integers(1, 3))
+    objs: list[dict] = [node(f"n{i}", cpu="3") for i in range(nodes)]
+    ips = st.sampled_from(["0.0.0.0", "0.0.0.0", "10.0.0.1"])
+    for r in range(draw(st.integers(1, 6))):
+        p = pod(f"run-{r}").req(cpu=draw(st.sampled_from(["0", "1"]))).priority(draw(st.sampled_from([0, 5, 100])))
+        objs.append((_with_port(p, draw(ips)) if draw(st.booleans()) else p).on(f"n{draw(st.integers(0, nodes - 1))}"))
+    for g in range(draw(st.integers(1, 4))):
+        prio, cpu, port = draw(st.sampled_from([10, 20, 30])), draw(st.sampled_from(["0", "1"])), draw(st.booleans())
+        ip = draw(ips)
+        for r in range(draw(st.integers(1, 2))):
+            p = pod(f"p{g}-{r}").req(cpu=cpu).priority(prio)
+            objs.append(_with_port(p, ip) if port else p)
+    return objs
+
+
+def _arrivals_sharing_a_port(state, node_of: np.ndarray) -> bool:  # type: ignore[no-untyped-def]
+    """Two pods that arrive on one node hold conflicting host ports (they took it in turn, each after a
+    holder left: not encoded)."""
+    from optisched.constraints.node_ports import host_ports
+
+    arrived = np.flatnonzero((node_of >= 0) & (node_of != state.pod_node)).tolist()
+    for n in set(node_of[arrived].tolist()):
+        keys = [k for p in arrived if node_of[p] == n for k in host_ports(state.pods[p])]
+        if len(keys) > 1:
+            return True
+    return False
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objs=sharing_ports(), run=st.integers(0, 1_000))
+def test_kube_schedulers_placement_with_shared_host_ports_is_a_solution_of_the_model(objs: list[dict], run: int) -> None:
+    """Whatever the tie-breaks and the order within each priority, greedy mode's final placement is a
+    solution of the model (every pod on a node where its class has a variable) and passes the re-check,
+    unless two pods arriving on one node took one port in turn: that stays admitted only as greedy
+    mode's own run."""
+    state = state_of(*objs)
+    config = default_config()
+    node_of = GreedyScheduler(state, config, GreedyOptions(record=False, tie_break=TieBreak.RANDOM, seed=run,
+                                                           queue_seed=run)).run().snapshot.node_of
+    reachable = not _arrivals_sharing_a_port(state, node_of)
+    assert _admits(state, node_of, order=True) == reachable
+    assert (check_placement(state, config, node_of) == []) == reachable
+
+
+def test_a_victim_an_earlier_pods_spread_counted_is_admitted_only_as_kube_schedulers_own_run() -> None:
+    """s (priority 10) spreads web pods by zone and arrives while r (priority -10) still runs in zone b:
+    zone a then holds one web pod and b one, so s joins a. t (priority 0) evicts r afterwards. At the
+    end zone a holds two and b none: s's skew is 2. The model removes victims before any pod arrives
+    (docs/optimal_trust.md), so neither batch semantics nor an arrival order admits this placement; only
+    the literal for greedy mode's own run does, and the re-check refuses it."""
+    from optisched.optimal.clock import Clock
+    from optisched.optimal.hint import accept_reached
+
+    web = {"app": "web"}
+    objs = [node("a", cpu="4").zone("za"), node("b", cpu="2").zone("zb"),
+            pod("f").label(**web).priority(100).req(cpu="1").on("a"),
+            pod("r").label(**web).priority(-10).req(cpu="2").on("b"),
+            pod("s").label(**web).priority(10).req(cpu="1").set("spec.topologySpreadConstraints", SPREAD),
+            pod("t").priority(0).req(cpu="2").set("spec.nodeSelector", {ZONE: "zb"})]
+    state = state_of(*objs)
+    config = default_config()
+    node_of = GreedyScheduler(state, config, GreedyOptions(record=False)).run().snapshot.node_of
+    assert node_of.tolist() == [0, -1, 0, 1]  # r evicted for t, s in zone a
+    assert [v.pod for v in check_placement(state, config, node_of)] == ["default/s"]
+    assert not _admits(state, node_of, order=True)
+    model = _model(state, order=True)
+    assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None
+
+
+def test_a_pod_retried_after_lower_priority_ones_is_admitted_only_as_kube_schedulers_own_run() -> None:
+    """h (priority 20) needs a web pod in its zone and fails first; w (priority 10, web, spread by zone)
+    lands, h is retried and joins it, then v (priority 10, web) follows h. w's zone ends with two web pods
+    and the other with none. PrioritySort puts h before w, where it fails, so no arrival order reaches
+    this; only the literal for greedy mode's own run admits it."""
+    from optisched.optimal.clock import Clock
+    from optisched.optimal.hint import accept_reached
+
+    needs = lambda app: {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": app}}}]}}
+    objs = [*_zones(), pod("h").label(app="db").priority(20).set("spec.affinity", needs("web")),
+            pod("w").label(app="web").priority(10).set("spec.topologySpreadConstraints", SPREAD),
+            pod("v").label(app="web").priority(10).set("spec.affinity", needs("db"))]
+    state = state_of(*objs)
+    config = default_config()
+    result = GreedyScheduler(state, config, GreedyOptions()).run()
+    node_of = result.snapshot.node_of
+    tries = [state.pods[r.pod].metadata.name for r in result.cycles]
+    assert tries[:2] == ["h", "w"] and tries.count("h") == 2  # h failed, then came back after w
+    assert len(set(node_of.tolist())) == 1  # all three in one zone
+    assert [v.pod for v in check_placement(state, config, node_of)] == ["default/w"]
+    assert not _admits(state, node_of, order=True)
+    model = _model(state, order=True)
+    assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None

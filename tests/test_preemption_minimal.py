@@ -171,8 +171,7 @@ def test_minimal_victims_properties(objs, cross_node):
     """No victim of equal or higher priority; the answer passes the greedy filters with the victims
     gone; never a worse key than kube-scheduler's for the same pod (so never more priority weight
     evicted at the same PDB violations and highest priority); found whenever kube finds one (proven
-    minimal unless kube's answer lies outside the model:
-    ``test_kube_answer_freeing_a_shared_host_port_is_the_floor``)."""
+    minimal unless kube's answer lies outside the model)."""
     state = state_of(*objs)
     key = state.pods[state.pending[0]].key
     m = minimal_victims(state, CFG, key, time_limit=10, cross_node=cross_node)
@@ -197,12 +196,12 @@ def _with_port(p):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("neighbour_port", [True, False],
                          ids=["a priority-10 neighbour still holds the port", "only the victim holds the port"])
-def test_kube_answer_freeing_a_shared_host_port_is_the_floor(neighbour_port):
+def test_a_victim_freeing_a_shared_host_port_is_inside_the_model(neighbour_port):
     """Two running pods share host port 8080 on n1 (kubelet would not admit that; the generated
     clusters do). kube-scheduler's dry run frees the port when the priority-0 pod goes, as a set,
-    although the priority-10 neighbour keeps it; the model counts the ports that stay and finds no
-    victims, so kube-scheduler's answer is returned (FEASIBLE, not proven minimal) with the NodePorts
-    failure named. Without the shared port both evict the priority-0 pod and the optimum is proven."""
+    although the priority-10 neighbour keeps it; the model and the checker keep ports as that set too
+    (``NodePorts``), so kube-scheduler's answer passes the re-check and is proven minimal, as it is
+    without the shared port."""
     neighbour = pod("nb").req(cpu="1").priority(10).on("n1")
     objs = [node("n1", cpu="2"), _with_port(pod("low").req(cpu="1").priority(0).on("n1")),
             _with_port(neighbour) if neighbour_port else neighbour, _with_port(pod("p").req(cpu="1").priority(10))]
@@ -210,11 +209,7 @@ def test_kube_answer_freeing_a_shared_host_port_is_the_floor(neighbour_port):
         m = _run(objs, cross_node=cross_node)
         assert m.greedy_node == "n1" and _names(m.greedy_victims) == ["low"]
         assert m.node == "n1" and _names(m.victims) == ["low"] and m.key == m.greedy_key and not m.violations
-        if neighbour_port:
-            assert m.status == "FEASIBLE" and m.tiers[0].objective == 0
-            assert [v.plugin for v in m.greedy_violations] == ["NodePorts"] and "NodePorts" in m.message
-        else:
-            assert m.status == "OPTIMAL" and not m.greedy_violations
+        assert m.status == "OPTIMAL" and not m.greedy_violations
 
 
 @pytest.mark.parametrize("cross_node", [False, True])

@@ -3,8 +3,8 @@
 Batch semantics: a placed pod must pass every filter of its profile against the *final* cluster with
 itself removed. The check rebuilds the final cluster in a fresh :class:`Snapshot`, takes each placed
 pod out, runs the greedy PreFilter and Filter (the same code greedy mode runs) on its node, and puts it
-back. Rules whose incremental removal is not exact (NodePorts frees a port when any holder leaves)
-recount the node, so the pod is checked against exactly the final cluster without it. Pods of one
+back. NodePorts recounts the node as kube-scheduler's NodeInfo holds it after the batch (a pod that
+left frees its ports as a set, even where a pod that stays holds one too: ``NodePorts.recount_node``). Pods of one
 class on one node are interchangeable, so one pod per (class, node) is checked.
 Pods that stay where the input had them are bound and not re-checked (kube never re-filters a bound
 pod); a pod that moved is checked without NodeName (its ``nodeName`` is where it ran).

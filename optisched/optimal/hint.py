@@ -1,7 +1,7 @@
 """A feasible starting point for the solver: the greedy placement, repaired where the model refuses it.
 
 Greedy mode can end in a state the batch model does not accept: kube's NodePorts frees a port when any
-holder leaves, so a later pod may take a port another pod still holds; a preemptor may be bound
+holder leaves, so two pods may take in turn a port a third still holds; a preemptor may be bound
 elsewhere than where its victims were evicted; a spread constraint can be skewed by pods placed after.
 CP-SAT throws away an infeasible hint, so the placement is repaired first (:func:`repair_placement`):
 pods the greedy filters reject in the final cluster leave it, victims without a preemptor on their node
@@ -43,7 +43,7 @@ def _victims_without_preemptor(batch: Batch, node_of: np.ndarray) -> list[int]:
 def fragile(state: ClusterState) -> np.ndarray:
     """Pods whose filter verdict pods placed *after* them can change: hard spread constraints (the
     minimum moves), required pod affinity (its pod may be preempted), host ports (NodePorts frees a
-    port when any holder leaves). Every other verdict of a greedy run still holds at its end: later
+    port when any holder leaves, and a second holder leaving later frees it for a second pod). Every other verdict of a greedy run still holds at its end: later
     pods passed their own checks with the earlier ones in place, and anti-affinity is checked both ways."""
     out = np.zeros(len(state.pods), dtype=bool)
     for i, pod in enumerate(state.pods):

@@ -166,12 +166,9 @@ def _greedy(sub: ClusterState, config: SchedulerConfig, row: int,
 
 
 def _recheck(state: ClusterState, config: SchedulerConfig, row: int, node: str, victims: list[int]) -> list[Violation]:
-    """kube-scheduler's answer under the checker's rules. Its dry run removes a victim's host ports from
-    the node as a set (``HostPortInfo.Remove``, v1.35 ``pkg/scheduler/framework/types.go``), so on an
-    input where two running pods already share a host port, evicting the lower-priority one frees the
-    port although the other still holds it; the model, like the checker and kubelet's admission, counts
-    the ports of the pods that stay. There kube-scheduler's answer fails NodePorts and may lie outside
-    the model (:func:`_kube_floor`)."""
+    """kube-scheduler's answer under the checker's rules (which keep host ports as kube's set, as the
+    model does: ``constraints/node_ports.py``). Where it still fails them, it lies outside the model
+    (:func:`_kube_floor`)."""
     node_of = state.pod_node.copy()
     node_of[row] = state.node_index[node]
     node_of[victims] = -1
@@ -392,8 +389,8 @@ def _kube_floor(out: MinimalPreemption) -> None:
     failed = "; ".join(str(v) for v in out.greedy_violations)
     out.node, out.victims, out.key, out.violations = out.greedy_node, out.greedy_victims, out.greedy_key, []
     out.status = "FEASIBLE"
-    out.message = (f"kube-scheduler's answer, reached by its dry run, which frees a victim's host ports as a set; "
-                   f"with the ports of the pods that stay counted it fails ({failed}) and no victim set makes room")
+    out.message = (f"kube-scheduler's answer, reached by its dry run; the re-check refuses it ({failed}) and no "
+                   f"victim set makes room")
 
 
 def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.ndarray, cross_node: bool,
