@@ -20,7 +20,7 @@ from .args import Args, PodScope, pod_scope
 from .context import Context
 from .duplicates import target_nodes
 from .evictor import sort_low_to_high
-from .node_fit import anti_terms, term_matches
+from .node_fit import anti_terms, term_matcher, term_matches
 
 __all__ = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity",
            "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_terms", "matched_by", "preferred_affinity_violated",
@@ -93,8 +93,28 @@ def matched_by(state: ClusterState, term, owner: Pod) -> np.ndarray:  # type: ig
     key = ("descheduler.matched_by", owner.metadata.namespace, term.model_dump_json())
     hit = state.memo.get(key)
     if hit is None:
-        hit = state.memo[key] = np.array([term_matches(term, owner, q) for q in state.pods], dtype=bool)
+        groups, group_of = _label_groups(state)
+        match = term_matcher(term, owner)
+        hit = state.memo[key] = np.array([match(ns, labels) for ns, labels in groups], dtype=bool)[group_of]
     return hit
+
+
+def _label_groups(state: ClusterState) -> tuple[list[tuple[str | None, dict[str, str]]], np.ndarray]:
+    """The distinct (namespace, labels) of the pods, what a term reads of a pod, and each pod's index
+    among them (kept per state): a term is matched against each group once, not each pod."""
+    hit = state.memo.get(("descheduler.label_groups",))
+    if hit is None:
+        index: dict[tuple, int] = {}
+        groups: list[tuple[str | None, dict[str, str]]] = []
+        group_of = np.empty(len(state.pods), dtype=np.int64)
+        for p, pod in enumerate(state.pods):
+            ns, labels = pod.metadata.namespace, pod.metadata.labels
+            k = index.setdefault((ns, tuple(sorted(labels.items()))), len(groups))
+            if k == len(groups):
+                groups.append((ns, labels))
+            group_of[p] = k
+        hit = state.memo[("descheduler.label_groups",)] = (groups, group_of)  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
 
 
 def anti_affinity_violated(state: ClusterState, p: int, node_of: np.ndarray, present: np.ndarray,
