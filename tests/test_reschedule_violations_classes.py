@@ -9,10 +9,16 @@ from builders import node, pod, state_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from optisched.descheduler.duplicates import over_average
 from optisched.descheduler.node_fit import anti_terms, term_matches
-from optisched.descheduler.violations import matched_by
+from optisched.descheduler.violations import (
+    anti_affinity_violated,
+    anti_affinity_violated_each,
+    matched_by,
+    preferred_affinity_violated,
+)
 from optisched.profile import default_config
-from optisched.reschedule.violations import _filter_violations, filter_violations_per_pod, violating
+from optisched.reschedule.violations import _filter_violations, daemon_only, filter_violations_per_pod, violating
 
 APPS = ("web", "api", "db")
 
@@ -86,6 +92,48 @@ def test_class_path_finds_the_violations_the_per_pod_path_finds(case, soft):
     config = default_config()
     for node_of in (state.pod_node, other):
         assert _filter_violations(state, config, node_of, soft) == filter_violations_per_pod(state, config, node_of, soft)
+
+
+def _per_pod(state, config, node_of, soft):  # type: ignore[no-untyped-def]
+    """Every predicate asked pod by pod, in the order the summary takes them."""
+    out = filter_violations_per_pod(state, config, node_of, soft)
+    placed = node_of >= 0
+    rows = np.flatnonzero(placed & ~daemon_only(state)).tolist()
+    for p in rows:
+        if p not in out and anti_terms(state.pods[p]) and anti_affinity_violated(state, p, node_of, placed):
+            out[p] = "InterPodAntiAffinity"
+    for p in over_average(state, node_of, ~daemon_only(state) & placed):
+        out.setdefault(p, "Duplicates")
+    for p in rows if soft else ():
+        if p in out:
+            continue
+        if preferred_affinity_violated(state, p, int(node_of[p])):
+            out[p] = "PreferredNodeAffinity"
+        elif anti_terms(state.pods[p], True) and anti_affinity_violated(state, p, node_of, placed, preferred=True):
+            out[p] = "PreferredAntiAffinity"
+    return out
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.booleans())
+def test_every_violation_counted_per_class_is_the_one_counted_per_pod_in_the_same_order(case, soft):
+    state, other = case
+    config = default_config()
+    for node_of in (state.pod_node, other):
+        found = violating(state, config, node_of, soft=soft)
+        assert list(found.items()) == list(_per_pod(state, config, node_of, soft).items())
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.booleans())
+def test_anti_affinity_per_class_is_anti_affinity_per_pod(case, preferred):
+    state, other = case
+    for node_of in (state.pod_node, other):
+        placed = node_of >= 0
+        for p in np.flatnonzero(placed).tolist():
+            if anti_terms(state.pods[p], preferred):
+                one = anti_affinity_violated_each(state, np.array([p]), node_of, placed, preferred)
+                assert bool(one[0]) == anti_affinity_violated(state, p, node_of, placed, preferred)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,8 +23,8 @@ from .evictor import sort_low_to_high
 from .node_fit import anti_terms, term_matcher, term_matches
 
 __all__ = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity",
-           "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_terms", "matched_by", "preferred_affinity_violated",
-           "preferred_weights", "term_matches"]
+           "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_affinity_violated_each", "anti_terms",
+           "matched_by", "preferred_affinity_violated", "preferred_weights", "term_matches"]
 
 
 def _candidates(ctx: Context, scope: PodScope) -> list[int]:
@@ -133,6 +133,26 @@ def anti_affinity_violated(state: ClusterState, p: int, node_of: np.ndarray, pre
         if near.any():
             return True
     return False
+
+
+def anti_affinity_violated_each(state: ClusterState, rows: np.ndarray, node_of: np.ndarray, present: np.ndarray,
+                                preferred: bool = False) -> np.ndarray:
+    """bool [K]: :func:`anti_affinity_violated` for each of ``rows``, pods identical in namespace and
+    anti-affinity terms (one class), in one pass per term: per topology domain, the ``present`` pods the
+    term matches, less the pod itself."""
+    out = np.zeros(len(rows), dtype=bool)
+    owner = state.pods[int(rows[0])]
+    on = present & (node_of >= 0)
+    nodes = node_of[rows]
+    for term in anti_terms(owner, preferred):
+        col = state.label(term.topology_key).codes
+        at = np.where(on, col[np.maximum(node_of, 0)], -1)
+        hits = matched_by(state, term, owner) & (at >= 0)
+        per_domain = np.bincount(at[hits], minlength=int(col.max(initial=-1)) + 1)
+        mine = col[nodes]
+        near = per_domain[np.maximum(mine, 0)] - hits[rows] if len(per_domain) else np.zeros(len(rows), dtype=np.int64)
+        out |= (mine >= 0) & (near > 0)
+    return out
 
 
 def preferred_weights(state: ClusterState, p: int) -> tuple[np.ndarray, int] | None:

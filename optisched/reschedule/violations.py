@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..descheduler.duplicates import over_average
-from ..descheduler.violations import anti_affinity_violated, anti_terms, preferred_affinity_violated
+from ..descheduler.violations import anti_affinity_violated_each, anti_terms, preferred_weights
 from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
 from ..model.snapshot import Snapshot
@@ -103,7 +103,7 @@ def _class_rejects(fw: Framework, snapshot: Snapshot, rows: np.ndarray, nodes: n
     out = np.full(len(rows), None, dtype=object)
 
     def mark(name: str, codes: np.ndarray) -> None:
-        out[(out == None) & codes] = name  # noqa: E711 (an elementwise test)
+        out[(out == None) & codes] = name
     for name in REPAIRED_RULES:
         rule = fw.filter_rules.get(name)
         if rule is None or name not in fw.filter_names or rule.pre_filter(cyc).code == Code.SKIP:
@@ -119,22 +119,32 @@ def _class_rejects(fw: Framework, snapshot: Snapshot, rows: np.ndarray, nodes: n
     return out
 
 
+def _classes(state: ClusterState, rows: np.ndarray) -> list[np.ndarray]:
+    """``rows`` grouped into classes of identical pods (:func:`optisched.optimal.classes.signature`,
+    which holds the scheduler name too), each in row order; the class of every pod is kept per state."""
+    class_of = state.memo.get(("reschedule.class_of",))
+    if class_of is None:
+        index: dict[tuple, int] = {}
+        class_of = np.array([index.setdefault(signature(p), len(index)) for p in state.pods], dtype=np.int64)
+        state.memo[("reschedule.class_of",)] = class_of
+    ids = class_of[rows]
+    order = np.argsort(ids, kind="stable")
+    cuts = np.flatnonzero(np.diff(ids[order])) + 1
+    return np.split(rows[order], cuts) if len(rows) else []
+
+
 def _filter_violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
                        soft: bool) -> dict[int, str]:
     """Per running pod (DaemonSet and mirror pods aside), the first repaired filter rule that rejects its
     node with the pod itself taken out, as :func:`filter_violations_per_pod` finds it, but once per class
-    of identical pods (:func:`optisched.optimal.classes.signature`), vectorized over the class's pods."""
+    of identical pods (:func:`_classes`), vectorized over the class's pods."""
     snapshot, frameworks = _placed_snapshot(state, config, node_of, True)
-    classes: dict[tuple, list[int]] = {}
-    for p in np.flatnonzero((node_of >= 0) & ~daemon_only(state)).tolist():
-        pod = state.pods[p]
-        if pod.spec.scheduler_name in frameworks:
-            classes.setdefault((pod.spec.scheduler_name, signature(pod)), []).append(p)
     out: dict[int, str] = {}
-    for (scheduler, _), members in classes.items():
-        rows = np.asarray(members, dtype=np.int64)
-        found = _class_rejects(frameworks[scheduler], snapshot, rows, node_of[rows], soft)
-        out.update((p, name) for p, name in zip(members, found.tolist()) if name is not None)
+    for rows in _classes(state, np.flatnonzero((node_of >= 0) & ~daemon_only(state))):
+        fw = frameworks.get(state.pods[int(rows[0])].spec.scheduler_name)
+        if fw is not None:
+            found = _class_rejects(fw, snapshot, rows, node_of[rows], soft)
+            out.update((p, name) for p, name in zip(rows.tolist(), found.tolist()) if name is not None)
     return dict(sorted(out.items()))
 
 
@@ -158,21 +168,44 @@ def _violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray
                soft: bool) -> dict[int, str]:
     out = _filter_violations(state, config, node_of, soft)
     placed = node_of >= 0
-    rows = np.flatnonzero(placed & ~daemon_only(state)).tolist()
-    for p in rows:
-        if p not in out and anti_terms(state.pods[p]) and anti_affinity_violated(state, p, node_of, placed):
+    rows = np.flatnonzero(placed & ~daemon_only(state))
+    anti, preferred, preferred_anti = _descheduler_predicates(state, rows, node_of, soft)
+    for p in rows.tolist():
+        if p not in out and p in anti:
             out[p] = "InterPodAntiAffinity"
     counted = ~daemon_only(state) if counted is None else counted
     for p in over_average(state, node_of, counted & placed):
         out.setdefault(p, "Duplicates")
-    for p in rows if soft else ():
+    for p in rows.tolist() if soft else ():
         if p in out:
             continue
-        if preferred_affinity_violated(state, p, int(node_of[p])):
+        if p in preferred:
             out[p] = "PreferredNodeAffinity"
-        elif anti_terms(state.pods[p], True) and anti_affinity_violated(state, p, node_of, placed, preferred=True):
+        elif p in preferred_anti:
             out[p] = "PreferredAntiAffinity"
     return out
+
+
+def _descheduler_predicates(state: ClusterState, rows: np.ndarray, node_of: np.ndarray,
+                            soft: bool) -> tuple[set[int], set[int], set[int]]:
+    """The pods of ``rows`` whose required anti-affinity is violated where ``node_of`` puts them, and with
+    ``soft`` those whose preferred node affinity or preferred anti-affinity is: the descheduler's
+    predicates, taken once per class of identical pods."""
+    placed = node_of >= 0
+    anti: set[int] = set()
+    preferred: set[int] = set()
+    preferred_anti: set[int] = set()
+    for members in _classes(state, rows):
+        rep = state.pods[int(members[0])]
+        if anti_terms(rep):
+            anti.update(members[anti_affinity_violated_each(state, members, node_of, placed)].tolist())
+        if not soft:
+            continue
+        if (found := preferred_weights(state, int(members[0]))) is not None:
+            preferred.update(members[found[0][node_of[members]] < found[1]].tolist())
+        if anti_terms(rep, True):
+            preferred_anti.update(members[anti_affinity_violated_each(state, members, node_of, placed, True)].tolist())
+    return anti, preferred, preferred_anti
 
 
 def violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, counted: np.ndarray | None = None,
