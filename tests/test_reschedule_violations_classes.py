@@ -46,6 +46,8 @@ def _template(draw, app: str):  # type: ignore[no-untyped-def]
     if draw(st.booleans()):
         term = {"labelSelector": {"matchLabels": {"app": draw(st.sampled_from(APPS))}},
                 "topologyKey": draw(st.sampled_from(["zone", "kubernetes.io/hostname"]))}
+        if namespaces := draw(st.sampled_from([[], ["other"], ["default", "other"]])):
+            term["namespaces"] = namespaces
         affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]} if draw(st.booleans()) \
             else {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term}]}
     if affinity:

@@ -20,7 +20,7 @@ from .args import Args, PodScope, pod_scope
 from .context import Context
 from .duplicates import target_nodes
 from .evictor import sort_low_to_high
-from .node_fit import anti_terms, term_matcher, term_matches
+from .node_fit import anti_terms, term_matcher, term_matches, term_namespaces
 
 __all__ = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity",
            "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_affinity_violated_each", "anti_terms",
@@ -95,8 +95,23 @@ def matched_by(state: ClusterState, term, owner: Pod) -> np.ndarray:  # type: ig
     if hit is None:
         groups, group_of = _label_groups(state)
         match = term_matcher(term, owner)
-        hit = state.memo[key] = np.array([match(ns, labels) for ns, labels in groups], dtype=bool)[group_of]
+        found = np.zeros(len(groups), dtype=bool)
+        for ns in dict.fromkeys(term_namespaces(term, owner)):  # the other namespaces' pods never match
+            for g in _groups_in(state, groups).get(ns, ()):
+                found[g] = match(ns, groups[g][1])
+        hit = state.memo[key] = found[group_of]
     return hit
+
+
+def _groups_in(state: ClusterState, groups: list[tuple[str | None, dict[str, str]]]) -> dict[str | None, list[int]]:
+    """Per namespace, the indexes of its label groups (kept per state)."""
+    hit = state.memo.get(("descheduler.groups_in",))
+    if hit is None:
+        out: dict[str | None, list[int]] = {}
+        for g, (ns, _) in enumerate(groups):
+            out.setdefault(ns, []).append(g)
+        hit = state.memo[("descheduler.groups_in",)] = out  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
 
 
 def _label_groups(state: ClusterState) -> tuple[list[tuple[str | None, dict[str, str]]], np.ndarray]:
