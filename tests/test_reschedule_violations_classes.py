@@ -18,7 +18,12 @@ from optisched.descheduler.violations import (
     preferred_affinity_violated,
 )
 from optisched.profile import default_config
-from optisched.reschedule.violations import _filter_violations, daemon_only, filter_violations_per_pod, violating
+from optisched.reschedule.violations import (
+    _filter_violations,
+    daemon_only,
+    filter_violations_per_pod,
+    violating,
+)
 
 APPS = ("web", "api", "db")
 

@@ -31,7 +31,7 @@ fail with an Error, as ``calPreFilterState`` does: the cycle ends without a FitE
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -438,7 +438,7 @@ class PodTopologySpread:
                                         for h, minimum in zip(st.hard, st.minimum)])
 
     @staticmethod
-    def _judge(st: _FilterState, nodes: np.ndarray, seen: list[tuple[np.ndarray, np.ndarray | int]]) -> FilterResult:
+    def _judge(st: _FilterState, nodes: np.ndarray, seen: Sequence[tuple[np.ndarray, np.ndarray | int]]) -> FilterResult:
         """Filter's verdict per node from each hard constraint's (matching pods in the node's domain,
         minMatchNum): a node lacking the key is unresolvable, else ``match + selfMatch - min > maxSkew``
         is unschedulable; each node stops at its first failing constraint."""
