@@ -31,7 +31,7 @@ fail with an Error, as ``calPreFilterState`` does: the cycle ends without a FitE
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -433,22 +433,53 @@ class PodTopologySpread:
         if st is None:
             return FilterResult.passing(n)
         self._catch_up(st)
+        return self._judge(st, nodes, [(h.counts[np.where(h.codes[nodes] >= 0, h.codes[nodes], 0)]
+                                         if len(h.counts) else np.zeros(n, dtype=np.int64), minimum)
+                                        for h, minimum in zip(st.hard, st.minimum)])
+
+    @staticmethod
+    def _judge(st: _FilterState, nodes: np.ndarray, seen: Sequence[tuple[np.ndarray, np.ndarray | int]]) -> FilterResult:
+        """Filter's verdict per node from each hard constraint's (matching pods in the node's domain,
+        minMatchNum): a node lacking the key is unresolvable, else ``match + selfMatch - min > maxSkew``
+        is unschedulable; each node stops at its first failing constraint."""
+        n = len(nodes)
         code = np.zeros(n, dtype=np.int8)
         missing = np.zeros(n, dtype=bool)
         skewed = np.zeros(n, dtype=bool)
-        for h, minimum in zip(st.hard, st.minimum):
+        for h, (match, minimum) in zip(st.hard, seen):
             undecided = code == 0
-            codes = h.codes[nodes]
-            has = codes >= 0
+            has = h.codes[nodes] >= 0
             lacks = undecided & ~has
             code[lacks] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             missing |= lacks
-            match = h.counts[np.where(has, codes, 0)] if len(h.counts) else np.zeros(n, dtype=np.int64)
             bad = undecided & has & (match + h.self_match - minimum > h.c.max_skew)
             code[bad] = Code.UNSCHEDULABLE
             skewed |= bad
         reasons = [(m, r) for m, r in ((missing, REASON_MISSING_LABEL), (skewed, REASON)) if m.any()]
         return FilterResult(code, reasons)
+
+    def filter_each_without_self(self, cycle: CycleState, rows: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """Filter codes (int8 [K]) of each placed pod ``rows[k]`` on its own node ``nodes[k]`` against the
+        snapshot without that pod: what Filter says for each pod arriving last, as the reschedule summary
+        asks of every running pod, in one call for a class of identical pods (same namespace, labels and
+        spec as the cycle's pod, whose PreFilter was taken with all of them placed). Each pod's own count
+        leaves its domain as ``updateWithPod`` with -1 does (:meth:`_catch_up`: counted node, selector
+        matching its labels, not terminating; an empty selector counts nothing), and minMatchNum follows that one domain going down."""
+        st: _FilterState | None = cycle.data.get(self.name)
+        if st is None:
+            return np.zeros(len(rows), dtype=np.int8)
+        self._catch_up(st)
+        alive = np.array([self.state.pod_meta[2][r] for r in rows.tolist()], dtype=bool)
+        seen = []
+        for h, minimum in zip(st.hard, st.minimum):
+            codes = h.codes[nodes]
+            has = codes >= 0
+            own = has & h.counted[nodes] & alive & bool(h.self_match) & (not h.c.selector.empty)
+            match = (h.counts[np.where(has, codes, 0)] if len(h.counts) else np.zeros(len(rows), dtype=np.int64)) - own
+            floor = np.where(own, np.minimum(minimum, match), minimum) \
+                if int(h.present.sum()) >= h.c.min_domains else np.full(len(rows), minimum)
+            seen.append((match, floor))
+        return self._judge(st, nodes, seen).code
 
     # ------------------------------------------------------------------ CP-SAT side
     filter_fidelity = Fidelity.EXACT

@@ -41,9 +41,11 @@ def target_nodes(state: ClusterState, p: int) -> np.ndarray:
     """bool [N]: the nodes pod ``p`` could use (``getTargetNodes``: node selector and required affinity,
     NoSchedule/NoExecute taints tolerated, schedulable)."""
     ok = required_mask(state, state.pods[p]) & ~state.unschedulable
-    effects = {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE}
-    tol = state.pods[p].spec.tolerations
-    return ok & np.array([not untolerated(tol, list(t), effects).any() for t in state.taints], dtype=bool)
+    taints, carried = state.distinct_taints  # [T], bool [N, T]: each node's taints, as TaintToleration reads them
+    if not taints:
+        return ok
+    bad = untolerated(state.pods[p].spec.tolerations, taints, {TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE})
+    return ok & ~carried[:, bad].any(axis=1)
 
 
 def upper_average(state: ClusterState, p: int, pods_of_owner: int) -> int | None:

@@ -17,11 +17,12 @@ filters; 4 and 5 are written here because upstream's differ from kube-scheduler'
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 import numpy as np
 
-from ..constraints.selectors import label_selector_matches
+from ..constraints.selectors import selector_of
 from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
 from ..model.objects import Pod
@@ -29,7 +30,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 
-__all__ = ["NODE_FIT_FILTERS", "NodeFit", "anti_terms"]
+__all__ = ["NODE_FIT_FILTERS", "NodeFit", "anti_terms", "term_matcher", "term_matches", "term_namespaces"]
 
 NODE_FIT_FILTERS = ("NodeAffinity", "TaintToleration", "NodeResourcesFit")
 
@@ -46,12 +47,23 @@ def anti_terms(pod: Pod, preferred: bool = False) -> list:
     return list(anti.required_during_scheduling_ignored_during_execution)
 
 
+def term_namespaces(term, owner: Pod) -> list[str | None]:  # type: ignore[no-untyped-def]
+    """The namespaces a term of ``owner`` looks in: those it lists, else the owner's."""
+    return list(term.namespaces) or [owner.metadata.namespace]
+
+
+def term_matcher(term, owner: Pod) -> Callable[[str | None, Mapping[str, str]], bool]:  # type: ignore[no-untyped-def]
+    """``PodMatchesTermsNamespaceAndSelector`` for one term of ``owner``, its selector built once: a
+    pod's (namespace, labels) -> whether it is in the term's namespaces (the owner's when none are
+    listed) and matches its label selector."""
+    namespaces = term_namespaces(term, owner)
+    selector = selector_of(term.label_selector) if term.label_selector is not None else None
+    return lambda namespace, labels: namespace in namespaces and selector is not None and selector.matches(labels)
+
+
 def term_matches(term, owner: Pod, other: Pod) -> bool:  # type: ignore[no-untyped-def]
-    """``PodMatchesTermsNamespaceAndSelector``: ``other`` is in the term's namespaces (the owner's when
-    none are listed) and matches its label selector."""
-    namespaces = term.namespaces or [owner.metadata.namespace]
-    return other.metadata.namespace in namespaces and term.label_selector is not None and \
-        label_selector_matches(term.label_selector, other.metadata.labels)
+    """:func:`term_matcher` for one pod ``other``."""
+    return term_matcher(term, owner)(other.metadata.namespace, other.metadata.labels)
 
 
 class NodeFit:

@@ -20,11 +20,11 @@ from .args import Args, PodScope, pod_scope
 from .context import Context
 from .duplicates import target_nodes
 from .evictor import sort_low_to_high
-from .node_fit import anti_terms, term_matches
+from .node_fit import anti_terms, term_matcher, term_matches, term_namespaces
 
 __all__ = ["RemovePodsViolatingInterPodAntiAffinity", "RemovePodsViolatingNodeAffinity",
-           "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_terms", "matched_by", "preferred_affinity_violated",
-           "preferred_weights", "term_matches"]
+           "RemovePodsViolatingNodeTaints", "anti_affinity_violated", "anti_affinity_violated_each", "anti_terms",
+           "matched_by", "preferred_affinity_violated", "preferred_weights", "term_matches"]
 
 
 def _candidates(ctx: Context, scope: PodScope) -> list[int]:
@@ -93,8 +93,43 @@ def matched_by(state: ClusterState, term, owner: Pod) -> np.ndarray:  # type: ig
     key = ("descheduler.matched_by", owner.metadata.namespace, term.model_dump_json())
     hit = state.memo.get(key)
     if hit is None:
-        hit = state.memo[key] = np.array([term_matches(term, owner, q) for q in state.pods], dtype=bool)
+        groups, group_of = _label_groups(state)
+        match = term_matcher(term, owner)
+        found = np.zeros(len(groups), dtype=bool)
+        for ns in dict.fromkeys(term_namespaces(term, owner)):  # the other namespaces' pods never match
+            for g in _groups_in(state, groups).get(ns, ()):
+                found[g] = match(ns, groups[g][1])
+        hit = state.memo[key] = found[group_of]
     return hit
+
+
+def _groups_in(state: ClusterState, groups: list[tuple[str | None, dict[str, str]]]) -> dict[str | None, list[int]]:
+    """Per namespace, the indexes of its label groups (kept per state)."""
+    hit = state.memo.get(("descheduler.groups_in",))
+    if hit is None:
+        out: dict[str | None, list[int]] = {}
+        for g, (ns, _) in enumerate(groups):
+            out.setdefault(ns, []).append(g)
+        hit = state.memo[("descheduler.groups_in",)] = out  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
+
+
+def _label_groups(state: ClusterState) -> tuple[list[tuple[str | None, dict[str, str]]], np.ndarray]:
+    """The distinct (namespace, labels) of the pods, what a term reads of a pod, and each pod's index
+    among them (kept per state): a term is matched against each group once, not each pod."""
+    hit = state.memo.get(("descheduler.label_groups",))
+    if hit is None:
+        index: dict[tuple, int] = {}
+        groups: list[tuple[str | None, dict[str, str]]] = []
+        group_of = np.empty(len(state.pods), dtype=np.int64)
+        for p, pod in enumerate(state.pods):
+            ns, labels = pod.metadata.namespace, pod.metadata.labels
+            k = index.setdefault((ns, tuple(sorted(labels.items()))), len(groups))
+            if k == len(groups):
+                groups.append((ns, labels))
+            group_of[p] = k
+        hit = state.memo[("descheduler.label_groups",)] = (groups, group_of)  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
 
 
 def anti_affinity_violated(state: ClusterState, p: int, node_of: np.ndarray, present: np.ndarray,
@@ -113,6 +148,26 @@ def anti_affinity_violated(state: ClusterState, p: int, node_of: np.ndarray, pre
         if near.any():
             return True
     return False
+
+
+def anti_affinity_violated_each(state: ClusterState, rows: np.ndarray, node_of: np.ndarray, present: np.ndarray,
+                                preferred: bool = False) -> np.ndarray:
+    """bool [K]: :func:`anti_affinity_violated` for each of ``rows``, pods identical in namespace and
+    anti-affinity terms (one class), in one pass per term: per topology domain, the ``present`` pods the
+    term matches, less the pod itself."""
+    out = np.zeros(len(rows), dtype=bool)
+    owner = state.pods[int(rows[0])]
+    on = present & (node_of >= 0)
+    nodes = node_of[rows]
+    for term in anti_terms(owner, preferred):
+        col = state.label(term.topology_key).codes
+        at = np.where(on, col[np.maximum(node_of, 0)], -1)
+        hits = matched_by(state, term, owner) & (at >= 0)
+        per_domain = np.bincount(at[hits], minlength=int(col.max(initial=-1)) + 1)
+        mine = col[nodes]
+        near = per_domain[np.maximum(mine, 0)] - hits[rows] if len(per_domain) else np.zeros(len(rows), dtype=np.int64)
+        out |= (mine >= 0) & (near > 0)
+    return out
 
 
 def preferred_weights(state: ClusterState, p: int) -> tuple[np.ndarray, int] | None:

@@ -14,19 +14,22 @@ The CP-SAT side of the same rules: :mod:`optisched.optimal.user_objectives` (``r
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..descheduler.duplicates import over_average
-from ..descheduler.violations import anti_affinity_violated, anti_terms, preferred_affinity_violated
+from ..descheduler.violations import anti_affinity_violated_each, anti_terms, preferred_weights
 from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
+from ..optimal.classes import signature
 from ..optimal.user_objectives import REPAIRED_RULES
 from ..policy.eviction import KINDS, Keep, pod_kinds
 from ..profile import SchedulerConfig
 
-__all__ = ["HARD", "SOFT", "daemon_only", "violating", "violations"]
+__all__ = ["HARD", "SOFT", "daemon_only", "filter_violations_per_pod", "violating", "violations"]
 
 HARD = (*REPAIRED_RULES, "InterPodAntiAffinity", "Duplicates")
 SOFT = ("ScheduleAnywaySpread", "PreferredNodeAffinity", "PreferredAntiAffinity")
@@ -57,12 +60,27 @@ def _rejects(fw: Framework, cyc: CycleState, node: np.ndarray, soft: bool) -> st
     return None
 
 
-def _filter_violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
-                       soft: bool) -> dict[int, str]:
+def _placed_snapshot(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
+                     rules_only: bool) -> tuple[Snapshot, dict[str, Framework]]:
+    """A snapshot with every pod where ``node_of`` puts it, and per profile its framework (with
+    ``rules_only``, only the repaired filter rules are built: the others' indexes are not needed)."""
     snapshot = Snapshot(state, with_bound=False)
     for p in np.flatnonzero(node_of >= 0).tolist():
         snapshot.add(p, int(node_of[p]))
-    frameworks = {p.scheduler_name: Framework(snapshot, p) for p in config.profiles}
+
+    def repaired(prof):  # type: ignore[no-untyped-def]
+        if not rules_only:
+            return prof
+        keep = {pt: tuple(n for n in prof.plugins.get(pt, ()) if n in REPAIRED_RULES) for pt in ("preFilter", "filter")}
+        return replace(prof, plugins={**prof.plugins, **keep, "preScore": (), "score": ()})
+    return snapshot, {p.scheduler_name: Framework(snapshot, repaired(p)) for p in config.profiles}
+
+
+def filter_violations_per_pod(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
+                              soft: bool) -> dict[int, str]:
+    """The plain path :func:`_filter_violations` is tested against: each pod taken out of the
+    snapshot, its own node checked by the filters, the pod put back."""
+    snapshot, frameworks = _placed_snapshot(state, config, node_of, False)
     out: dict[int, str] = {}
     for p in np.flatnonzero((node_of >= 0) & ~daemon_only(state)).tolist():
         fw = frameworks.get(state.pods[p].spec.scheduler_name)
@@ -73,6 +91,61 @@ def _filter_violations(state: ClusterState, config: SchedulerConfig, node_of: np
             out[p] = name
         snapshot.add(p, int(node_of[p]))
     return out
+
+
+def _class_rejects(fw: Framework, snapshot: Snapshot, rows: np.ndarray, nodes: np.ndarray,
+                   soft: bool) -> np.ndarray:
+    """:func:`_rejects` for identical pods ``rows`` on their nodes, each against the snapshot without
+    it, in one call per rule: the node-only rules' Filter over the class's nodes, PodTopologySpread's
+    :meth:`~optisched.constraints.pod_topology_spread.PodTopologySpread.filter_each_without_self`.
+    object [K]: the first rule rejecting each pod's node, or None."""
+    cyc = CycleState(int(rows[0]), snapshot, fw.profile)
+    out = np.full(len(rows), None, dtype=object)
+
+    def mark(name: str, codes: np.ndarray) -> None:
+        out[(out == None) & codes] = name
+    for name in REPAIRED_RULES:
+        rule = fw.filter_rules.get(name)
+        if rule is None or name not in fw.filter_names or rule.pre_filter(cyc).code == Code.SKIP:
+            continue
+        codes = rule.filter_each_without_self(cyc, rows, nodes) if getattr(rule, "depends_on_placement", False) \
+            else rule.filter(cyc, nodes).code
+        mark(name, codes != 0)
+    spread = fw.filter_rules.get(SPREAD)
+    if soft and spread is not None and SPREAD in fw.filter_names:
+        soft_cyc = CycleState(int(rows[0]), snapshot, fw.profile)
+        if spread.pre_filter_soft(soft_cyc).code != Code.SKIP:
+            mark("ScheduleAnywaySpread", spread.filter_each_without_self(soft_cyc, rows, nodes) == Code.UNSCHEDULABLE)
+    return out
+
+
+def _classes(state: ClusterState, rows: np.ndarray) -> list[np.ndarray]:
+    """``rows`` grouped into classes of identical pods (:func:`optisched.optimal.classes.signature`,
+    which holds the scheduler name too), each in row order; the class of every pod is kept per state."""
+    class_of = state.memo.get(("reschedule.class_of",))
+    if class_of is None:
+        index: dict[tuple, int] = {}
+        class_of = np.array([index.setdefault(signature(p), len(index)) for p in state.pods], dtype=np.int64)
+        state.memo[("reschedule.class_of",)] = class_of
+    ids = class_of[rows]
+    order = np.argsort(ids, kind="stable")
+    cuts = np.flatnonzero(np.diff(ids[order])) + 1
+    return np.split(rows[order], cuts) if len(rows) else []
+
+
+def _filter_violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
+                       soft: bool) -> dict[int, str]:
+    """Per running pod (DaemonSet and mirror pods aside), the first repaired filter rule that rejects its
+    node with the pod itself taken out, as :func:`filter_violations_per_pod` finds it, but once per class
+    of identical pods (:func:`_classes`), vectorized over the class's pods."""
+    snapshot, frameworks = _placed_snapshot(state, config, node_of, True)
+    out: dict[int, str] = {}
+    for rows in _classes(state, np.flatnonzero((node_of >= 0) & ~daemon_only(state))):
+        fw = frameworks.get(state.pods[int(rows[0])].spec.scheduler_name)
+        if fw is not None:
+            found = _class_rejects(fw, snapshot, rows, node_of[rows], soft)
+            out.update((p, name) for p, name in zip(rows.tolist(), found.tolist()) if name is not None)
+    return dict(sorted(out.items()))
 
 
 def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, counted: np.ndarray | None = None,
@@ -95,21 +168,44 @@ def _violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray
                soft: bool) -> dict[int, str]:
     out = _filter_violations(state, config, node_of, soft)
     placed = node_of >= 0
-    rows = np.flatnonzero(placed & ~daemon_only(state)).tolist()
-    for p in rows:
-        if p not in out and anti_terms(state.pods[p]) and anti_affinity_violated(state, p, node_of, placed):
+    rows = np.flatnonzero(placed & ~daemon_only(state))
+    anti, preferred, preferred_anti = _descheduler_predicates(state, rows, node_of, soft)
+    for p in rows.tolist():
+        if p not in out and p in anti:
             out[p] = "InterPodAntiAffinity"
     counted = ~daemon_only(state) if counted is None else counted
     for p in over_average(state, node_of, counted & placed):
         out.setdefault(p, "Duplicates")
-    for p in rows if soft else ():
+    for p in rows.tolist() if soft else ():
         if p in out:
             continue
-        if preferred_affinity_violated(state, p, int(node_of[p])):
+        if p in preferred:
             out[p] = "PreferredNodeAffinity"
-        elif anti_terms(state.pods[p], True) and anti_affinity_violated(state, p, node_of, placed, preferred=True):
+        elif p in preferred_anti:
             out[p] = "PreferredAntiAffinity"
     return out
+
+
+def _descheduler_predicates(state: ClusterState, rows: np.ndarray, node_of: np.ndarray,
+                            soft: bool) -> tuple[set[int], set[int], set[int]]:
+    """The pods of ``rows`` whose required anti-affinity is violated where ``node_of`` puts them, and with
+    ``soft`` those whose preferred node affinity or preferred anti-affinity is: the descheduler's
+    predicates, taken once per class of identical pods."""
+    placed = node_of >= 0
+    anti: set[int] = set()
+    preferred: set[int] = set()
+    preferred_anti: set[int] = set()
+    for members in _classes(state, rows):
+        rep = state.pods[int(members[0])]
+        if anti_terms(rep):
+            anti.update(members[anti_affinity_violated_each(state, members, node_of, placed)].tolist())
+        if not soft:
+            continue
+        if (found := preferred_weights(state, int(members[0]))) is not None:
+            preferred.update(members[found[0][node_of[members]] < found[1]].tolist())
+        if anti_terms(rep, True):
+            preferred_anti.update(members[anti_affinity_violated_each(state, members, node_of, placed, True)].tolist())
+    return anti, preferred, preferred_anti
 
 
 def violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, counted: np.ndarray | None = None,
