@@ -106,16 +106,16 @@ def _build(nodes: GpuNodes, kinds: Counter) -> _Lp:
         lp.solver.Add(sum(ys) <= kinds[k])
     for s, items in use.items():
         n, (scpu, smem, gpus, _) = shapes[s], s
-        lp.solver.Add(sum(k[0] * y for k, y in items) <= n * scpu)
-        lp.solver.Add(sum(k[1] * y for k, y in items) <= n * smem)
+        lp.solver.Add(sum(k[0] / MILLI * y for k, y in items) <= n * scpu / MILLI)  # rows in cores, GiB, GPUs:
+        lp.solver.Add(sum(k[1] / 1024 * y for k, y in items) <= n * smem / 1024)  # scaled alike, GLOP stays stable
         lp.solver.Add(sum(y for _, y in items) <= n * MAX_PODS)
-        lp.solver.Add(sum(k[2] * k[3] * y for k, y in items) <= n * gpus * MILLI)
+        lp.solver.Add(sum(k[2] * k[3] / MILLI * y for k, y in items) <= n * gpus)
         lp.devices[s] = _row(lp.solver, n * gpus, [(k[2], y) for k, y in items if k[3] == MILLI])
         lp.cover[s] = {}
         for m in sorted({k[3] for k, _ in items if 0 < k[3] < MILLI}):
             lp.cover[s][m] = _row(lp.solver, 0, [(1, y) for k, y in items if k[3] == m])
             lp.add_pattern(s, {m: MILLI // m})
-    lp.solver.Maximize(sum(k[2] * k[3] * y for ys in use.values() for k, y in ys))
+    lp.solver.Maximize(sum(k[2] * k[3] / MILLI * y for ys in use.values() for k, y in ys))  # in GPUs
     return lp
 
 
@@ -142,9 +142,12 @@ def _solve(nodes: GpuNodes, kinds: Counter, seconds: float) -> tuple[float, dict
     lp = _build(nodes, kinds)
     count = {s: n * s[2] for s, n in _shapes(nodes).items()}
     end = time.perf_counter() + seconds
+    last: tuple[float, dict] | None = None
     while True:
         if lp.solver.Solve() != pywraplp.Solver.OPTIMAL:
-            raise RuntimeError("the bound LP did not solve to optimality")
+            if last is None:
+                raise RuntimeError("the bound LP did not solve to optimality")
+            return last  # the previous round's Farley bound holds
         value, gain, new = float(lp.solver.Objective().Value()), 0.0, []
         for s, rows_m in lp.cover.items():  # read every dual before the model changes
             price, pattern = best_pattern({m: c.dual_value() for m, c in rows_m.items()})
@@ -152,7 +155,8 @@ def _solve(nodes: GpuNodes, kinds: Counter, seconds: float) -> tuple[float, dict
             if reduced > TOLERANCE * max(1.0, price):
                 gain += count[s] * reduced
                 new.append((s, pattern))
+        last = (value + gain) * MILLI, {at: y.solution_value() for at, y in lp.assign.items()}
         if not new or time.perf_counter() > end:
-            return value + gain, {at: y.solution_value() for at, y in lp.assign.items()}
+            return last
         for s, pattern in new:
             lp.add_pattern(s, pattern)
