@@ -95,3 +95,18 @@ def test_on_an_openb_slice_the_device_fill_beats_fgd_and_every_start_stays_under
     values = {name: verify(nodes, pods, p) for name, p in _greedy_starts(nodes, table, rows, seed, plan).items()}
     assert values["fill"] > values["FGD"]
     assert max(values.values()) <= bound + 1e-6
+
+
+@pytest.mark.parametrize("workload, seed", [("gpushare80", 43), ("gpushare100", 44)],
+                         ids=["gpushare80 seed 43, where the unscaled LP stopped as abnormal",
+                              "gpushare100 seed 44, where a warm re-solve failed"])
+def test_the_bound_on_the_whole_cluster_solves_and_stays_below_the_demand(workload: str, seed: int) -> None:
+    from conftest import datasets_dir, require
+
+    from optisched.experiments.fgd_bound import allocation_bound
+
+    csv = datasets_dir() / "alibaba-gpu-v2023-openb" / "csv"
+    require((csv / f"openb_pod_list_{workload}.csv").is_file(), f"the openb trace is not in {csv}")
+    nodes, table = load_nodes(csv / "openb_node_list_gpu_node.csv"), load_pods(csv / f"openb_pod_list_{workload}.csv")
+    rows = arrived_rows(table, int(nodes.gpu_count.sum()) * 1000, seed, 100)
+    assert allocation_bound(nodes, table, rows) < table.total_milli[rows].sum()

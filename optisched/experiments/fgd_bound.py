@@ -138,16 +138,22 @@ def bound_and_plan(nodes: GpuNodes, pods: Sequence[GpuPod],
 
 
 def _solve(nodes: GpuNodes, kinds: Counter, seconds: float) -> tuple[float, dict[tuple[Kind, Shape], float]]:
-    """The bound (generating patterns for at most ``seconds``) and the last LP's assignment."""
-    lp = _build(nodes, kinds)
+    """The bound (generating patterns for at most ``seconds``) and the last LP's assignment, capped at the
+    demand."""
+    lp, added = _build(nodes, kinds), []
     count = {s: n * s[2] for s, n in _shapes(nodes).items()}
+    demand = sum(k[2] * k[3] * c for k, c in kinds.items())
     end = time.perf_counter() + seconds
     last: tuple[float, dict] | None = None
     while True:
-        if lp.solver.Solve() != pywraplp.Solver.OPTIMAL:
-            if last is None:
-                raise RuntimeError("the bound LP did not solve to optimality")
-            return last  # the previous round's Farley bound holds
+        if lp.solver.Solve() != pywraplp.Solver.OPTIMAL:  # GLOP's warm start can fail: solve afresh once
+            lp = _build(nodes, kinds)
+            for s, pattern in added:
+                lp.add_pattern(s, pattern)
+            if lp.solver.Solve() != pywraplp.Solver.OPTIMAL:
+                if last is None:
+                    raise RuntimeError("the bound LP did not solve to optimality")
+                return last  # the previous round's Farley bound holds
         value, gain, new = float(lp.solver.Objective().Value()), 0.0, []
         for s, rows_m in lp.cover.items():  # read every dual before the model changes
             price, pattern = best_pattern({m: c.dual_value() for m, c in rows_m.items()})
@@ -155,8 +161,9 @@ def _solve(nodes: GpuNodes, kinds: Counter, seconds: float) -> tuple[float, dict
             if reduced > TOLERANCE * max(1.0, price):
                 gain += count[s] * reduced
                 new.append((s, pattern))
-        last = (value + gain) * MILLI, {at: y.solution_value() for at, y in lp.assign.items()}
+        last = min((value + gain) * MILLI, demand), {at: y.solution_value() for at, y in lp.assign.items()}
         if not new or time.perf_counter() > end:
             return last
         for s, pattern in new:
             lp.add_pattern(s, pattern)
+        added += new
