@@ -13,7 +13,7 @@ from test_fgd_optimum import openb_slice
 from optisched.constraints.gpu_share import GpuNodes, GpuPod
 from optisched.datasets.openb import load_nodes, load_pods
 from optisched.experiments.fgd_bound import best_pattern, bound_and_plan
-from optisched.experiments.fgd_construct import best_fit_decreasing, fill_devices
+from optisched.experiments.fgd_construct import fill_devices
 from optisched.experiments.fgd_optimum import _greedy_starts, arrived_rows
 from optisched.experiments.fgd_optimum_model import build_model, verify
 
@@ -80,7 +80,7 @@ def test_the_bound_is_never_below_the_exact_optimum_and_the_starts_replay(instan
     bound, plan = bound_and_plan(nodes, pods, seconds=seconds)
     best = exact_optimum(nodes, pods)
     assert best <= bound + 1e-6
-    for placement in (best_fit_decreasing(nodes, pods), fill_devices(nodes, pods), fill_devices(nodes, pods, None, plan)):
+    for placement in (fill_devices(nodes, pods), fill_devices(nodes, pods, None, plan)):
         assert verify(nodes, pods, placement) <= best
 
 

@@ -140,7 +140,7 @@ def bound_and_plan(nodes: GpuNodes, pods: Sequence[GpuPod],
 def _solve(nodes: GpuNodes, kinds: Counter, seconds: float) -> tuple[float, dict[tuple[Kind, Shape], float]]:
     """The bound (generating patterns for at most ``seconds``) and the last LP's assignment, capped at the
     demand."""
-    lp, added = _build(nodes, kinds), []
+    lp, added = _build(nodes, kinds), list[tuple[Shape, dict[int, int]]]()
     count = {s: n * s[2] for s, n in _shapes(nodes).items()}
     demand = sum(k[2] * k[3] * c for k, c in kinds.items())
     end = time.perf_counter() + seconds

@@ -1,13 +1,14 @@
-"""A constructive start for the offline optimum: best-fit decreasing on GPU devices.
+"""Constructive starts for the offline optimum: fill the GPU devices one by one, largest pods first.
 
-The arrived pods are a bin-packing instance above all: the devices are bins of 1000 milli and the bound of
-:mod:`.fgd_bound` shows that CPU, memory and pod slots hardly bind. So the pods are placed largest GPU
-request first (multi-GPU pods, whole GPUs, then shares by size; within a size the pods restricted by
-``gpu_spec`` first, then by CPU), CPU-only pods last: a share goes to the fullest device of any feasible
-node that still holds it (best fit over all devices), whole GPUs to the feasible node with the fewest idle
-devices that still has enough, a CPU-only pod to the node with the most CPU left per GPU milli already
-taken, which keeps CPU for nodes whose GPUs still wait for pods. Each step asks the GPU sharing rule's
-filter (:func:`optisched.constraints.gpu_share.feasible`), so the result is a placement that exists.
+The arrived pods are a bin-packing instance above all: the devices are bins of 1000 milli, and the pods
+arrived at 100 % ask for all of them. Placing pod by pod into the fullest device (BestFit) leaves a large
+share's gap to whatever comes next; filling one device before the next gives each gap the largest waiting
+share that fits it (a 650 beside a 350, an 810 beside a 160). Multi-GPU pods go first (to the feasible
+node with the fewest idle devices that still has enough), CPU-only pods last (to the node with the most CPU
+left per GPU milli taken). Within a share size, pods restricted by ``gpu_spec`` go first, and a node takes
+the pod whose CPU best matches its CPU left per GPU milli left, so CPU-poor nodes keep CPU for their GPUs.
+Each step asks the GPU sharing rule's filter (:func:`optisched.constraints.gpu_share.feasible`), so the
+result is a placement that exists.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from ..constraints.gpu_share import MILLI, GpuNodes, GpuPod, exclusive_devices, feasible, model_access
 
-__all__ = ["best_fit_decreasing", "decreasing_order", "fill_devices"]
+__all__ = ["decreasing_order", "fill_devices"]
 
 Placement = list[tuple[int, tuple[int, ...]]]
 
@@ -33,44 +34,24 @@ def decreasing_order(nodes: GpuNodes, pods: Sequence[GpuPod]) -> np.ndarray:
 
 
 def _node_for(nodes: GpuNodes, pod: GpuPod, ok: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
-    """Where best fit puts ``pod`` among the feasible nodes ``ok``: (node, devices), or None."""
+    """Where a multi-GPU or CPU-only ``pod`` goes among the feasible nodes ``ok``: (node, devices), or None."""
     if not ok.any():
         return None
-    if pod.sharing:
-        room = np.where(ok[:, None] & (nodes.dev_free >= pod.gpu_milli), nodes.dev_free, MILLI + 1)
-        n, d = np.unravel_index(int(np.argmin(room)), room.shape)
-        return int(n), (int(d),)
     if pod.num_gpu:
         idle = np.where(ok, (nodes.dev_free == MILLI).sum(axis=1), MILLI)
-        n = int(np.argmin(idle))
-        return n, exclusive_devices(nodes.dev_free[n], pod.num_gpu)
+        node = int(np.argmin(idle))
+        return node, exclusive_devices(nodes.dev_free[node], pod.num_gpu)
     taken = nodes.gpu_count * MILLI - nodes.gpu_free
     per_milli = np.where(ok, nodes.cpu_free / (taken + 1.0), -1.0)
     return int(np.argmax(per_milli)), ()
-
-
-def best_fit_decreasing(nodes: GpuNodes, pods: Sequence[GpuPod]) -> Placement:
-    """Place ``pods`` on a copy of the empty cluster ``nodes`` in :func:`decreasing_order` by best fit; per
-    pod ``(node, devices)``, ``(-1, ())`` for a pod that fits nowhere."""
-    state = nodes.copy()
-    access = {spec: model_access(nodes.models, spec) for spec in {p.spec for p in pods}}
-    placement: Placement = [(-1, ())] * len(pods)
-    for i in decreasing_order(nodes, pods).tolist():
-        pod = pods[i]
-        at = _node_for(state, pod, feasible(state, pod, access[pod.spec]))
-        if at is not None:
-            state.bind(pod, *at)
-            placement[i] = at
-    return placement
 
 
 def fill_devices(nodes: GpuNodes, pods: Sequence[GpuPod], node_order: np.ndarray | None = None,
                  plan: dict[tuple[GpuPod, tuple], float] | None = None) -> Placement:
     """Place ``pods`` device by device: multi-GPU pods first by best fit, then each device of each node
     (in ``node_order``) takes the largest waiting single-GPU pod that fits it and the node, again and again
-    until none fits; CPU-only pods last, by best fit. Filling one device before the next leaves each
-    large share's gap to the largest share that fits it (a 650 beside a 350, an 810 beside a 160), which
-    placing pod by pod into the fullest device does not."""
+    until none fits; CPU-only pods last. With ``plan`` (the bound LP's pods per kind and node shape), a first
+    pass gives each shape only its planned pods, a second pass whatever still fits."""
     state = nodes.copy()
     access = {spec: model_access(nodes.models, spec) for spec in {p.spec for p in pods}}
     placement: Placement = [(-1, ())] * len(pods)
