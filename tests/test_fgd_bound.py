@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import datasets_dir, require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
@@ -12,7 +13,7 @@ from test_fgd_optimum import openb_slice
 
 from optisched.constraints.gpu_share import GpuNodes, GpuPod
 from optisched.datasets.openb import load_nodes, load_pods
-from optisched.experiments.fgd_bound import best_pattern, bound_and_plan
+from optisched.experiments.fgd_bound import allocation_bound, best_pattern, bound_and_plan
 from optisched.experiments.fgd_construct import fill_devices
 from optisched.experiments.fgd_optimum import _greedy_starts, arrived_rows
 from optisched.experiments.fgd_optimum_model import build_model, verify
@@ -101,10 +102,6 @@ def test_on_an_openb_slice_the_device_fill_beats_fgd_and_every_start_stays_under
                          ids=["gpushare80 seed 43, where the unscaled LP stopped as abnormal",
                               "gpushare100 seed 44, where a warm re-solve failed"])
 def test_the_bound_on_the_whole_cluster_solves_and_stays_below_the_demand(workload: str, seed: int) -> None:
-    from conftest import datasets_dir, require
-
-    from optisched.experiments.fgd_bound import allocation_bound
-
     csv = datasets_dir() / "alibaba-gpu-v2023-openb" / "csv"
     require((csv / f"openb_pod_list_{workload}.csv").is_file(), f"the openb trace is not in {csv}")
     nodes, table = load_nodes(csv / "openb_node_list_gpu_node.csv"), load_pods(csv / f"openb_pod_list_{workload}.csv")
