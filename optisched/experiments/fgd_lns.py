@@ -49,8 +49,9 @@ def _pick(nodes: GpuNodes, pods: Sequence[GpuPod], where: np.ndarray, rng: np.ra
 
 
 def _step(nodes: GpuNodes, pods: Sequence[GpuPod], placement: list, subset: np.ndarray, seconds: float,
-          workers: int, rng: np.random.Generator) -> bool:
-    """Re-pack ``subset`` with its pods and a sample of unplaced pods; update ``placement`` if better."""
+          wall: float, workers: int, rng: np.random.Generator) -> bool:
+    """Re-pack ``subset`` with its pods and a sample of unplaced pods (``seconds`` of CP-SAT's deterministic
+    time, at most ``wall`` seconds); update ``placement`` if better."""
     where = np.array([n for n, _ in placement], dtype=np.int64)
     on = np.flatnonzero(np.isin(where, subset))
     waiting = np.flatnonzero((where < 0) & np.array([p.num_gpu > 0 for p in pods]))
@@ -64,7 +65,8 @@ def _step(nodes: GpuNodes, pods: Sequence[GpuPod], placement: list, subset: np.n
     hint_model(model, sub_nodes, start)
     before = sum(model.weight * p.total_milli + 1 for p, (n, _) in zip(sub_pods, start) if n >= 0)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.max_deterministic_time = seconds  # work, not wall time: a loaded machine still
+    solver.parameters.max_time_in_seconds = wall  # gives each part the same effort
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = int(rng.integers(2**31))
     if solver.solve(model.cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.objective_value <= before:
@@ -76,7 +78,8 @@ def _step(nodes: GpuNodes, pods: Sequence[GpuPod], placement: list, subset: np.n
 
 def search(nodes: GpuNodes, pods: Sequence[GpuPod], start: list, seconds: float, workers: int,
            seed: int, step_seconds: float = 1.5) -> tuple[list, int]:
-    """Improve ``start`` (per pod: node, devices) for ``seconds``; the placement and the steps that helped."""
+    """Improve ``start`` (per pod: node, devices) for ``seconds`` (wall), each part for ``step_seconds`` of
+    deterministic time; the placement and the steps that helped."""
     rng = np.random.default_rng(seed)
     placement = list(start)
     end = time.perf_counter() + seconds
@@ -84,5 +87,5 @@ def search(nodes: GpuNodes, pods: Sequence[GpuPod], start: list, seconds: float,
     while (left := end - time.perf_counter()) > 1:
         where = np.array([n for n, _ in placement], dtype=np.int64)
         subset = _pick(nodes, pods, where, rng)
-        better += _step(nodes, pods, placement, subset, min(step_seconds, left), workers, rng)
+        better += _step(nodes, pods, placement, subset, step_seconds, min(20 * step_seconds, left), workers, rng)
     return placement, better

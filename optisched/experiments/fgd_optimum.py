@@ -3,10 +3,11 @@
 At an arrived-workload point (100 % of GPU capacity, say) of a run (workload, seed), the pods that have
 arrived so far are placed as one batch on the empty cluster: maximize the allocated GPU milli, then the
 pods placed, in optimal mode's model with the GPU sharing rule's encoding (:mod:`.fgd_optimum_model`).
-The search starts from the better of two greedy placements (FGD as the protocol runs it, and BestFit
-offline, largest pods first). A small instance is solved as one CP-SAT model, which also gives the
-model's proven bound; a cluster-sized one is improved part by part (:mod:`.fgd_lns`) and bounded by the
-LP of :mod:`.fgd_bound`. Every placement reported is replayed through the greedy filter with its devices.
+The search starts from the best of four greedy placements (FGD as the protocol runs it, BestFit offline
+with the largest pods first, and two device-by-device fills of :mod:`.fgd_construct`, one guided by the
+bound LP's assignment of pod kinds to node shapes). A small instance is solved as one CP-SAT model, which
+also gives the model's proven bound; a cluster-sized one is improved part by part (:mod:`.fgd_lns`) and
+bounded by the configuration LP of :mod:`.fgd_bound`. Every placement reported is replayed through the greedy filter with its devices.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from ortools.sat.python import cp_model
 from ..constraints.gpu_share import MILLI, GpuNodes
 from ..datasets.openb import PodTable, load_nodes, load_pods
 from .fgd import RunResult, arrival_order, run_fgd
-from .fgd_bound import allocation_bound
+from .fgd_bound import bound_and_plan
+from .fgd_construct import fill_devices
 from .fgd_lns import search
 from .fgd_optimum_model import Placement, build_model, decode_model, hint_model, verify
 
@@ -31,7 +33,7 @@ __all__ = ["OPTIMUM_COLUMNS", "OPTIMUM_WORKLOADS", "OptimumPoint", "arrived_rows
 
 OPTIMUM_COLUMNS = ["workload", "seed", "arrived_pct", "pods", "fgd_alloc_pct", "greedy_best_alloc_pct",
                    "optimum_alloc_pct", "bound_pct", "model_bound_pct", "lp_bound_pct", "method", "status",
-                   "time_limit", "seconds"]
+                   "time_limit", "seconds", "start", "cpu_seconds"]
 
 OPTIMUM_WORKLOADS = ("default", "gpushare40", "gpushare60", "gpushare80", "gpushare100", "multigpu20", "multigpu30",
                      "multigpu40", "multigpu50", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33")
@@ -44,7 +46,8 @@ class OptimumPoint:
 
     pods: int
     fgd: int
-    greedy_best: int
+    greedy_best: int  # the best start
+    start: str  # which start: FGD, BestFit-decreasing, fill, fill-lp
     optimum: int
     bound: int  # the tighter of the two below
     model_bound: int | None  # CP-SAT's proven bound of the whole model (None: not solved as one model)
@@ -66,16 +69,24 @@ def _from_run(run: RunResult, k: int) -> Placement:
     return [(int(run.node[i]), run.devices[i]) for i in range(k)]
 
 
-def _greedy_starts(nodes: GpuNodes, table: PodTable, rows: np.ndarray, seed: int) -> list[Placement]:
+def _greedy_starts(nodes: GpuNodes, table: PodTable, rows: np.ndarray, seed: int,
+                   plan: dict) -> dict[str, Placement]:
     """Placements of the arrived pods to start from: FGD online (the protocol's run up to the point, the
-    same ties and draws) and BestFit offline with the pods sorted by GPU request, then CPU, largest first."""
-    starts = [_from_run(run_fgd(nodes, table, "FGD", seed, order=rows), len(rows))]
+    same ties and draws), BestFit offline with the pods sorted by GPU request, then CPU, largest first, and
+    the device-by-device fills of :mod:`.fgd_construct` (CPU-poor nodes first; alone and after the LP's
+    plan)."""
+    starts = {"FGD": _from_run(run_fgd(nodes, table, "FGD", seed, order=rows), len(rows))}
     key = np.lexsort((-table.cpu[rows], -table.total_milli[rows]))
     run = run_fgd(nodes, table, "BestFit", seed, order=rows[key])
     back: Placement = [(-1, ())] * len(rows)
     for j, i in enumerate(key.tolist()):
         back[i] = (int(run.node[j]), run.devices[j])
-    return [*starts, back]
+    starts["BestFit-decreasing"] = back
+    pods = [table.pod(int(r)) for r in rows]
+    cpu_poor = np.argsort(nodes.cpu_cap / np.maximum(nodes.gpu_count, 1), kind="stable")
+    starts["fill"] = fill_devices(nodes, pods, cpu_poor)
+    starts["fill-lp"] = fill_devices(nodes, pods, cpu_poor, plan)
+    return starts
 
 
 def optimum_point(nodes: GpuNodes, table: PodTable, seed: int, pct: float, time_limit: float,
@@ -83,10 +94,11 @@ def optimum_point(nodes: GpuNodes, table: PodTable, seed: int, pct: float, time_
     """The offline optimum at ``pct`` % arrived of run ``seed``: best placement found and its bound."""
     rows = arrived_rows(table, int(nodes.gpu_count.sum()) * MILLI, seed, pct)
     pods = [table.pod(int(r)) for r in rows]
-    starts = _greedy_starts(nodes, table, rows, seed)
-    values = [verify(nodes, pods, s) for s in starts]
-    placement = starts[int(np.argmax(values))]
-    lp = allocation_bound(nodes, table, rows)
+    lp, plan = bound_and_plan(nodes, pods)
+    starts = _greedy_starts(nodes, table, rows, seed, plan)
+    values = {name: verify(nodes, pods, s) for name, s in starts.items()}
+    start = max(values, key=lambda name: values[name])  # the first of equals: FGD wins ties
+    placement = starts[start]
     model_bound: int | None = None
     if len(set(pods)) * len(nodes.names) <= FULL_MODEL_LIMIT:
         method = "cp-sat"
@@ -98,7 +110,7 @@ def optimum_point(nodes: GpuNodes, table: PodTable, seed: int, pct: float, time_
     bound = min(math.floor(lp + 1e-6), model_bound if model_bound is not None else lp)
     if bound < value:
         raise AssertionError(f"bound {bound} below a verified placement {value}")
-    return OptimumPoint(len(pods), values[0], max(values), value, int(bound), model_bound, lp, method,
+    return OptimumPoint(len(pods), values["FGD"], values[start], start, value, int(bound), model_bound, lp, method,
                         "OPTIMAL" if value == bound else "FEASIBLE", placement)
 
 
@@ -131,12 +143,13 @@ def run_optimum(data: str | Path, workloads: Sequence[str], seeds: Sequence[int]
         table = load_pods(csv / f"openb_pod_list_{w}.csv")
         for seed in seeds:
             for pct in points:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 r = optimum_point(nodes, table, seed, pct, time_limit, workers)
                 model_bound = r.model_bound / cap if r.model_bound is not None else float("nan")
                 rows.append([w, seed, pct, r.pods, r.fgd / cap, r.greedy_best / cap, r.optimum / cap, r.bound / cap,
                              model_bound, r.lp_bound / cap, r.method, r.status, time_limit,
-                             round(time.perf_counter() - t0, 1)])
+                             round(time.perf_counter() - t0, 1), r.start,
+                             round(time.process_time() - c0, 1)])
                 if progress:
                     progress()
     return pd.DataFrame(rows, columns=OPTIMUM_COLUMNS)
