@@ -128,8 +128,8 @@ def _optimum_page(results: pd.DataFrame, results_path: Path, out: Path) -> list[
         d = d.droplevel(0)
         fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(d)), 3.8))
         d.plot.bar(ax=ax, ylim=(max(0, d.to_numpy().min() - 5), 100.5), width=0.8,
-                   ylabel=f"GPU allocation (%) at {pct:g} % arrived")
-        ax.legend(fontsize=8, loc="lower right")
+                   ylabel="GPU allocation (%)", title=f"GPU allocation at {pct:g} % arrived workload")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         fig.tight_layout()
         paths.append(out / f"optimum_at_{pct:g}.png")
         fig.savefig(paths[-1], dpi=110)
