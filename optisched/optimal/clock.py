@@ -20,10 +20,12 @@ fixed order, "deterministic independently of num_workers", ortools ``sat_paramet
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from .. import interrupt
 
-__all__ = ["DET_PER_SECOND", "Clock", "det_rate"]
+__all__ = ["DET_PER_SECOND", "WORK_COST", "Clock", "det_rate", "model_terms"]
 
 # CP-SAT deterministic time per nominal second, as a function of the model's size (never measured at run
 # time, so the same model gets the same budget on every machine): RATE_AT_1K · (variables / 1000) ^ −RATE_EXP,
@@ -47,6 +49,31 @@ CALL_COST = 1e-5
 GLOP_DET_PER_SECOND = 5.0
 
 
+# nominal seconds per unit of work counted outside the solvers, fitted to CPU time (time.process_time(),
+# one core, so about idle wall time) on generated clusters of 40-2,000 nodes by
+# benchmarks/calibrate_clock.py (the data: docs/optimal_trust.md, "How much a unit of built work costs")
+WORK_COST = {
+    "pod": 4.3e-5,  # a pod put in a snapshot, its rules' states or a class (batch, repair, the model's rules)
+    "check": 1.1e-3,  # a pod put through the greedy filters over every node (repairing greedy's placement)
+    "cell": 2e-6,  # a (class, node) pair a filter rule restricts (phase 1 of the model) or groups
+    "term": 5e-6,  # a variable, a constraint or a term of one written to a CP-SAT model through its wrapper
+    "copy": 5e-7,  # one of those copied or read whole (a probe's copy, the search's view of the model)
+    "lp": 6e-7,  # a nonzero or column of the LP relaxation built
+    "lp iteration": 6e-5,  # a simplex iteration of GLOP (a solve that runs out is charged its allotment)
+    "objective": 1e-5,  # a term of an objective a tier writes, evaluates or compares (per tier)
+    "call": CALL_COST,  # a variable of a model handed to CP-SAT (its hint, the copy, the answer read back)
+}
+
+
+def model_terms(proto, constraints_since: int = 0, variables_since: int = 0) -> int:  # type: ignore[no-untyped-def]
+    """Variables and constraints (each with its linear terms and enforcement literals) of a CP-SAT model
+    proto, counted from ``variables_since`` and ``constraints_since`` on: the work of writing them, the
+    same on every run."""
+    cts = proto.constraints
+    return len(proto.variables) - variables_since + sum(
+        1 + len(cts[i].linear.vars) + len(cts[i].enforcement_literal) for i in range(constraints_since, len(cts)))
+
+
 def det_rate(variables: int) -> float:
     """CP-SAT deterministic time per nominal second for a model of ``variables`` variables (the fit above)."""
     if variables <= 0:
@@ -63,6 +90,11 @@ class Clock:
         self.deterministic = deterministic
         self.spent = 0.0  # deterministic nominal seconds charged so far
         self.wall_hit = False  # the wall-clock safety net stopped a call (the run may not repeat)
+        # phase -> {"nominal": charged, "cpu": process seconds, "wall": seconds, kind: units of work}
+        self.ledger: dict[str, dict[str, float]] = {}
+        self._phase = "other"
+        self._mark = (0.0, time.process_time(), self.t0)
+        self._call_cpu = 0.0
 
     @classmethod
     def wall(cls) -> Clock:
@@ -80,6 +112,34 @@ class Clock:
         """Count ``seconds`` of deterministic work done outside a solver call (no effect on wall time)."""
         if self.deterministic:
             self.spent += max(0.0, seconds)
+
+    def work(self, kind: str, units: float) -> None:
+        """Charge ``units`` of counted work of ``kind`` (:data:`WORK_COST`), noted in the phase's ledger."""
+        self.charge(WORK_COST[kind] * units)
+        row = self.ledger.setdefault(self._phase, {})
+        row[kind] = row.get(kind, 0.0) + units
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Note in :attr:`ledger` what the steps inside cost, a phase inside another counted apart from
+        it: nominal seconds charged, CPU and wall seconds (what ``benchmarks/calibrate_clock.py`` fits
+        the costs to); never an input to a choice."""
+        outer = self._phase
+        self._close()
+        self._phase = name
+        try:
+            yield
+        finally:
+            self._close()
+            self._phase = outer
+
+    def _close(self) -> None:
+        """Add what the current phase cost since its last mark to its ledger row; mark now."""
+        now = (self.spent, time.process_time(), time.perf_counter())
+        row = self.ledger.setdefault(self._phase, {})
+        for key, value, before in zip(("nominal", "cpu", "wall"), now, self._mark):
+            row[key] = row.get(key, 0.0) + value - before
+        self._mark = now
 
     @property
     def interrupted(self) -> bool:
@@ -126,6 +186,7 @@ class Clock:
         deterministic time (and interleaved workers) by default, the wall time left as the safety net
         either way; none at all once interrupted. CP-SAT's own Ctrl-C handler is off (ours stops the run)."""
         parameters.catch_sigint_signal = False
+        self._call_cpu = time.process_time()
         wall = max(0.01, self.wall_left()) if not self.interrupted else 0.0
         if self.deterministic:
             rate = det_rate(variables) / (OVERSHOOT if workers > 1 else 1)
@@ -139,10 +200,15 @@ class Clock:
     def settle(self, response, seconds: float, variables: int = 0) -> None:  # type: ignore[no-untyped-def]
         """After a CP-SAT call given ``seconds`` on a model of ``variables`` variables: charge its
         deterministic time, note a wall stop."""
+        row = self.ledger.setdefault(self._phase, {})
+        row["solver cpu"] = row.get("solver cpu", 0.0) + time.process_time() - self._call_cpu
+        row["solver det"] = row.get("solver det", 0.0) + response.deterministic_time
+        self.work("call", variables)
         if not self.deterministic:
             return
         used = response.deterministic_time / det_rate(variables)
         self.spent += used
+        row["solver nominal"] = row.get("solver nominal", 0.0) + used
         if self.wall_left() <= 0.01 and used < 0.99 * seconds and not self.interrupted:
             self.wall_hit = True
 
