@@ -53,14 +53,17 @@ GLOP_DET_PER_SECOND = 5.0
 # one core, so about idle wall time) on generated clusters of 40-2,000 nodes by
 # benchmarks/calibrate_clock.py (the data: docs/optimal_trust.md, "How much a unit of built work costs")
 WORK_COST = {
-    "pod": 4.3e-5,  # a pod put in a snapshot, its rules' states or a class (batch, repair, the model's rules)
-    "check": 1.1e-3,  # a pod put through the greedy filters over every node (repairing greedy's placement)
-    "cell": 2e-6,  # a (class, node) pair a filter rule restricts (phase 1 of the model) or groups
-    "term": 5e-6,  # a variable, a constraint or a term of one written to a CP-SAT model through its wrapper
+    "pod": 4.9e-5,  # a pod put in a snapshot, its rules' states or a class (batch, repair, the model's rules)
+    "check": 1.15e-3,  # a pod put through the greedy filters over every node (greedy mode, the repair)
+    "cell": 1e-6,  # a (class, node) pair the filter rules restrict (phase 1 of the model)
+    "edge": 7e-6,  # a (class, node) or (class, class) edge of the graph of independent parts
+    "term": 6e-6,  # a variable, a constraint or a term of one a rule writes to a CP-SAT model through its wrapper
+    "objective term": 3.5e-6,  # the same, written by an objective built when its tier comes (the score)
     "copy": 5e-7,  # one of those copied or read whole (a probe's copy, the search's view of the model)
-    "lp": 6e-7,  # a nonzero or column of the LP relaxation built
-    "lp iteration": 6e-5,  # a simplex iteration of GLOP (a solve that runs out is charged its allotment)
-    "objective": 1e-5,  # a term of an objective a tier writes, evaluates or compares (per tier)
+    "lp": 7e-7,  # a nonzero or column of the LP relaxation built
+    "lp iteration": 2.5e-4,  # a simplex iteration of GLOP
+    "step": 1.2e-7,  # a variable or term of the model a neighbourhood step passes over (drawing its nodes)
+    "tier term": 1.1e-5,  # a term of an objective a tier evaluates, scales, compares or hands over
     "call": CALL_COST,  # a variable of a model handed to CP-SAT (its hint, the copy, the answer read back)
 }
 

@@ -343,6 +343,7 @@ class NodeSearch:
             solver.parameters.num_workers = 1
             solver.parameters.random_seed = int(self.rng.integers(1 << 30))
             clock.charge(STEP_COST + SUB_COST * len(fv))  # building the step's model
+            clock.work("step", n + len(view.var))  # drawing it: passes over every variable and term
             status = interrupt.solve(solver, sub)
             clock.settle(solver.response_proto, seconds, len(fv))
             stats.steps += 1

@@ -29,7 +29,7 @@ from .bound import LevelBound
 from .candidates import choose_candidates
 from .check import Violation, check_answer, check_budgets
 from .classes import Batch, build_batch
-from .clock import Clock
+from .clock import Clock, model_terms
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
@@ -341,7 +341,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     with clock.phase("components"):
         parts = group_components(batch, whole.allowed & (whole.cap > 0), candidates, whole.snapshot, defaults,
                                  max_groups=1 if options.max_moves is not None else 4)
-        clock.work("cell", whole.size() if candidates is None else sum(len(v) for v in candidates.values()))
+        clock.work("edge", whole.size() if candidates is None else sum(len(v) for v in candidates.values()))
     models = _part_models(batch, config, options, whole, parts, candidates, deadline, clock)
     lp_share = LP_SHARE * deadline  # the LP's share of the limit, split among the relaxations built
     lp = _relaxation(whole, clock, lp_share / (2 if len(models) > 1 else 1), deadline)
@@ -472,7 +472,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         with clock.phase("objectives"):
             g.objectives = _objectives(g.model, objective, g.goal_first)
             g.raw_values = variable_values(g.model, raw)
-            clock.work("term", 2 * len(g.model.cp.proto.variables))
+            clock.work("objective term", 2 * len(g.model.cp.proto.variables))
     objectives = g.objectives
     if not placement and _settle_reached(g):
         return
@@ -509,8 +509,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
             try:
                 with clock.phase("objectives"):
                     lin = lin()
-                    g.model.written(mark)
-                    clock.work("term", len(lin.vars))
+                    clock.work("objective term", model_terms(g.model.cp.proto, *mark) + len(lin.vars))
             except BuildTimeout:  # its partial terms are harmless; nothing after it is built
                 g.skipped += [n for n, _, _ in objectives[i:]]
                 break
@@ -521,7 +520,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         # nodes / 0.8: default level 1,197-1,210 against 1,178-1,185). The last level pins nothing more:
         # the level just above may still move, to break ties by disruption (measured no worse at any
         # level). Node neighbourhoods choose for themselves whether a step moves the levels above.
-        clock.work("objective", len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest))
+        clock.work("tier term", len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest))
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
