@@ -205,10 +205,10 @@ class Clock:
         deterministic time, note a wall stop."""
         row = self.ledger.setdefault(self._phase, {})
         row["solver cpu"] = row.get("solver cpu", 0.0) + time.process_time() - self._call_cpu
-        row["solver det"] = row.get("solver det", 0.0) + response.deterministic_time
         self.work("call", variables)
         if not self.deterministic:
             return
+        row["solver det"] = row.get("solver det", 0.0) + response.deterministic_time
         used = response.deterministic_time / det_rate(variables)
         self.spent += used
         row["solver nominal"] = row.get("solver nominal", 0.0) + used
