@@ -4,8 +4,9 @@ Every choice that depends on time (a tier's share of what is left, when a neighb
 whether an objective is built, whether an explanation probe runs) reads :meth:`Clock.now`. By default
 that is *deterministic time*: the sum of CP-SAT's and GLOP's own deterministic work counters (a measure
 of work done, the same on every run of the same model with the same parameters), converted to nominal
-seconds by :func:`det_rate` (a function of the model's size, fitted to measurements), plus fixed charges
-for the steps that are not solver calls. Ctrl-C (:mod:`optisched.interrupt`) makes every deadline past. So the
+seconds by :func:`det_rate` (a function of the model's size, fitted to measurements), plus the work
+counted outside the solvers (pods, checks, model terms written and copied, LP iterations: :meth:`Clock.work`
+at :data:`WORK_COST`, fitted to CPU time), recorded per phase in :attr:`Clock.ledger`. Ctrl-C (:mod:`optisched.interrupt`) makes every deadline past. So the
 same input, options and seed give the same answer whatever the machine's load.
 
 The wall clock only guards the promise: every solver call also gets the wall time left until the limit
