@@ -730,7 +730,8 @@ def _greedy_only(state: ClusterState, config: SchedulerConfig, options: OptimalO
         "kube-scheduler's placement is the answer"
     cert = Certificate("UNKNOWN", [], time.perf_counter() - clock.t0, "greedy", False, [note],
                        interrupted=clock.interrupted)
-    return OptimalResult(state, batch, greedy.snapshot.node_of.copy(), cert, greedy, [], used=clock.now())
+    return OptimalResult(state, batch, greedy.snapshot.node_of.copy(), cert, greedy, [], used=clock.now(),
+                         ledger=clock.ledger)
 
 
 def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions, deadline: float,
