@@ -317,7 +317,7 @@ class _Group:
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
                   hint: np.ndarray, deadline: float, progress: Progress | None,
-                  clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound]:
+                  clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound | None]:
     """The independent parts' models and solvers, each with a complete hint: ``hint`` (greedy's placement
     repaired for batch semantics, or the plain run's answer) or, when ``refused`` (``hint`` is greedy's
     placement repaired, batch semantics having refused some of it), kube-scheduler's placement ``raw``
@@ -520,7 +520,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         # nodes / 0.8: default level 1,197-1,210 against 1,178-1,185). The last level pins nothing more:
         # the level just above may still move, to break ties by disruption (measured no worse at any
         # level). Node neighbourhoods choose for themselves whether a step moves the levels above.
-        clock.work("tier term", len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest))
+        clock.work("tier term", len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
