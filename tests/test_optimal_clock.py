@@ -159,3 +159,17 @@ def test_preempt_optimal_for_one_pod_writes_the_same_json_twice(tmp_path: Path, 
             tier.pop("seconds")
         docs.append(doc)
     assert docs[0] == docs[1]
+
+
+def test_counting_a_models_terms_leaves_every_kind_of_constraint_as_it_was() -> None:
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    a, b, x = m.new_bool_var("a"), m.new_bool_var("b"), m.new_int_var(0, 5, "x")
+    m.add_bool_or([a, b])
+    m.add_at_most_one([a, b])
+    m.add(x + a <= 4).only_enforce_if(b)
+    assert clock.model_terms(m.proto) == 3 + (1 + 0) + (1 + 0) + (1 + 1 + 2)
+    kinds = [(ct.has_bool_or(), ct.has_at_most_one(), ct.has_linear()) for ct in m.proto.constraints]
+    assert kinds == [(True, False, False), (False, True, False), (False, False, True)]
+    assert cp_model.CpSolver().solve(m) in (cp_model.OPTIMAL, cp_model.FEASIBLE)

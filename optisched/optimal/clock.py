@@ -72,10 +72,14 @@ WORK_COST = {
 def model_terms(proto, constraints_since: int = 0, variables_since: int = 0) -> int:  # type: ignore[no-untyped-def]
     """Variables and constraints (each with its linear terms and enforcement literals) of a CP-SAT model
     proto, counted from ``variables_since`` and ``constraints_since`` on: the work of writing them, the
-    same on every run."""
+    same on every run. Read only: no constraint is changed."""
     cts = proto.constraints
-    return len(proto.variables) - variables_since + sum(
-        1 + len(cts[i].linear.vars) + len(cts[i].enforcement_literal) for i in range(constraints_since, len(cts)))
+    total = len(proto.variables) - variables_since
+    for i in range(constraints_since, len(cts)):
+        ct = cts[i]
+        # (reading ``linear`` of another kind of constraint would turn it into an empty linear one)
+        total += 1 + len(ct.enforcement_literal) + (len(ct.linear.vars) if ct.has_linear() else 0)
+    return total
 
 
 def det_rate(variables: int) -> float:
