@@ -677,6 +677,8 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
     phase("building the model")
     with clock.phase("repair"):
         fallback = repair_placement(batch, config, raw, clock=clock)
+    if clock.past(deadline):  # the repair took what was left: no model would be solved
+        return _greedy_only(state, config, options, greedy, clock, batch)
     # the plain answer, when the solver's, passed batch semantics: the hint, so no tier goes below it
     hint = start if start is not None and not np.array_equal(start, raw) else fallback
     try:
