@@ -21,7 +21,7 @@ import numpy as np
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 
 from .. import interrupt
-from .clock import Clock
+from .clock import WORK_COST, Clock
 from .model import BatchModel
 
 __all__ = ["LevelBound", "node_types"]
@@ -42,9 +42,6 @@ def node_types(model: BatchModel) -> np.ndarray:
 # Above this many LP columns per node type (5,000 nodes) the relaxation takes seconds to build: it is
 # built once, without rounding cuts (they doubled its time there and moved no bound).
 LARGE_COLUMNS = 50_000
-# deterministic charge (nominal seconds) per LP nonzero for a solve that finishes (GLOP reports no work
-# count through pywraplp); a solve that runs out is charged its whole allotment
-LP_COST = 2e-6
 
 
 class LevelBound:
@@ -180,9 +177,11 @@ class LevelBound:
         self.solver.SetSolverSpecificParametersAsString(self.clock.glop_parameters(allot))
         with interrupt.stoppable(self.solver.InterruptSolve):
             status = self.solver.Solve()
-        used = min(allot, LP_COST * self.nonzeros)
-        self.clock.charge(used if status == pywraplp.Solver.OPTIMAL else allot)
-        self.seconds -= used if status == pywraplp.Solver.OPTIMAL else allot
+        # charged by its simplex iterations (each a pass over the rows; as many on every run, also when
+        # the deterministic limit stops it)
+        used = WORK_COST["lp iteration"] * self.solver.iterations()
+        self.clock.work("lp iteration", self.solver.iterations())
+        self.seconds -= used
         if status != pywraplp.Solver.OPTIMAL:
             self._ran_out(level)
             return None

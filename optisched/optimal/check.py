@@ -24,7 +24,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 
-__all__ = ["Violation", "check_answer", "check_budgets", "check_in_order", "check_placement"]
+__all__ = ["Violation", "check_answer", "check_budgets", "check_in_order", "check_placement", "checked_rows"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,19 @@ def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.nd
     if only is not None:
         moved &= only
     return _check_rows(frameworks, snap, np.flatnonzero(moved).tolist(), node_of, signature_of)
+
+
+def checked_rows(state: ClusterState, node_of: np.ndarray, signature_of: np.ndarray,
+                 only: np.ndarray | None = None) -> int:
+    """How many pods :func:`check_placement` puts through the greedy filters (one per class and node)."""
+    moved = (node_of >= 0) & (node_of != state.pod_node)
+    if only is not None:
+        moved &= only
+    rows = np.flatnonzero(moved)
+    sig = signature_of[rows]
+    keyed = sig >= 0
+    pairs = sig[keyed].astype(np.int64) * max(1, state.num_nodes) + node_of[rows][keyed]
+    return int(np.count_nonzero(~keyed)) + len(np.unique(pairs))
 
 
 def _check_rows(frameworks: dict[str, Framework], snap: Snapshot, rows: list[int], node_of: np.ndarray,

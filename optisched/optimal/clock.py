@@ -4,8 +4,9 @@ Every choice that depends on time (a tier's share of what is left, when a neighb
 whether an objective is built, whether an explanation probe runs) reads :meth:`Clock.now`. By default
 that is *deterministic time*: the sum of CP-SAT's and GLOP's own deterministic work counters (a measure
 of work done, the same on every run of the same model with the same parameters), converted to nominal
-seconds by :func:`det_rate` (a function of the model's size, fitted to measurements), plus fixed charges
-for the steps that are not solver calls. Ctrl-C (:mod:`optisched.interrupt`) makes every deadline past. So the
+seconds by :func:`det_rate` (a function of the model's size, fitted to measurements), plus the work
+counted outside the solvers (pods, checks, model terms written and copied, LP iterations: :meth:`Clock.work`
+at :data:`WORK_COST`, fitted to CPU time), recorded per phase in :attr:`Clock.ledger`. Ctrl-C (:mod:`optisched.interrupt`) makes every deadline past. So the
 same input, options and seed give the same answer whatever the machine's load.
 
 The wall clock only guards the promise: every solver call also gets the wall time left until the limit
@@ -20,10 +21,12 @@ fixed order, "deterministic independently of num_workers", ortools ``sat_paramet
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from .. import interrupt
 
-__all__ = ["DET_PER_SECOND", "Clock", "det_rate"]
+__all__ = ["DET_PER_SECOND", "WORK_COST", "Clock", "det_rate", "model_terms"]
 
 # CP-SAT deterministic time per nominal second, as a function of the model's size (never measured at run
 # time, so the same model gets the same budget on every machine): RATE_AT_1K · (variables / 1000) ^ −RATE_EXP,
@@ -47,6 +50,38 @@ CALL_COST = 1e-5
 GLOP_DET_PER_SECOND = 5.0
 
 
+# nominal seconds per unit of work counted outside the solvers, fitted to CPU time (time.process_time(),
+# one core, so about idle wall time) on generated clusters of 40-2,000 nodes by
+# benchmarks/calibrate_clock.py (the data: docs/optimal_trust.md, "How much a unit of built work costs")
+WORK_COST = {
+    "pod": 4.9e-5,  # a pod put in a snapshot, its rules' states or a class (batch, repair, the model's rules)
+    "check": 1.15e-3,  # a pod put through the greedy filters over every node (greedy mode, the repair)
+    "cell": 1e-6,  # a (class, node) pair the filter rules restrict (phase 1 of the model)
+    "edge": 7e-6,  # a (class, node) or (class, class) edge of the graph of independent parts
+    "term": 6e-6,  # a variable, a constraint or a term of one a rule writes to a CP-SAT model through its wrapper
+    "objective term": 3.5e-6,  # the same, written by an objective built when its tier comes (the score)
+    "copy": 5e-7,  # one of those copied or read whole (a probe's copy, the search's view of the model)
+    "lp": 7e-7,  # a nonzero or column of the LP relaxation built
+    "lp iteration": 2.5e-4,  # a simplex iteration of GLOP
+    "step": 1.2e-7,  # a variable or term of the model a neighbourhood step passes over (drawing its nodes)
+    "tier term": 1.1e-5,  # a term of an objective a tier evaluates, scales, compares or hands over
+    "call": CALL_COST,  # a variable of a model handed to CP-SAT (its hint, the copy, the answer read back)
+}
+
+
+def model_terms(proto, constraints_since: int = 0, variables_since: int = 0) -> int:  # type: ignore[no-untyped-def]
+    """Variables and constraints (each with its linear terms and enforcement literals) of a CP-SAT model
+    proto, counted from ``variables_since`` and ``constraints_since`` on: the work of writing them, the
+    same on every run. Read only: no constraint is changed."""
+    cts = proto.constraints
+    total = len(proto.variables) - variables_since
+    for i in range(constraints_since, len(cts)):
+        ct = cts[i]
+        # (reading ``linear`` of another kind of constraint would turn it into an empty linear one)
+        total += 1 + len(ct.enforcement_literal) + (len(ct.linear.vars) if ct.has_linear() else 0)
+    return total
+
+
 def det_rate(variables: int) -> float:
     """CP-SAT deterministic time per nominal second for a model of ``variables`` variables (the fit above)."""
     if variables <= 0:
@@ -63,6 +98,11 @@ class Clock:
         self.deterministic = deterministic
         self.spent = 0.0  # deterministic nominal seconds charged so far
         self.wall_hit = False  # the wall-clock safety net stopped a call (the run may not repeat)
+        # phase -> {"nominal": charged, "cpu": process seconds, "wall": seconds, kind: units of work}
+        self.ledger: dict[str, dict[str, float]] = {}
+        self._phase = "other"
+        self._mark = (0.0, time.process_time(), self.t0)
+        self._call_cpu = 0.0
 
     @classmethod
     def wall(cls) -> Clock:
@@ -80,6 +120,34 @@ class Clock:
         """Count ``seconds`` of deterministic work done outside a solver call (no effect on wall time)."""
         if self.deterministic:
             self.spent += max(0.0, seconds)
+
+    def work(self, kind: str, units: float) -> None:
+        """Charge ``units`` of counted work of ``kind`` (:data:`WORK_COST`), noted in the phase's ledger."""
+        self.charge(WORK_COST[kind] * units)
+        row = self.ledger.setdefault(self._phase, {})
+        row[kind] = row.get(kind, 0.0) + units
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Note in :attr:`ledger` what the steps inside cost, a phase inside another counted apart from
+        it: nominal seconds charged, CPU and wall seconds (what ``benchmarks/calibrate_clock.py`` fits
+        the costs to); never an input to a choice."""
+        outer = self._phase
+        self._close()
+        self._phase = name
+        try:
+            yield
+        finally:
+            self._close()
+            self._phase = outer
+
+    def _close(self) -> None:
+        """Add what the current phase cost since its last mark to its ledger row; mark now."""
+        now = (self.spent, time.process_time(), time.perf_counter())
+        row = self.ledger.setdefault(self._phase, {})
+        for key, value, before in zip(("nominal", "cpu", "wall"), now, self._mark):
+            row[key] = row.get(key, 0.0) + value - before
+        self._mark = now
 
     @property
     def interrupted(self) -> bool:
@@ -126,6 +194,7 @@ class Clock:
         deterministic time (and interleaved workers) by default, the wall time left as the safety net
         either way; none at all once interrupted. CP-SAT's own Ctrl-C handler is off (ours stops the run)."""
         parameters.catch_sigint_signal = False
+        self._call_cpu = time.process_time()
         wall = max(0.01, self.wall_left()) if not self.interrupted else 0.0
         if self.deterministic:
             rate = det_rate(variables) / (OVERSHOOT if workers > 1 else 1)
@@ -139,10 +208,15 @@ class Clock:
     def settle(self, response, seconds: float, variables: int = 0) -> None:  # type: ignore[no-untyped-def]
         """After a CP-SAT call given ``seconds`` on a model of ``variables`` variables: charge its
         deterministic time, note a wall stop."""
+        row = self.ledger.setdefault(self._phase, {})
+        row["solver cpu"] = row.get("solver cpu", 0.0) + time.process_time() - self._call_cpu
+        self.work("call", variables)
         if not self.deterministic:
             return
+        row["solver det"] = row.get("solver det", 0.0) + response.deterministic_time
         used = response.deterministic_time / det_rate(variables)
         self.spent += used
+        row["solver nominal"] = row.get("solver nominal", 0.0) + used
         if self.wall_left() <= 0.01 and used < 0.99 * seconds and not self.interrupted:
             self.wall_hit = True
 

@@ -20,7 +20,7 @@ from ..model.state import ClusterState
 from ..preemption.pdb_model import beyond_budgets
 from ..preemption.preemptors import preemptor_priority
 from ..profile import SchedulerConfig
-from .check import check_placement
+from .check import check_placement, checked_rows
 from .classes import Batch
 from .clock import Clock
 from .model import BatchModel
@@ -55,12 +55,14 @@ def fragile(state: ClusterState) -> np.ndarray:
     return out
 
 
-def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray, *, rounds: int = 6) -> np.ndarray:
+def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray, *, rounds: int = 6,
+                     clock: Clock | None = None) -> np.ndarray:
     """A copy of the greedy placement ``node_of`` that batch semantics and the batch preemption rule
     accept: rejected pods unplaced, unjustified victims and voluntary departures beyond a
     PodDisruptionBudget put back. Only :func:`fragile` pods are re-checked until a victim comes back;
     from then on every pod: a returning pod's required anti-affinity (and an arriving pod's against it)
-    reaches over its whole topology domain, a zone as well as its own node."""
+    reaches over its whole topology domain, a zone as well as its own node. Each round's work (a snapshot
+    of every pod, the pods checked) is charged to ``clock``."""
     state = batch.state
     node_of = node_of.copy()
     suspects = fragile(state)
@@ -71,6 +73,9 @@ def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray,
             suspects[:] = True
             changed = True
         bad = check_placement(state, config, node_of, batch.class_of, only=suspects)
+        if clock is not None:
+            clock.work("pod", len(state.pods))
+            clock.work("check", checked_rows(state, node_of, batch.class_of, suspects))
         if bad:
             names = {(v.pod, v.node) for v in bad}
             rejected = {(int(batch.class_of[state.pod_index[pod]]), state.node_index[node]) for pod, node in names}
@@ -85,6 +90,7 @@ def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray,
 
 def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float, clock: Clock) -> list[int] | None:
     """The model's other variables completed for ``values`` as they are (presolve fixes them), or None."""
+    clock.work("copy", model.terms + len(values))  # the copy and its hint
     probe = model.cp.clone()
     probe.clear_objective()
     probe.clear_hints()
@@ -110,11 +116,6 @@ def accepts(model: BatchModel, values: dict[int, int], clock: Clock | None = Non
     return _fixed_probe(model, values, seconds, clock if clock is not None else Clock.wall())
 
 
-# deterministic charge (nominal seconds) per variable for building the repair probe (copying the model and
-# adding a literal and a constraint per variable: 8-12 µs each measured on generated clusters, idle machine)
-REPAIR_COST = 1.2e-5
-
-
 def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None = None, *, rounds: int = 8,
                 seconds: float = 5.0) -> list[int] | None:
     """A complete solution of ``model`` (a value per variable, proto order) that keeps as many of the
@@ -133,7 +134,7 @@ def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None =
     if full is not None:
         return full
     probe, order, first, base = _assumption_probe(model, values, safe)
-    clock.charge(REPAIR_COST * len(probe.proto.variables))
+    clock.work("copy", model.terms + 4 * len(safe))  # the copy, a literal and a constraint per variable
     for _ in range(rounds):
         if clock.now() >= until or not clock.affords(len(probe.proto.variables)):
             return None
@@ -212,9 +213,12 @@ def accept_reached(model: BatchModel, values: dict[int, int], clock: Clock,
     lifted = -reached.Index() - 1  # the negated literal, in proto terms
     for ct in proto.constraints:
         ct.enforcement_literal.append(lifted)
+    mark = len(proto.constraints), len(proto.variables)
     for cv in model.vars:
         for v in cv.arr_vars + cv.keep_vars:
             model.cp.add(v == values.get(v.Index(), 0)).only_enforce_if(reached)
+    clock.work("copy", len(proto.constraints))
+    model.written(mark)
     full = _fixed_probe(model, {**values, reached.Index(): 1}, seconds, clock)
     return None if full is None else (full, reached)
 

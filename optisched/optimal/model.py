@@ -31,14 +31,14 @@ from ..greedy.framework_runner import Framework
 from ..model.snapshot import Snapshot
 from ..profile import SchedulerConfig
 from .classes import Batch, PodClass
-from .clock import Clock
+from .clock import Clock, model_terms
 from .order import ArrivalOrder
 
 __all__ = ["BatchModel", "BuildTimeout", "ClassVars"]
 
 
 class BuildTimeout(Exception):
-    """An objective's terms could not be built before the model's ``deadline``."""
+    """The model, or an objective's terms, could not be built before the model's ``deadline``."""
 
 
 @dataclass
@@ -64,8 +64,13 @@ class BatchModel:
     def __init__(self, batch: Batch, config: SchedulerConfig, *,
                  candidates: dict[int, np.ndarray] | None = None, build: bool = True,
                  domains: tuple[np.ndarray, np.ndarray, dict] | None = None, replace_running: bool = True,
-                 arrival_order: bool = False) -> None:
+                 arrival_order: bool = False, clock: Clock | None = None, deadline: float | None = None) -> None:
         self.batch = batch
+        # building stops (BuildTimeout) between rules once ``deadline`` (a ``clock`` value, else a
+        # ``time.perf_counter()`` one) has passed; each rule's work is charged to ``clock`` as it is written
+        self.deadline = deadline
+        self.clock = clock
+        self.terms = 0  # variables, constraints and terms written so far (clock.model_terms)
         self.arrival_order = arrival_order  # also admit placements some queue order reaches (.order)
         self.replace_running = replace_running  # running pods that leave may arrive elsewhere (else: evicted)
         self.state = state = batch.state
@@ -102,25 +107,38 @@ class BatchModel:
             rule = fw.filter_rules[name]
             self.fidelity[name] = rule.filter_fidelity
             if domains is None:
+                self.check_time()
                 self._rule = name
                 rule.restrict(self, classes)
         self._rule = ""
         self.vars: list[ClassVars] = []
         self.restricted = False  # some class lost allowed nodes to a candidate list
-        self.deadline: float | None = None  # long objective builds stop here (BuildTimeout)
-        self.clock: Clock | None = None  # what ``deadline`` is measured by (None: the wall clock)
         if build:
             self.build(candidates)
 
     def build(self, candidates: dict[int, np.ndarray] | None = None) -> None:
         """Phases 2 and 3: variables on the allowed (and, when given, candidate) nodes, then the rules."""
         self.restricted = bool(candidates)
+        self.check_time()
         self.vars = [self._make_vars(c, candidates) for c in self.classes]
         self.order = ArrivalOrder.plan(self) if self.arrival_order else ArrivalOrder(self, [])
+        mark = self.written((0, 0))
         for name, fw, classes in self._rule_groups():
+            self.check_time()
             fw.filter_rules[name].encode_filter(self, classes)
+            mark = self.written(mark)
         self.placed = [self._placed(c) for c in self.classes]
+        self.written(mark)
 
+    def written(self, since: tuple[int, int]) -> tuple[int, int]:
+        """Count the variables and constraints written since ``since`` (a mark: constraints, variables)
+        into :attr:`terms`, charge them to the clock, and return the mark of now."""
+        proto = self.cp.proto
+        units = model_terms(proto, *since)
+        self.terms += units
+        if self.clock is not None:
+            self.clock.work("term", units)
+        return len(proto.constraints), len(proto.variables)
     def check_time(self) -> None:
         """Raise :class:`BuildTimeout` once ``deadline`` (a :attr:`clock` value, else a
         ``time.perf_counter()`` one) has passed."""

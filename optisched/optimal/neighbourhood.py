@@ -55,8 +55,9 @@ class LinearView:
     (a variable index, or ``-index - 1`` for its negation). :meth:`extend` reads the constraints added
     since (a tier fixing its objective adds one)."""
 
-    def __init__(self, cp: cp_model.CpModel) -> None:
+    def __init__(self, cp: cp_model.CpModel, clock: Clock | None = None) -> None:
         self.cp = cp
+        self.clock = clock  # charged for each reading of the model
         self.rows = 0
         self._cols: list[int] = []
         self._coefs: list[int] = []
@@ -91,6 +92,8 @@ class LinearView:
         proto = self._read()
         self.var_domains = [list(v.domain) for v in proto.variables]
         total = len(proto.constraints)
+        if self.clock is not None:  # the whole model read again, the rows added since parsed
+            self.clock.work("copy", len(proto.variables) + len(self._cols) + total)
         if total == self.rows:
             return
         for ct in proto.constraints[self.rows:]:
@@ -240,7 +243,7 @@ class NodeSearch:
     def __init__(self, model: BatchModel, seed: int, clock: Clock | None = None) -> None:
         self.model = model
         self.clock = clock if clock is not None else Clock.wall()
-        self.view = LinearView(model.cp)
+        self.view = LinearView(model.cp, self.clock)
         self.rng = np.random.default_rng(seed)
         idx, node, rep, prio = [], [], [], []
         for c in model.classes:
@@ -340,6 +343,7 @@ class NodeSearch:
             solver.parameters.num_workers = 1
             solver.parameters.random_seed = int(self.rng.integers(1 << 30))
             clock.charge(STEP_COST + SUB_COST * len(fv))  # building the step's model
+            clock.work("step", n + len(view.var))  # drawing it: passes over every variable and term
             status = interrupt.solve(solver, sub)
             clock.settle(solver.response_proto, seconds, len(fv))
             stats.steps += 1

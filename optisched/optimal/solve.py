@@ -29,7 +29,7 @@ from .bound import LevelBound
 from .candidates import choose_candidates
 from .check import Violation, check_answer, check_budgets
 from .classes import Batch, build_batch
-from .clock import Clock
+from .clock import Clock, model_terms
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
@@ -53,16 +53,12 @@ __all__ = ["Certificate", "OptimalOptions", "OptimalResult", "parse_weights", "s
 LNS_PARAMS = {"use_lns_only": True, "lns_initial_difficulty": 0.02}
 # without a complete hint a full-problem worker (without the LP) looks for the first solution beside LNS
 LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
-# deterministic charge (nominal seconds) per variable an objective's build adds (25-40 µs measured)
-BUILD_COST = 3e-5
-# deterministic charge per variable and constraint of a part's model (building it, its eviction rules and
-# LP: 40-60 µs per variable on generated clusters of 100-400 nodes, 1-2 constraints per 3 variables)
-MODEL_COST = 3e-5
 STOP_AFTER = ("placed",)
 # the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
 LP_SHARE = 0.1
 INTERRUPTED = "interrupted (Ctrl-C): the best answer found before it, not the end of the search"
 NOT_ATTEMPTED = "not attempted: the run was interrupted first"
+NO_LP = "no LP bound: the time limit had passed before it was built; the bounds shown are the levels' pod counts"
 
 
 @dataclass(frozen=True)
@@ -117,6 +113,7 @@ class OptimalResult:
     explanations: list[Explanation] = field(default_factory=list)
     used: float = 0.0  # nominal seconds of the run's clock (deterministic work by default) spent
     order: list[np.ndarray] = field(default_factory=list)  # pod rows per class in the arrival order relied on
+    ledger: dict[str, dict[str, float]] = field(default_factory=dict)  # per phase: work counted, CPU (.clock)
 
     def placements(self) -> dict[str, str | None]:
         names = self.state.node_names
@@ -320,13 +317,17 @@ class _Group:
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
                   hint: np.ndarray, deadline: float, progress: Progress | None,
-                  clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound]:
+                  clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound | None]:
     """The independent parts' models and solvers, each with a complete hint: ``hint`` (greedy's placement
     repaired for batch semantics, or the plain run's answer) or, when ``refused`` (``hint`` is greedy's
     placement repaired, batch semantics having refused some of it), kube-scheduler's placement ``raw``
     itself: as one more solution (:func:`.hint.accept_reached`), or under LNS when the model takes it as it
     is (an arrival order admits it, :mod:`.order`)."""
-    whole = BatchModel(batch, config, build=False, arrival_order=options.arrival_order)
+    with clock.phase("restrict"):
+        whole = BatchModel(batch, config, build=False, arrival_order=options.arrival_order, clock=clock,
+                           deadline=deadline)
+        clock.work("pod", len(batch.state.pods))
+        clock.work("cell", len(batch.classes) * batch.state.num_nodes)
     candidates = None
     if whole.size() > options.max_variables:
         per_class = max(8, options.max_variables // max(1, len(batch.classes)))
@@ -337,59 +338,104 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     profile = config.profiles[0]
     spread = getattr(profile, "spread", None)
     defaults = spread.effective_default_constraints if spread is not None else ()
-    parts = group_components(batch, whole.allowed & (whole.cap > 0), candidates, whole.snapshot, defaults,
-                             max_groups=1 if options.max_moves is not None else 4)
-    if len(parts) <= 1:
-        whole.build(candidates)
-        models = [(batch, whole)]
-    else:
-        models = []
-        for part in parts:
-            sub, _ = sub_batch(batch, part)
-            local = {ci: k for k, ci in enumerate(part)}
-            forbidden = {(local[ci], rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in local}
-            m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden),
-                           arrival_order=options.arrival_order)
-            m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
-            models.append((sub, m))
+    with clock.phase("components"):
+        parts = group_components(batch, whole.allowed & (whole.cap > 0), candidates, whole.snapshot, defaults,
+                                 max_groups=1 if options.max_moves is not None else 4)
+        clock.work("edge", whole.size() if candidates is None else sum(len(v) for v in candidates.values()))
+    models = _part_models(batch, config, options, whole, parts, candidates, deadline, clock)
     lp_share = LP_SHARE * deadline  # the LP's share of the limit, split among the relaxations built
-    lp = LevelBound(whole, clock=clock, seconds=lp_share / (2 if len(models) > 1 else 1))
+    lp = _relaxation(whole, clock, lp_share / (2 if len(models) > 1 else 1), deadline)
     # each LNS part's own LP (its placement tiers stop at it: a closed level that ran its whole share
     # would starve the parts solved after it), unless the relaxation is large enough that building it
     # again per part costs seconds the search needs more
     groups = []
     for sub, m in models:
-        encode_eviction_rules(m, budgets=not options.staged)
-        if options.max_moves is not None:
-            encode_move_cap(m, options.max_moves)
+        if clock.past(deadline):  # no tier would solve it: kube-scheduler's placement is the answer
+            raise BuildTimeout
+        with clock.phase("eviction rules"):
+            mark = len(m.cp.proto.constraints), len(m.cp.proto.variables)
+            encode_eviction_rules(m, budgets=not options.staged)
+            if options.max_moves is not None:
+                encode_move_cap(m, options.max_moves)
+            m.written(mark)
         m.clock = clock
-        clock.charge(MODEL_COST * (len(m.cp.proto.variables) + len(m.cp.proto.constraints)))
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
         lns = m.restricted and not solver.presolve
-        seconds = max(0.5, 0.1 * (deadline - clock.now()))
-        reached, raw_start = None, not refused
-        # kube-scheduler's placement where batch semantics refuses it: a solution of its own (not under
-        # LNS, whose steps need the constraints as they are); else the repaired copy (under LNS only when
-        # the model takes it as it is: an arrival order admits it, .order). Neither once the limit has
-        # passed (no tier will solve: kube-scheduler's placement is the answer)
-        affords = clock.affords(len(m.cp.proto.variables))
-        found = None if not refused or not affords else \
+        reached, raw_start = _start(m, solver, raw, hint, refused, lns, deadline, clock)
+        if lns:
+            solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
+        with clock.phase("copies"):
+            # (used only while the model is all linear: NodeSearch.ready says, tier by tier)
+            search = NodeSearch(m, options.seed, clock) \
+                if lns and solver.full is not None and options.node_search else None
+            base = m.cp.clone()
+            clock.work("copy", (2 if search is not None else 1) * m.terms)
+        part_lp = _relaxation(m, clock, lp_share / (2 * len(models)), deadline) if lns and lp is not None \
+            and not lp.large else None
+        groups.append(_Group(sub, m, solver, base, reached=reached, cp_valid=not m.restricted, lp=part_lp, lns=lns,
+                             search=search, goal_first=options.goal_first, raw_start=raw_start))
+    return groups, lp
+
+
+def _part_models(batch: Batch, config: SchedulerConfig, options: OptimalOptions, whole: BatchModel,
+                 parts: list[list[int]], candidates: dict[int, np.ndarray] | None, deadline: float,
+                 clock: Clock) -> list[tuple[Batch, BatchModel]]:
+    """The model of each part (the whole batch's when it is one), each rule's work charged as it is
+    written; building stops (:class:`.model.BuildTimeout`) once the limit has passed."""
+    with clock.phase("model"):
+        if len(parts) <= 1:
+            whole.build(candidates)
+            models = [(batch, whole)]
+        else:
+            models = []
+            for part in parts:
+                sub, _ = sub_batch(batch, part)
+                local = {ci: k for k, ci in enumerate(part)}
+                forbidden = {(local[ci], rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in local}
+                m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden),
+                               arrival_order=options.arrival_order, clock=clock, deadline=deadline)
+                clock.work("pod", len(sub.state.pods))
+                m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
+                models.append((sub, m))
+    for _, m in models:
+        m.deadline = None  # (objectives built later set their own)
+    return models
+
+
+def _relaxation(model: BatchModel, clock: Clock, seconds: float, deadline: float) -> LevelBound | None:
+    """The LP bound of ``model`` with ``seconds`` of the limit for its solves; None (an optional part)
+    once the limit has passed (the certificate's bounds are then the levels' sizes or CP-SAT's own)."""
+    if clock.past(deadline):
+        return None
+    with clock.phase("lp"):
+        lp = LevelBound(model, clock=clock, seconds=seconds)
+        clock.work("lp", lp.nonzeros + lp.columns)
+    return lp
+
+
+def _start(m: BatchModel, solver: TierSolver, raw: np.ndarray, hint: np.ndarray, refused: bool, lns: bool,
+           deadline: float, clock: Clock) -> tuple[cp_model.IntVar | None, bool]:
+    """The solver's complete starting solution (``solver.full``) and how it was found: (the literal of
+    kube-scheduler's own placement, or None; whether the start is that placement).
+
+    kube-scheduler's placement where batch semantics refuses it: a solution of its own (not under LNS,
+    whose steps need the constraints as they are); else the repaired copy (under LNS only when the model
+    takes it as it is: an arrival order admits it, .order). Neither once the limit has passed (no tier
+    will solve: kube-scheduler's placement is the answer)."""
+    seconds = max(0.5, 0.1 * (deadline - clock.now()))
+    reached, raw_start = None, not refused
+    if clock.past(deadline) or not clock.affords(len(m.cp.proto.variables)):
+        return reached, raw_start
+    with clock.phase("hint"):
+        found = None if not refused else \
             accept_reached(m, variable_values(m, raw), clock, seconds) if not lns \
             else _as_is(accepts(m, variable_values(m, raw), clock, seconds))
         if found is not None:
             (solver.full, reached), raw_start = found, True
-        elif affords:
+        else:
             solver.full = repair_hint(m, variable_values(m, hint), clock, seconds=seconds)
-        if lns:
-            solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
-        # (used only while the model is all linear: NodeSearch.ready says, tier by tier)
-        search = NodeSearch(m, options.seed, clock) if lns and solver.full is not None and options.node_search else None
-        groups.append(_Group(sub, m, solver, m.cp.clone(), reached=reached, cp_valid=not m.restricted,
-                             lp=LevelBound(m, clock=clock, seconds=lp_share / (2 * len(models)))
-                             if lns and not lp.large else None, lns=lns, search=search, goal_first=options.goal_first,
-                             raw_start=raw_start))
-    return groups, lp
+    return reached, raw_start
 
 
 def _order_blocks(g: _Group) -> list[np.ndarray]:
@@ -423,8 +469,10 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
             g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
     caps = _level_caps(g.batch)
     if g.objectives is None:
-        g.objectives = _objectives(g.model, objective, g.goal_first)
-        g.raw_values = variable_values(g.model, raw)
+        with clock.phase("objectives"):
+            g.objectives = _objectives(g.model, objective, g.goal_first)
+            g.raw_values = variable_values(g.model, raw)
+            clock.work("objective term", 2 * len(g.model.cp.proto.variables))
     objectives = g.objectives
     if not placement and _settle_reached(g):
         return
@@ -457,10 +505,11 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
                 g.skipped.append(name)  # no time to build it: the tier is left out of the certificate
                 continue
             g.model.deadline = clock.now() + 0.6 * left  # the rest solves it
-            built = len(g.model.cp.proto.variables)
+            mark = len(g.model.cp.proto.constraints), len(g.model.cp.proto.variables)
             try:
-                lin = lin()
-                clock.charge(BUILD_COST * (len(g.model.cp.proto.variables) - built + len(lin.vars)))
+                with clock.phase("objectives"):
+                    lin = lin()
+                    clock.work("objective term", model_terms(g.model.cp.proto, *mark) + len(lin.vars))
             except BuildTimeout:  # its partial terms are harmless; nothing after it is built
                 g.skipped += [n for n, _, _ in objectives[i:]]
                 break
@@ -471,6 +520,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         # nodes / 0.8: default level 1,197-1,210 against 1,178-1,185). The last level pins nothing more:
         # the level just above may still move, to break ties by disruption (measured no worse at any
         # level). Node neighbourhoods choose for themselves whether a step moves the levels above.
+        clock.work("tier term", len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
@@ -531,7 +581,7 @@ def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: in
         x, level, lin, tuple(later), budget, cap, report)[0])
 
 
-def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Tier]:
+def _combine(groups: list[_Group], levels: list[int], lp: LevelBound | None) -> list[Tier]:
     """The batch's tiers: sums over the groups, bounded by the LP relaxation of the whole batch."""
     names = [f"placed[priority={lv}]" for lv in levels]
     names += [n for g in groups for t in g.tiers for n in [t.name] if n not in names]
@@ -551,10 +601,11 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound) -> list[Ti
                     "SURROGATE" if any(t.fidelity == "SURROGATE" for t in parts) else parts[0].fidelity)
         if name.startswith("placed["):
             level = int(name[len("placed[priority="):-1])
-            relaxed = lp.bound(level)
+            relaxed = lp.bound(level) if lp is not None else None
             if relaxed is not None:
                 tier.bound = max(tier.objective, min(tier.bound, relaxed) if valid else relaxed)
-            lp.fix(level, tier.objective)
+            if lp is not None:
+                lp.fix(level, tier.objective)
             if tier.objective == tier.bound:
                 tier.status = "OPTIMAL"
             elif tier.status == "OPTIMAL":  # optimal for a model restricted to candidate nodes only
@@ -610,34 +661,50 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
 
     phase("greedy placement (the hint)")
     if greedy is None:
-        greedy = GreedyScheduler(state, config, GreedyOptions(record=False, interruptible=True)).run()
+        with clock.phase("greedy"):
+            greedy = GreedyScheduler(state, config, GreedyOptions(record=False, interruptible=True)).run()
+            clock.work("check", len(state.pending))
     if clock.interrupted:
         return _greedy_only(state, config, options, greedy, clock)
     raw = greedy.snapshot.node_of.copy()
     start = _plain_first(state, config, options, progress, greedy, clock)
-    batch = build_batch(state, config, movable=options.movable, preemption=options.preemption, policy=options.eviction)
+    with clock.phase("batch"):
+        batch = build_batch(state, config, movable=options.movable, preemption=options.preemption,
+                            policy=options.eviction)
+        clock.work("pod", len(state.pods))
     if not clock.wall_allows(0.0):  # the greedy hint (or the plain pass) took the whole limit, or Ctrl-C
         return _greedy_only(state, config, options, greedy, clock, batch)
     phase("building the model")
-    fallback = repair_placement(batch, config, raw)
+    with clock.phase("repair"):
+        fallback = repair_placement(batch, config, raw, clock=clock)
+    if clock.past(deadline):  # the repair took what was left: no model would be solved
+        return _greedy_only(state, config, options, greedy, clock, batch)
     # the plain answer, when the solver's, passed batch semantics: the hint, so no tier goes below it
     hint = start if start is not None and not np.array_equal(start, raw) else fallback
-    groups, lp = _build_groups(batch, config, options, raw, hint, deadline, progress, clock,
-                               refused=hint is fallback and bool((fallback != raw).any()))
-    _solve_tiers(groups, raw, options, deadline, clock)
+    try:
+        groups, lp = _build_groups(batch, config, options, raw, hint, deadline, progress, clock,
+                                   refused=hint is fallback and bool((fallback != raw).any()))
+    except BuildTimeout:  # the limit passed while the placement model was built: nothing to solve
+        return _greedy_only(state, config, options, greedy, clock, batch)
+    with clock.phase("tiers"):
+        _solve_tiers(groups, raw, options, deadline, clock)
     clock.limit = (deadline + end) / 2  # the whole batch's LP may use half the reserve
-    tiers = _combine(groups, batch.levels, lp)
-    result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, clock.t0, phase,
-                     bool(options.weights), options.goal_first, options.staged)
+    with clock.phase("lp solves"):
+        tiers = _combine(groups, batch.levels, lp)
+    with clock.phase("check"):
+        result = _answer(state, config, batch, groups, tiers, greedy, fallback, raw, clock.t0, phase,
+                         bool(options.weights), options.goal_first, options.staged)
     result.certificate.notes += kept_notes(state, batch.kept, batch.class_of >= 0)
     phase("explaining pods left pending")
     clock.limit = end - max(0.1, 0.02 * options.time_limit)
-    for g in groups if explain and not clock.interrupted else []:
-        # the probes stop short of the limit: handing a large model to CP-SAT takes time its own
-        # limit does not count (5,000 nodes: runs ended up to 1 s late without this margin)
-        result.explanations += explain_unplaced(g.model, result.node_of, tiers, g.base,
-                                                end - max(0.1, 0.02 * options.time_limit), clock)
-    result.certificate.notes += list(dict.fromkeys(lp.notes + [n for g in groups if g.lp for n in g.lp.notes]))
+    with clock.phase("explain"):
+        for g in groups if explain and not clock.interrupted else []:
+            # the probes stop short of the limit: handing a large model to CP-SAT takes time its own
+            # limit does not count (5,000 nodes: runs ended up to 1 s late without this margin)
+            result.explanations += explain_unplaced(g.model, result.node_of, tiers, g.base,
+                                                    end - max(0.1, 0.02 * options.time_limit), clock)
+    lp_notes = lp.notes if lp is not None else [NO_LP]
+    result.certificate.notes += list(dict.fromkeys(lp_notes + [n for g in groups if g.lp for n in g.lp.notes]))
     if clock.wall_hit:
         result.certificate.notes.append("the wall-clock limit stopped the search before its deterministic "
                                         "budget: this answer may differ from another run's")
@@ -646,6 +713,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
         result.certificate.notes.append(INTERRUPTED)
     result.certificate.seconds = time.perf_counter() - clock.t0
     result.used = clock.now()
+    result.ledger = clock.ledger
     return result
 
 
@@ -658,10 +726,14 @@ def _greedy_only(state: ClusterState, config: SchedulerConfig, options: OptimalO
         batch = build_batch(state, config, movable=options.movable, preemption=options.preemption,
                             policy=options.eviction)
     note = INTERRUPTED + " (before the model was built)" if clock.interrupted else \
-        "the wall-clock limit had passed before the model was built: kube-scheduler's placement is the answer"
+        "the wall-clock limit had passed before the model was built: kube-scheduler's placement is the answer" \
+        if clock.wall_hit or not clock.deterministic else \
+        "the time limit was used up before the model was built (its work counted, docs/optimal_trust.md): " \
+        "kube-scheduler's placement is the answer"
     cert = Certificate("UNKNOWN", [], time.perf_counter() - clock.t0, "greedy", False, [note],
                        interrupted=clock.interrupted)
-    return OptimalResult(state, batch, greedy.snapshot.node_of.copy(), cert, greedy, [], used=clock.now())
+    return OptimalResult(state, batch, greedy.snapshot.node_of.copy(), cert, greedy, [], used=clock.now(),
+                         ledger=clock.ledger)
 
 
 def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions, deadline: float,

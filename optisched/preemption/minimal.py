@@ -51,7 +51,7 @@ from ..optimal.classes import Batch, PodClass, build_batch
 from ..optimal.clock import Clock
 from ..optimal.decode import decode, variable_values
 from ..optimal.hint import repair_hint
-from ..optimal.model import BatchModel
+from ..optimal.model import BatchModel, BuildTimeout
 from ..optimal.tiers import Linear, Progress, Tier, TierSolver
 from ..profile import SchedulerConfig
 from .batch import encode_eviction_rules
@@ -335,6 +335,8 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
     state = single_pod_state(state, pod)  # from here on: the bound pods and this one
     row = state.pod_index[pod]
     candidates, rule = _greedy(state, config, row, out)
+    clock.work("pod", 2 * len(state.pods))  # the cluster compiled, kube-scheduler's cycle and dry run
+    clock.work("check", 1)
     if out.greedy_node is not None and not out.greedy_victims:
         out.node, out.key, out.status = out.greedy_node, out.greedy_key, "OPTIMAL"
         out.message = f"fits on {out.node} without preemption"
@@ -399,15 +401,23 @@ def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.
     """The tiers on the model where the pod may only land on ``nodes``, until the ``clock``'s limit; fills
     ``out``. None: stop (nothing to place); False: no victim set on these nodes; True: an answer."""
     batch = build_batch(state, config, only=[row], running_on=None if cross_node else nodes)
+    clock.work("pod", len(state.pods))
     if not batch.classes:
         out.status, out.message = "SKIPPED", next(iter(batch.skipped.values()), "not scheduled by any profile")
         return None
-    model = BatchModel(batch, config, build=False, replace_running=False)
-    pc = next(c for c in batch.classes if c.pending)
-    model.forbid(pc, ~nodes)
-    model.build()
+    try:  # each rule's work charged to the clock as it is written; none past the limit
+        model = BatchModel(batch, config, build=False, replace_running=False, clock=clock, deadline=clock.limit)
+        pc = next(c for c in batch.classes if c.pending)
+        model.forbid(pc, ~nodes)
+        model.build()
+    except BuildTimeout:
+        _as_kube(out, "the time limit passed while the model was built")
+        return False
+    model.deadline = None
     if not cross_node:
+        mark = len(model.cp.proto.constraints), len(model.cp.proto.variables)
         encode_eviction_rules(model)
+        model.written(mark)
     objectives = _tiers(model, batch, ledger)
     solver = TierSolver(model.cp, workers=workers, seed=seed, deadline=clock.limit, progress=progress, clock=clock)
     solver.params = dict(PARAMS)
@@ -454,6 +464,17 @@ def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.
     elif not gone:
         out.message = f"fits on {out.node} without preemption"
     return True
+
+
+def _as_kube(out: MinimalPreemption, why: str) -> None:
+    """No model answer (``why``): kube-scheduler's own, when it has one and nothing better was found."""
+    if out.key is not None:
+        return
+    if out.greedy_key is None or out.greedy_violations:
+        out.status, out.message = "UNKNOWN", f"no answer within the time limit ({why})"
+        return
+    out.node, out.victims, out.key = out.greedy_node, out.greedy_victims, out.greedy_key
+    out.status, out.message = "FEASIBLE", f"kube-scheduler's answer: {why}"
 
 
 def _done(out: MinimalPreemption, t0: float) -> MinimalPreemption:
