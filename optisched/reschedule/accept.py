@@ -1,0 +1,80 @@
+"""Whether a replacement may keep a landing elsewhere than its target: every goal must still hold there.
+
+The staging's *accept* step (:mod:`.waves`) keeps kube-scheduler's landing when it differs from the
+target, instead of re-planning, only when the goals the plan is for are not given up at the landing
+node. kube-scheduler's filters already passed there (the replay placed it), so what is checked is what
+the filters do not see, per goal:
+
+* ``consolidate``: not a node the plan empties or leaves empty (it would be in use again);
+* ``repair``: neither the replacement nor a pod on the landing node breaks a repaired rule
+  (:mod:`.violations`: the repaired filters checked for each pod as arriving last, the descheduler's
+  RemovePodsViolatingInterPodAntiAffinity and RemoveDuplicates predicates; with ``--soft`` the
+  preferences) that it did not break before the wave;
+* ``balance``: with target thresholds, the landing node stays at or below them (LowNodeUtilization moves
+  pods off over-utilized nodes, never onto one, kubernetes-sigs/descheduler v0.34.0
+  ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``); without, its utilization stays at
+  or below the most utilized node's in the target;
+* ``fit-pending``: not a node the target puts a pod that is still pending on (the room is planned for it).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..descheduler.utilization import above_any
+from ..model.state import ClusterState
+from ..profile import SchedulerConfig
+from .goals import Goal
+from .violations import violating_among
+from .waves import Accept
+
+__all__ = ["landing_check"]
+
+
+def _node_util(state: ClusterState, node_of: np.ndarray, resources: list[str]) -> np.ndarray:
+    """float [N, R]: requests of the pods ``node_of`` puts on each node over its allocatable."""
+    cols = [state.resource_col(r) for r in resources]
+    req = np.zeros((state.num_nodes, len(cols)), dtype=np.float64)
+    rows = np.flatnonzero(node_of >= 0)
+    np.add.at(req, node_of[rows], state.pod_requests[rows][:, cols])
+    alloc = state.allocatable[:, cols].astype(float)
+    return np.divide(req, alloc, out=np.zeros_like(req), where=alloc > 0)
+
+
+def _repaired(state: ClusterState, config: SchedulerConfig, counted: np.ndarray, soft: bool):  # type: ignore[no-untyped-def]
+    def check(p: int, node: int, before: np.ndarray, after: np.ndarray) -> str | None:
+        here = after == node
+        now = violating_among(state, config, after, here, counted, soft)
+        was = violating_among(state, config, before, here, counted, soft)
+        new = {q: r for q, r in now.items() if q == p or was.get(q) != r}
+        if not new:
+            return None
+        q, rule = next(iter(sorted(new.items())))
+        who = "it" if q == p else state.pods[q].key
+        return f"lands on {state.node_names[node]}, where {who} would break {rule}"
+    return check
+
+
+def landing_check(state: ClusterState, config: SchedulerConfig, goals: list[Goal], target: np.ndarray,
+                  counted: np.ndarray, soft: bool = False,
+                  targets: dict[str, int] | None = None) -> Accept:
+    """The check the staging calls for a landing elsewhere than the target (see the module docstring):
+    (pod row, landing node row, placement before the wave, predicted placement after it) -> why the
+    landing is refused, or None. ``emptied`` nodes are refused by the staging itself."""
+    names = state.node_names
+    repaired = _repaired(state, config, counted, soft) if Goal.REPAIR in goals else None
+    resources = [r for r in ("cpu", "memory") if r in state.resources]
+    ceiling = _node_util(state, target, resources).max() if resources else 0.0
+    awaited = {int(target[p]) for p in np.flatnonzero((state.pod_node < 0) & (target >= 0)).tolist()}
+
+    def check(p: int, node: int, before: np.ndarray, after: np.ndarray) -> str | None:
+        if Goal.FIT_PENDING in goals and node in awaited and any(
+                after[q] < 0 for q in np.flatnonzero((state.pod_node < 0) & (target == node)).tolist()):
+            return f"lands on {names[node]}, where the plan makes room for a pending pod"
+        if Goal.BALANCE in goals and targets:
+            pct = 100.0 * _node_util(state, after, list(targets))
+            if above_any(pct, np.array(list(targets.values()), dtype=float))[node]:
+                return f"lands on {names[node]}, which it puts over the target thresholds"
+        elif Goal.BALANCE in goals and resources and _node_util(state, after, resources)[node].max() > ceiling + 1e-9:
+            return f"lands on {names[node]}, more utilized than any node of the target"
+        return repaired(p, node, before, after) if repaired is not None else None
+    return check
