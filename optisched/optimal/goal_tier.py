@@ -51,7 +51,9 @@ def prepare_goal(model: BatchModel, solver: TierSolver, name: str, lin: Linear, 
         placed = {int(t.name[len(PLACED):-1]): t.objective for t in tiers if t.name.startswith(PLACED)}
         floor = pack_floor(model, placed)
     if start is not None and clock.affords(len(model.cp.proto.variables)):
-        seconds = max(0.5, 0.1 * (solver.deadline - clock.now()))
+        # a quarter of the tier's time: fixing a large model at the start (presolve, LP) takes seconds,
+        # and a start found is worth more than what the search does in that time from the cluster as is
+        seconds = max(0.5, 0.25 * (solver.deadline - clock.now()))
         full = repair_hint(model, variable_values(model, within(model, start)), clock, seconds=seconds)
         if full is not None:
             solver.offer(full, lin, sense)
