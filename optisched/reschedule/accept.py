@@ -6,10 +6,10 @@ node. kube-scheduler's filters already passed there (the replay placed it), so w
 the filters do not see, per goal:
 
 * ``consolidate``: not a node the plan empties or leaves empty (it would be in use again);
-* ``repair``: neither the replacement nor a pod on the landing node breaks a repaired rule
-  (:mod:`.violations`: the repaired filters checked for each pod as arriving last, the descheduler's
-  RemovePodsViolatingInterPodAntiAffinity and RemoveDuplicates predicates; with ``--soft`` the
-  preferences) that it did not break before the wave;
+* ``repair``: the replacement is no duplicate over RemoveDuplicates' average there, and neither it nor
+  a pod on the landing node has an anti-affinity term newly matched (RemovePodsViolatingInterPodAntiAffinity's
+  predicate; with ``--soft`` the preferred terms and the preferred node affinity too); the repaired
+  filters passed for it there already;
 * ``balance``: with target thresholds, the landing node stays at or below them (LowNodeUtilization moves
   pods off over-utilized nodes, never onto one, kubernetes-sigs/descheduler v0.34.0
   ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``); without, its utilization stays at
@@ -21,10 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..descheduler.utilization import above_any
+from ..descheduler.violations import anti_affinity_violated, anti_terms, preferred_affinity_violated
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 from .goals import Goal
-from .violations import violating_among
+from .start import duplicate_check
 from .waves import Accept
 
 __all__ = ["landing_check"]
@@ -40,17 +41,30 @@ def _node_util(state: ClusterState, node_of: np.ndarray, resources: list[str]) -
     return np.divide(req, alloc, out=np.zeros_like(req), where=alloc > 0)
 
 
-def _repaired(state: ClusterState, config: SchedulerConfig, counted: np.ndarray, soft: bool):  # type: ignore[no-untyped-def]
+def _repaired(state: ClusterState, counted: np.ndarray, soft: bool):  # type: ignore[no-untyped-def]
+    """The repair check: the replacement is no duplicate over RemoveDuplicates' average at the landing
+    node, and neither it nor a pod there has a (with ``soft``, preferred) anti-affinity term newly
+    matched (the descheduler's predicates, :mod:`optisched.descheduler`); with ``soft``, the node is the
+    best its preferred node affinity allows. The repaired filters (node affinity, taints, DoNotSchedule
+    spread, required anti-affinity both ways) passed for it there: the replay placed it by them."""
+    over = duplicate_check(state, counted)
+    present = state.pod_node >= 0
+    kinds = (False, True) if soft else (False,)
+
     def check(p: int, node: int, before: np.ndarray, after: np.ndarray) -> str | None:
-        here = after == node
-        now = violating_among(state, config, after, here, counted, soft)
-        was = violating_among(state, config, before, here, counted, soft)
-        new = {q: r for q, r in now.items() if q == p or was.get(q) != r}
-        if not new:
-            return None
-        q, rule = next(iter(sorted(new.items())))
-        who = "it" if q == p else state.pods[q].key
-        return f"lands on {state.node_names[node]}, where {who} would break {rule}"
+        here = np.flatnonzero(after == node).tolist()
+        if over(here, p):
+            return f"lands on {state.node_names[node]}, where it would break Duplicates"
+        for q in here:
+            for preferred in kinds:
+                if anti_terms(state.pods[q], preferred) and anti_affinity_violated(state, q, after, present, preferred) \
+                        and (q == p or not anti_affinity_violated(state, q, before, present, preferred)):
+                    who = "it" if q == p else state.pods[q].key
+                    rule = "PreferredAntiAffinity" if preferred else "InterPodAntiAffinity"
+                    return f"lands on {state.node_names[node]}, where {who} would break {rule}"
+        if soft and preferred_affinity_violated(state, p, node):
+            return f"lands on {state.node_names[node]}, where it would break PreferredNodeAffinity"
+        return None
     return check
 
 
@@ -61,7 +75,7 @@ def landing_check(state: ClusterState, config: SchedulerConfig, goals: list[Goal
     (pod row, landing node row, placement before the wave, predicted placement after it) -> why the
     landing is refused, or None. ``emptied`` nodes are refused by the staging itself."""
     names = state.node_names
-    repaired = _repaired(state, config, counted, soft) if Goal.REPAIR in goals else None
+    repaired = _repaired(state, counted, soft) if Goal.REPAIR in goals else None
     resources = [r for r in ("cpu", "memory") if r in state.resources]
     ceiling = _node_util(state, target, resources).max() if resources else 0.0
     awaited = {int(target[p]) for p in np.flatnonzero((state.pod_node < 0) & (target >= 0)).tolist()}

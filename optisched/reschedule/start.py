@@ -44,7 +44,7 @@ from ..profile import SchedulerConfig
 from .goals import Goal
 from .violations import daemon_only
 
-__all__ = ["Placer", "consolidation_start", "goal_start", "repair_start", "settled"]
+__all__ = ["Placer", "consolidation_start", "duplicate_check", "goal_start", "repair_start", "settled"]
 
 
 class Placer:
@@ -172,22 +172,22 @@ def repair_start(state: ClusterState, config: SchedulerConfig, bad: dict[int, st
     return placer.snapshot.node_of.copy()
 
 
-def _duplicate_there(state: ClusterState, counted: np.ndarray) -> Callable[[Snapshot, int], bool]:
-    """``breaks(snapshot, p)``: ``p`` is one of more than ``upperAvg`` pods with its duplicate keys on its
-    node (RemoveDuplicates' rule, :mod:`optisched.descheduler.duplicates`, whose helpers it uses)."""
+def duplicate_check(state: ClusterState, counted: np.ndarray) -> Callable[[list[int], int], bool]:
+    """``over(pods, p)``: pod ``p``, beside the other ``pods`` of its node, is one of more than
+    ``upperAvg`` pods with its duplicate keys there (RemoveDuplicates' rule, with the helpers of
+    :mod:`optisched.descheduler.duplicates`; ``counted``: the pods its evictor counts)."""
     keys = [k[1] if counted[p] and (k := owner_keys(pod)) is not None else None for p, pod in enumerate(state.pods)]
     owners: dict[tuple[str, ...], int] = {}
     for p in np.flatnonzero(state.pod_node >= 0).tolist():
         if keys[p] is not None:
             owners[keys[p]] = owners.get(keys[p], 0) + 1
 
-    def breaks(snapshot: Snapshot, p: int) -> bool:
+    def over(pods: list[int], p: int) -> bool:
         if keys[p] is None:
             return False
         upper = upper_average(state, p, owners[keys[p]])
-        same = sum(1 for q in snapshot.pods_on[int(snapshot.node_of[p])] if keys[q] == keys[p])
-        return upper is not None and same > upper
-    return breaks
+        return upper is not None and sum(1 for q in pods if keys[q] == keys[p]) > upper
+    return over
 
 
 def settled(state: ClusterState, config: SchedulerConfig, start: np.ndarray, rounds: int = 4) -> np.ndarray:
@@ -222,7 +222,9 @@ def goal_start(state: ClusterState, config: SchedulerConfig, goal: Goal, policy:
         return start, (f"start: cluster-autoscaler's scale-down simulation empties {len(emptied)} node(s) "
                        f"({names})")
     if goal == Goal.REPAIR and bad:
-        start = settled(state, config, repair_start(state, config, bad, may_leave, _duplicate_there(state, counted)))
+        over = duplicate_check(state, counted)
+        start = settled(state, config, repair_start(state, config, bad, may_leave,
+                                                    lambda snap, p: over(snap.pods_on[int(snap.node_of[p])], p)))
         moved = int(np.count_nonzero((state.pod_node >= 0) & (start != state.pod_node)))
         if moved:
             return start, f"start: {moved} of {len(bad)} violating pod(s) re-placed by the scheduler's filters"

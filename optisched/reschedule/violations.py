@@ -26,7 +26,7 @@ from ..optimal.user_objectives import REPAIRED_RULES
 from ..policy.eviction import KINDS, Keep, pod_kinds
 from ..profile import SchedulerConfig
 
-__all__ = ["HARD", "SOFT", "daemon_only", "violating", "violating_among", "violations"]
+__all__ = ["HARD", "SOFT", "daemon_only", "violating", "violations"]
 
 HARD = (*REPAIRED_RULES, "InterPodAntiAffinity", "Duplicates")
 SOFT = ("ScheduleAnywaySpread", "PreferredNodeAffinity", "PreferredAntiAffinity")
@@ -58,13 +58,13 @@ def _rejects(fw: Framework, cyc: CycleState, node: np.ndarray, soft: bool) -> st
 
 
 def _filter_violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
-                       soft: bool, only: np.ndarray | None = None) -> dict[int, str]:
+                       soft: bool) -> dict[int, str]:
     snapshot = Snapshot(state, with_bound=False)
     for p in np.flatnonzero(node_of >= 0).tolist():
         snapshot.add(p, int(node_of[p]))
     frameworks = {p.scheduler_name: Framework(snapshot, p) for p in config.profiles}
     out: dict[int, str] = {}
-    for p in np.flatnonzero((node_of >= 0) & ~daemon_only(state) & (True if only is None else only)).tolist():
+    for p in np.flatnonzero((node_of >= 0) & ~daemon_only(state)).tolist():
         fw = frameworks.get(state.pods[p].spec.scheduler_name)
         if fw is None:
             continue
@@ -91,18 +91,11 @@ def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
     return dict(out)
 
 
-def violating_among(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, only: np.ndarray,
-                    counted: np.ndarray | None = None, soft: bool = False) -> dict[int, str]:
-    """:func:`violating` for the pods ``only`` marks (bool [P]): a few pods of a large cluster."""
-    out = _violating(state, config, np.asarray(node_of, dtype=np.int64), counted, soft, only)
-    return {p: r for p, r in out.items() if only[p]}
-
-
 def _violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, counted: np.ndarray | None,
-               soft: bool, only: np.ndarray | None = None) -> dict[int, str]:
-    out = _filter_violations(state, config, node_of, soft, only)
+               soft: bool) -> dict[int, str]:
+    out = _filter_violations(state, config, node_of, soft)
     placed = node_of >= 0
-    rows = np.flatnonzero(placed & ~daemon_only(state) & (True if only is None else only)).tolist()
+    rows = np.flatnonzero(placed & ~daemon_only(state)).tolist()
     for p in rows:
         if p not in out and anti_terms(state.pods[p]) and anti_affinity_violated(state, p, node_of, placed):
             out[p] = "InterPodAntiAffinity"
