@@ -55,6 +55,16 @@ def test_the_plan_empties_at_least_the_nodes_the_simulation_empties():
                for n in plan.staging.notes)
 
 
+def test_daemonset_pods_stay_and_do_not_keep_a_node_from_counting_as_emptied():
+    ds = [pod(f"agent-{i}").req(cpu="100m").set("metadata.ownerReferences", [{"kind": "DaemonSet", "name": "agent"}])
+          .on(f"n{i}") for i in (1, 2, 3, 4)]
+    state = state_of(*_scale_down(), *ds)
+    start, said = goal_start(state, default_config(), Goal.CONSOLIDATE, EvictionPolicy(), {},
+                             EvictionPolicy().verdicts(state).may_leave)
+    assert said.startswith("start: cluster-autoscaler's scale-down simulation empties 2 node(s) (n2, n3)")
+    assert all(start[state.pod_index[f"default/agent-{i}"]] == state.node_index[f"n{i}"] for i in (1, 2, 3, 4))
+
+
 def test_a_pod_no_filter_lets_elsewhere_keeps_its_node_in_the_simulation():
     """b on n3 selects a zone only n3 is in: n3 is not emptied, b stays, and n3, still a destination,
     takes n4's 2-cpu pod (n1 is full once n2's pod is there), so n4 is emptied instead."""

@@ -14,9 +14,10 @@ starts are what a simulator finds in one pass, and the solver then only has to i
   longer a destination, else the node is left as it was. Candidates are the nodes every pod of which
   (DaemonSet and mirror/static pods aside) the eviction policy lets leave, least utilized first
   (``simulator/utilization/info.go``: the larger of the cpu and memory requests over allocatable).
-  Two choices differ from upstream, both to empty more nodes: every candidate is tried (upstream only
-  those below ``--scale-down-utilization-threshold``, 0.5), and a pod goes to the most allocated node
-  that passes the filters, largest pods first (upstream: the first passing node in the snapshot's list,
+  Three choices differ from upstream, to empty more nodes, and the costly ones: every candidate is
+  tried (upstream only those below ``--scale-down-utilization-threshold``, 0.5); with
+  ``optisched.io/hourly-cost`` on nodes, the most expensive first (then by utilization); and a pod goes
+  to the most allocated node that passes the filters, largest pods first (upstream: the first passing node in the snapshot's list,
   from where the last search stopped; ``predicate/plugin_runner.go`` ``RunFiltersUntilPassingNode``).
   A node being emptied stays in the snapshot, as the plan cordons it (upstream keeps a tainted ghost
   node, for the same reason: topology spread still counts its domain).
@@ -35,6 +36,7 @@ import numpy as np
 
 from ..descheduler.duplicates import owner_keys, upper_average
 from ..framework import Code, CycleState
+from ..metrics.cost import node_costs
 from ..greedy.framework_runner import Framework
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
@@ -130,7 +132,9 @@ def consolidation_start(state: ClusterState, config: SchedulerConfig, may_leave:
     busy[node_of[placed & ~daemon]] = True
     candidates = np.flatnonzero(busy & ~held)
     util = utilization(state, node_of, ~daemon)
-    order = sorted(candidates.tolist(), key=lambda n: (float(util[n]), state.node_names[n]))
+    costs = node_costs(state)
+    cost = np.zeros(state.num_nodes, dtype=np.int64) if costs is None else costs
+    order = sorted(candidates.tolist(), key=lambda n: (-int(cost[n]), float(util[n]), state.node_names[n]))
     placer = Placer(state, config, node_of)
     destinations = np.ones(state.num_nodes, dtype=bool)
     emptied: list[int] = []
@@ -215,7 +219,7 @@ def goal_start(state: ClusterState, config: SchedulerConfig, goal: Goal, policy:
     if goal == Goal.CONSOLIDATE:
         start, emptied = consolidation_start(state, config, may_leave)
         start = settled(state, config, start)
-        emptied = [n for n in emptied if not np.any(start == n)]
+        emptied = [n for n in emptied if not np.any(start[~daemon_only(state)] == n)]
         if not emptied:
             return None, None
         names = ", ".join(state.node_names[n] for n in emptied[:10]) + (", ..." if len(emptied) > 10 else "")
