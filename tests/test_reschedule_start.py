@@ -88,6 +88,12 @@ def _half_full(costs: tuple[str, ...] = ()) -> list:
     return objs
 
 
+def test_with_hourly_costs_the_simulation_empties_the_most_expensive_node_first():
+    state = state_of(*_half_full(("0.1", "0.3", "0.2")))
+    _, emptied = consolidation_start(state, default_config(), EvictionPolicy().verdicts(state).may_leave)
+    assert [state.node_names[n] for n in emptied] == ["n2"]
+
+
 @pytest.mark.parametrize("costs,floor", [((), 2), (("0.1", "0.2", "0.3"), 200)],
                          ids=["the capacity bound of three half-full nodes is the optimum, two nodes",
                               "with hourly costs the bound is the cheapest fractional cover (0.1 and half of 0.2)"])
