@@ -87,7 +87,8 @@ class OptimalOptions:
     staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
     max_moves: int | None = None  # at most this many running pods leave their node (one model: no independent parts)
     arrival_order: bool = True  # also admit placements some queue order reaches pod by pod (.order); else batch only
-    start: np.ndarray | None = None  # a node per pod row the first user objective's tier may start from (.goal_tier)
+    # a node per pod row the first user objective's tier may start from (.goal_tier); an array: not compared
+    start: np.ndarray | None = field(default=None, compare=False)
 
 
 @dataclass
