@@ -25,20 +25,10 @@ from ..descheduler.violations import anti_affinity_violated, anti_terms, preferr
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 from .goals import Goal
-from .start import duplicate_check
+from .start import duplicate_check, shares
 from .waves import Accept
 
 __all__ = ["landing_check"]
-
-
-def _node_util(state: ClusterState, node_of: np.ndarray, resources: list[str]) -> np.ndarray:
-    """float [N, R]: requests of the pods ``node_of`` puts on each node over its allocatable."""
-    cols = [state.resource_col(r) for r in resources]
-    req = np.zeros((state.num_nodes, len(cols)), dtype=np.float64)
-    rows = np.flatnonzero(node_of >= 0)
-    np.add.at(req, node_of[rows], state.pod_requests[rows][:, cols])
-    alloc = state.allocatable[:, cols].astype(float)
-    return np.divide(req, alloc, out=np.zeros_like(req), where=alloc > 0)
 
 
 def _repaired(state: ClusterState, counted: np.ndarray, soft: bool):  # type: ignore[no-untyped-def]
@@ -77,7 +67,7 @@ def landing_check(state: ClusterState, config: SchedulerConfig, goals: list[Goal
     names = state.node_names
     repaired = _repaired(state, counted, soft) if Goal.REPAIR in goals else None
     resources = [r for r in ("cpu", "memory") if r in state.resources]
-    ceiling = _node_util(state, target, resources).max() if resources else 0.0
+    ceiling = shares(state, target, resources).max() if resources else 0.0
     awaited = {int(target[p]) for p in np.flatnonzero((state.pod_node < 0) & (target >= 0)).tolist()}
 
     def check(p: int, node: int, before: np.ndarray, after: np.ndarray) -> str | None:
@@ -85,10 +75,10 @@ def landing_check(state: ClusterState, config: SchedulerConfig, goals: list[Goal
                 after[q] < 0 for q in np.flatnonzero((state.pod_node < 0) & (target == node)).tolist()):
             return f"lands on {names[node]}, where the plan makes room for a pending pod"
         if Goal.BALANCE in goals and targets:
-            pct = 100.0 * _node_util(state, after, list(targets))
+            pct = 100.0 * shares(state, after, list(targets))
             if above_any(pct, np.array(list(targets.values()), dtype=float))[node]:
                 return f"lands on {names[node]}, which it puts over the target thresholds"
-        elif Goal.BALANCE in goals and resources and _node_util(state, after, resources)[node].max() > ceiling + 1e-9:
+        elif Goal.BALANCE in goals and resources and shares(state, after, resources)[node].max() > ceiling + 1e-9:
             return f"lands on {names[node]}, more utilized than any node of the target"
         return repaired(p, node, before, after) if repaired is not None else None
     return check

@@ -46,7 +46,8 @@ from ..profile import SchedulerConfig
 from .goals import Goal
 from .violations import daemon_only
 
-__all__ = ["Placer", "consolidation_start", "duplicate_check", "goal_start", "repair_start", "settled"]
+__all__ = ["Placer", "consolidation_start", "duplicate_check", "goal_start", "repair_start", "settled", "shares",
+           "utilization"]
 
 
 class Placer:
@@ -97,16 +98,23 @@ class Placer:
         return -1
 
 
+def shares(state: ClusterState, node_of: np.ndarray, resources: list[str],
+           counted: np.ndarray | None = None) -> np.ndarray:
+    """float [N, R]: per node, the requests of the (``counted``) pods ``node_of`` puts there over its
+    allocatable, for ``resources`` (0 where a node has none)."""
+    cols = [state.resource_col(r) for r in resources]
+    req = np.zeros((state.num_nodes, len(cols)), dtype=np.float64)
+    rows = np.flatnonzero((node_of >= 0) & (True if counted is None else counted))
+    np.add.at(req, node_of[rows], state.pod_requests[rows][:, cols])
+    alloc = state.allocatable[:, cols].astype(float)
+    return np.divide(req, alloc, out=np.zeros_like(req), where=alloc > 0)
+
+
 def utilization(state: ClusterState, node_of: np.ndarray, counted: np.ndarray) -> np.ndarray:
     """float [N]: cluster-autoscaler's node utilization, the larger of the ``counted`` pods' cpu and
     memory requests over allocatable (``utilization.Calculate``)."""
-    cols = [state.resource_col(r) for r in ("cpu", "memory") if r in state.resources]
-    req = np.zeros((state.num_nodes, len(cols)), dtype=np.float64)
-    rows = np.flatnonzero((node_of >= 0) & counted)
-    np.add.at(req, node_of[rows], state.pod_requests[rows][:, cols])
-    alloc = state.allocatable[:, cols].astype(float)
-    share = np.divide(req, alloc, out=np.zeros_like(req), where=alloc > 0)
-    return share.max(axis=1) if cols else np.zeros(state.num_nodes)
+    share = shares(state, node_of, [r for r in ("cpu", "memory") if r in state.resources], counted)
+    return share.max(axis=1) if share.shape[1] else np.zeros(state.num_nodes)
 
 
 def _by_size(state: ClusterState, rows: list[int]) -> list[int]:
