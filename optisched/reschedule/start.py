@@ -194,11 +194,16 @@ def duplicate_check(state: ClusterState, counted: np.ndarray) -> Callable[[list[
         if keys[p] is not None:
             owners[keys[p]] = owners.get(keys[p], 0) + 1
 
+    uppers: dict[tuple[str, ...], int | None] = {}  # one owner's pods share their template: one average
+
     def over(pods: list[int], p: int) -> bool:
-        if keys[p] is None:
+        key = keys[p]
+        if key is None:
             return False
-        upper = upper_average(state, p, owners[keys[p]])
-        return upper is not None and sum(1 for q in pods if keys[q] == keys[p]) > upper
+        if key not in uppers:
+            uppers[key] = upper_average(state, p, owners.get(key, 1))
+        upper = uppers[key]
+        return upper is not None and sum(1 for q in pods if keys[q] == key) > upper
     return over
 
 
