@@ -4,8 +4,8 @@ The cluster (:mod:`reschedule_cluster`): ``--pods`` running pods (20 per node by
 kube-scheduler put them, none pending; half were bound by the generator at random nodes, so the
 cluster breaks node affinity and spread rules ``repair`` fixes. Per goal: the whole plan's time, the
 target's (optimal mode, ``--time-limit``), the staging's (waves, one kube-scheduler replay per wave and
-per re-plan), moves, waves (and whether the count is proven minimal), dropped moves, the goal tier's
-value, bound and gap, and the peak memory of the process. Baseline in the same run: one replay of the
+per re-plan), moves, waves (and whether the count is proven minimal), dropped moves, the nodes the plan
+empties and the violations before and after it, the goal tier's value, bound and gap, and the peak memory of the process. Baseline in the same run: one replay of the
 cluster with no eviction (what each wave costs at least). ``--cache DIR`` keeps the generated cluster.
 
     python benchmarks/bench_reschedule.py --nodes 100
@@ -42,6 +42,8 @@ def row(state, config, goal: str, limit: float, seed: int) -> dict:  # type: ign
             "minimal": plan.staging.minimal, "dropped": len(plan.staging.dropped),
             "goal_value": tier.objective if tier else None, "bound": tier.bound if tier else None,
             "gap": tier.gap if tier else None, "status": tier.status if tier else None,
+            "emptied": len(plan.removable), "violations_before": sum(plan.before.violations.values()),
+            "violations_after": sum(plan.after.violations.values()),
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -49,8 +51,9 @@ def line(r: dict) -> str:
     value = f"{r['goal_value']}, bound {r['bound']}, gap {100 * r['gap']:.1f} %, {r['status']}" \
         if r["goal_value"] is not None else "-"
     proven = {True: "minimal", False: "not proven minimal", None: "-"}[r["minimal"]]
+    outcome = f"{r['emptied']} emptied, violations {r['violations_before']} -> {r['violations_after']}"
     return (f"| {r['goal']} | {r['total']:.1f} s | {r['target']:.1f} s | {r['staging']:.1f} s ({r['replays']}) | "
-            f"{r['moves']} | {r['waves']} ({proven}) | {r['dropped']} | {value} | {r['peak_mib']:.0f} MiB |")
+            f"{r['moves']} | {r['waves']} ({proven}) | {r['dropped']} | {outcome} | {value} | {r['peak_mib']:.0f} MiB |")
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -93,8 +96,9 @@ def main() -> None:
     base = time.perf_counter() - t0
     print(f"{args.nodes} nodes, {int((state.pod_node >= 0).sum())} running pods, time limit {args.time_limit:.0f} s; "
           f"one replay without evictions {base:.2f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| goal | total | target | waves (replays) | moves | waves | dropped | goal tier | peak RSS |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| goal | total | target | waves (replays) | moves | waves | dropped | nodes emptied, violations | goal tier "
+          "| peak RSS |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for goal in args.goals.split(","):
         r = row(state, config, goal, args.time_limit, args.seed)
         print(line(r), flush=True)

@@ -33,6 +33,7 @@ from .clock import Clock, model_terms
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
+from .goal_tier import prepare_goal
 from .hint import accept_reached, accepts, repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout
 from .neighbourhood import NodeSearch
@@ -82,6 +83,8 @@ class OptimalOptions:
     staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
     max_moves: int | None = None  # at most this many running pods leave their node (one model: no independent parts)
     arrival_order: bool = True  # also admit placements some queue order reaches pod by pod (.order); else batch only
+    # a node per pod row the first user objective's tier may start from (.goal_tier); an array: not compared
+    start: np.ndarray | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -313,6 +316,7 @@ class _Group:
     search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
     goal_first: bool = False  # the objective's tier before disruption (OptimalOptions.goal_first)
     raw_start: bool = False  # the solver starts from kube-scheduler's own placement (not a repaired copy)
+    start: np.ndarray | None = None  # offered to the first user objective's tier (.goal_tier), then dropped
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
@@ -374,7 +378,8 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         part_lp = _relaxation(m, clock, lp_share / (2 * len(models)), deadline) if lns and lp is not None \
             and not lp.large else None
         groups.append(_Group(sub, m, solver, base, reached=reached, cp_valid=not m.restricted, lp=part_lp, lns=lns,
-                             search=search, goal_first=options.goal_first, raw_start=raw_start))
+                             search=search, goal_first=options.goal_first, raw_start=raw_start,
+                             start=options.start))
     return groups, lp
 
 
@@ -524,6 +529,9 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
+        if name.startswith("objective:"):
+            cap = prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock)
+            g.start = None
         if level is not None and g.lp is not None:
             relaxed = g.lp.bound(level)
             cap = cap if relaxed is None else min(cap, relaxed)

@@ -234,6 +234,24 @@ class TierSolver:
         sign = 1 if sense == "max" else -1
         return (sign * self.evaluate(objective), *(self.evaluate(x) for x in later))
 
+    def offer(self, full: list[int], objective: Linear, sense: str) -> bool:
+        """Take ``full`` (a solution of the model as it stands, found outside the solver: a start) as the
+        incumbent when ``objective`` is strictly better there; returns whether it was taken. The derived
+        variables take the values their functions give at ``full``, as the incumbent's do."""
+        self._complete(objective)
+        candidate = list(full) + [0] * (len(self.cp.proto.variables) - len(full))
+        if objective.derived:
+            done = objective.completed(dict(enumerate(candidate)))
+            for var, _ in objective.derived:
+                candidate[var.Index()] = done[var.Index()]
+        value = objective.const + sum(c * candidate[v.Index()] for v, c in zip(objective.vars, objective.coefs))
+        if self.full is not None:
+            current = self.evaluate(objective)
+            if (value >= current) if sense == "min" else (value <= current):
+                return False
+        self.full = candidate
+        return True
+
     def evaluate(self, objective: Linear) -> int:
         return objective.const + sum(c * self.value(v) for v, c in zip(objective.vars, objective.coefs))
 

@@ -11,6 +11,11 @@ disruption tiers and before the profile's score: what the user asks for outranks
   use, weighted by their number, plus the sum over those nodes of utilization²/1000 so the nodes below
   the maximum spread too.
 * ``balance``: the sum over the nodes the batch may use of |cpu − memory| per-mille fractions.
+* ``excess[cpu=50,memory=60]``: the sum over the nodes the batch may use and the resources named of the
+  per-mille utilization above the percent given (0 at or below it): the descheduler's LowNodeUtilization
+  intent with its ``targetThresholds`` (kubernetes-sigs/descheduler v0.34.0
+  ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``), every over-utilized node brought
+  down, not only the most utilized one.
 * ``repair`` (with movable running pods): running pods left on a node whose required node affinity they
   no longer match, or whose NoSchedule/NoExecute taints they do not tolerate (read from the model's own
   phase-1 domains, so the filters are not written again), plus each DoNotSchedule topology spread
@@ -37,13 +42,14 @@ from ..descheduler.encoding import encode_anti_affinity, encode_duplicates, enco
 from ..errors import InputError
 from ..metrics.cost import COST_KEY, node_costs
 from ..policy.eviction import KINDS, Keep, pod_kinds
-from .score_terms import abs_var, add_var, convex_load, node_fractions, node_utilization, upper_var, used_flag
+from .score_terms import Affine, abs_var, add_var, convex_load, node_fractions, node_utilization, upper_var, used_flag
 from .tiers import Linear
 
 if TYPE_CHECKING:
     from .model import BatchModel
 
-__all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "node_costs", "objective_names", "user_objective"]
+__all__ = ["COST_KEY", "OBJECTIVES", "check_objective", "excess_name", "node_costs", "objective_names", "pack_floor",
+           "user_objective"]
 
 OBJECTIVES = ("pack", "spread", "balance", "repair", "repair-soft")
 NODE_RULES = ("NodeAffinity", "TaintToleration")  # a running pod's own node breaks them
@@ -58,10 +64,28 @@ def objective_names(objective: str | tuple[str, ...] | None) -> tuple[str, ...]:
     return (objective,) if isinstance(objective, str) else tuple(objective)
 
 
+def excess_name(targets: dict[str, int]) -> str:
+    """The ``excess`` objective's name for per-resource target percents: ``excess[cpu=50,memory=60]``."""
+    return "excess[" + ",".join(f"{r}={int(v)}" for r, v in targets.items()) + "]"
+
+
+def _excess_targets(name: str) -> dict[str, int] | None:
+    """The targets of an ``excess[...]`` name, or None when ``name`` is not one."""
+    if not (name.startswith("excess[") and name.endswith("]")):
+        return None
+    out: dict[str, int] = {}
+    for part in name[len("excess["):-1].split(","):
+        r, _, v = part.partition("=")
+        if not r or not v.isdigit():
+            return None
+        out[r] = int(v)
+    return out or None
+
+
 def check_objective(name: str | tuple[str, ...] | None) -> None:
-    """Refuse an objective that is not one of :data:`OBJECTIVES`."""
+    """Refuse an objective that is not one of :data:`OBJECTIVES` (or ``excess[RESOURCE=PERCENT,...]``)."""
     for one in objective_names(name):
-        if one not in OBJECTIVES:
+        if one not in OBJECTIVES and _excess_targets(one) is None:
             raise InputError(f"--objective: {one!r} is not one of {', '.join(OBJECTIVES)}")
 
 
@@ -69,13 +93,52 @@ def _var_nodes(model: BatchModel) -> np.ndarray:
     return np.array([n for n, terms in enumerate(model.node_terms()) if terms], dtype=np.int64)
 
 
-def _pack(model: BatchModel, lin: Linear) -> None:
-    costs = node_costs(model.state)
+def _pack_nodes(model: BatchModel) -> tuple[np.ndarray, np.ndarray]:
+    """(counted, other): the nodes with a variable that ``pack`` counts (no fixed pod other than
+    DaemonSet and mirror/static pods holds them) and the rest of the nodes with a variable."""
     kinds = pod_kinds(model.state)
     stays = kinds[:, KINDS.index(Keep.STATIC)] | kinds[:, KINDS.index(Keep.DAEMONSET)]
-    for n in _var_nodes(model).tolist():
-        if not any(not stays[p] for p in model.snapshot.pods_on[n]):
-            add_var(lin, used_flag(model, lin, n, f"pack{n}"), 1 if costs is None else int(costs[n]))
+    nodes = _var_nodes(model)
+    free = np.array([not any(not stays[p] for p in model.snapshot.pods_on[n]) for n in nodes.tolist()], dtype=bool)
+    return nodes[free], nodes[~free]
+
+
+def _pack(model: BatchModel, lin: Linear) -> None:
+    costs = node_costs(model.state)
+    for n in _pack_nodes(model)[0].tolist():
+        add_var(lin, used_flag(model, lin, n, f"pack{n}"), 1 if costs is None else int(costs[n]))
+
+
+def pack_floor(model: BatchModel, placed: dict[int, int]) -> int:
+    """A lower bound of ``pack`` once the placement tiers hold ``placed`` (priority -> batch pods on a
+    node): per resource (every column, the pod count included), the requests of the ``placed[L]``
+    smallest batch pods of each level, less all the room the uncounted nodes have, must fit on counted
+    nodes; the cheapest fractional cover of that by the counted nodes' room (cost per unit of room,
+    cheapest first; with unit costs, the roomiest first) rounded up. A relaxation of bin packing (every
+    filter but capacity dropped, pods divisible), so it holds for any placement the tiers allow."""
+    state = model.state
+    counted, other = _pack_nodes(model)
+    costs = node_costs(state)
+    cost = np.ones(len(counted), dtype=np.float64) if costs is None else costs[counted].astype(np.float64)
+    room = np.maximum(state.allocatable - model.snapshot.requested, 0)
+    demand = np.zeros(len(state.resources), dtype=np.int64)
+    for level, count in placed.items():
+        rows = [p for c in model.classes if c.priority == level for p in c.pending + [q for pods in c.running.values() for q in pods]]
+        if rows and count > 0:
+            demand += np.sort(state.pod_requests[rows], axis=0)[:min(count, len(rows))].sum(axis=0)
+    residual = demand - room[other].sum(axis=0)
+    floor = 0.0
+    for r in np.flatnonzero(residual > 0).tolist():
+        have = room[counted, r].astype(np.float64)
+        order = np.argsort(np.divide(cost, have, out=np.full(len(have), np.inf), where=have > 0), kind="stable")
+        need, paid = float(residual[r]), 0.0
+        for k in order.tolist():
+            if need <= 0 or have[k] <= 0:
+                break
+            take = min(1.0, need / have[k])
+            paid, need = paid + take * cost[k], need - take * have[k]
+        floor = max(floor, paid)
+    return int(np.ceil(floor - 1e-9))
 
 
 def _spread(model: BatchModel, lin: Linear) -> None:
@@ -87,6 +150,15 @@ def _spread(model: BatchModel, lin: Linear) -> None:
         add_var(lin, upper_var(model, lin, list(utils.values()), f"spread_max_{r}"), len(utils))
         for n, u in utils.items():
             add_var(lin, convex_load(model, lin, u, f"spread{n}_{r}"), 1)
+
+
+def _excess(model: BatchModel, lin: Linear, targets: dict[str, int]) -> None:
+    nodes = _var_nodes(model)
+    for r, pct in targets.items():
+        for n, u in node_utilization(model, r, True, nodes).items():
+            over = Affine(u.terms, u.const - 10 * pct)  # per mille above the target
+            if over.bounds()[1] > 0:
+                add_var(lin, upper_var(model, lin, [over], f"excess{n}_{r}"), 1)
 
 
 def _balance(model: BatchModel, lin: Linear) -> None:
@@ -127,6 +199,10 @@ def user_objective(model: BatchModel, name: str) -> Linear:
     """The user objective ``name``, to be minimized (the tier ``objective:NAME``)."""
     check_objective(name)
     lin = Linear()
+    targets = _excess_targets(name)
+    if targets is not None:
+        _excess(model, lin, targets)
+        return lin
     {"pack": _pack, "spread": _spread, "balance": _balance, "repair": _repair,
      "repair-soft": _repair_soft}[name](model, lin)
     return lin

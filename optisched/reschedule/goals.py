@@ -37,6 +37,7 @@ from ..errors import InputError
 from ..metrics.cost import node_costs
 from ..metrics.resources import pods_per_node, utilization_stats
 from ..model.state import ClusterState
+from ..optimal.user_objectives import excess_name
 from ..profile import SchedulerConfig
 from .violations import daemon_only, violations
 
@@ -67,13 +68,16 @@ def parse_goals(text: str | list[str]) -> list[Goal]:
     return list(dict.fromkeys(goals))
 
 
-def goal_objectives(goals: list[Goal], soft: bool = False) -> tuple[str, ...]:
+def goal_objectives(goals: list[Goal], soft: bool = False, targets: dict[str, int] | None = None) -> tuple[str, ...]:
     """The objective tiers the goals ask for, in the order given (lexicographic: each tier is optimized,
     then held at its value while the next is). ``fit-pending`` is the placement tiers, which come first
-    whatever the order; ``soft``: ``repair`` is followed by its preferences' tier, ``repair-soft``."""
+    whatever the order; ``soft``: ``repair`` is followed by its preferences' tier, ``repair-soft``;
+    ``targets`` (LowNodeUtilization's targetThresholds): ``balance`` is each node's excess over them
+    (``excess[...]``), not the most utilized node (``spread``)."""
     if soft and Goal.REPAIR not in goals:
         raise InputError("--soft repairs preferences: it needs --goal repair")
-    out = [o for g in goals if (o := OBJECTIVE[g]) is not None]
+    names = {**OBJECTIVE, Goal.BALANCE: excess_name(targets)} if targets else OBJECTIVE
+    out = [o for g in goals if (o := names[g]) is not None]
     if soft:
         out.insert(out.index("repair") + 1, "repair-soft")
     return tuple(out)

@@ -114,12 +114,12 @@ def goal_value(certificate: Certificate, goals: list[Goal]) -> tuple[str, str, s
         value, bound = sum(t.objective for t in placed), sum(t.bound for t in placed)
         worst = "OPTIMAL" if all(t.status == "OPTIMAL" for t in placed) else "FEASIBLE"
         return "placed", "max", "pods on a node", value, bound, relative_gap(value, bound), worst
-    name = f"objective:{named[0]}"
-    tier = next((t for t in certificate.tiers if t.name == name), None)
+    # the first goal's tier is the first objective tier (balance's is named after its thresholds)
+    tier = next((t for t in certificate.tiers if t.name.startswith("objective:")), None)
     if tier is None:
         return None
     d = tier.to_dict()
-    return name, tier.sense, d["unit"], d["objective"], d["bound"], d["gap"], tier.status
+    return tier.name, tier.sense, d["unit"], d["objective"], d["bound"], d["gap"], tier.status
 
 
 def knee(moves: Sequence[float], gains: Sequence[float]) -> int | None:

@@ -19,10 +19,12 @@ from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
+from .accept import landing_check
 from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes
 from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
 from .scope import narrowed
+from .start import goal_start
 from .violations import violating
 from .waves import Budgets, stage
 
@@ -86,13 +88,17 @@ def _low_node_utilization(state: ClusterState, policy: EvictionPolicy, threshold
 
 def solve_target(state: ClusterState, config: SchedulerConfig, goals: list[Goal], budgets: Budgets,
                  policy: EvictionPolicy, time_limit: float, seed: int, gang: list[str] | None,
-                 notes: list[str], soft: bool = False) -> tuple[np.ndarray, OptimalResult]:
+                 notes: list[str], soft: bool = False, start: np.ndarray | None = None,
+                 targets: dict[str, int] | None = None) -> tuple[np.ndarray, OptimalResult]:
     """The target placement (a node row per pod row, -1: none) and the solve's answer, with
     ``--max-moves`` a constraint of the model: the best goal within that many moves (the Pareto sweep,
-    :mod:`.pareto`, calls this once per budget)."""
-    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True, objective=goal_objectives(goals, soft) or None,
+    :mod:`.pareto`, calls this once per budget). ``start``: where the first goal's tier starts
+    (:mod:`.start`); ``targets``: balance's target thresholds (percent per resource)."""
+    options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True,
+                             objective=goal_objectives(goals, soft, targets) or None,
                              goal_first=True, staged=True, eviction=policy, max_moves=budgets.max_moves,
-                             arrival_order=False)  # the target is a state the descheduler checks as it stands
+                             arrival_order=False,  # the target is a state the descheduler checks as it stands
+                             start=start)
     if gang:
         target, result, gang_notes = _gang_target(state, config, options, gang)
         notes += gang_notes
@@ -125,8 +131,11 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     bad = violating(state, config, state.pod_node, counted, soft)
     policy = narrowed(state, policy, parsed, bad)
     started = time.perf_counter()
+    start, said = goal_start(state, config, parsed[0], policy, bad, counted) if not gang else (None, None)
+    notes += [said] if said else []
+    targets = thresholds[1] if thresholds is not None and Goal.BALANCE in parsed else None
     target, result = solve_target(state, config, parsed, budgets, policy,
-                                  time_limit / 2 if pareto else time_limit, seed, gang, notes, soft)
+                                  time_limit / 2 if pareto else time_limit, seed, gang, notes, soft, start, targets)
     spent = time.perf_counter() - started
     names = state.node_names
     was_empty = empty_nodes(state, state.pod_node)
@@ -135,7 +144,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     idle = {names[n] for n in np.flatnonzero(empty_nodes(state, target)).tolist()} - emptied \
         if Goal.CONSOLIDATE in parsed else set()
     staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed,
-                    frozenset(idle))
+                    frozenset(idle), accept=landing_check(state, config, parsed, target, counted, soft, targets))
     staging.notes = notes + staging.notes
     if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")
@@ -150,6 +159,6 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
                           node_saving(node_costs(state), removable))
     if pareto:
         plan.pareto = sweep(state, parsed, target, result.certificate, lambda k, seconds: solve_target(
-            state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, None, [], soft),
+            state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, None, [], soft, start, targets),
             max(time_limit - spent, time_limit / 2))
     return plan

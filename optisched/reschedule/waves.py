@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -195,12 +196,18 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
     return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan leaves empty"
 
 
+# accept(pod row, landing node row, placement before the wave, predicted placement after it): why the
+# landing breaks a goal there (None: it may be kept); see .accept
+Accept = Callable[[int, int, np.ndarray, np.ndarray], str | None]
+
+
 def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray, wave: list[Move],
             pending: dict[int, int], emptied: frozenset[str], staging: Staging,
-            idle: frozenset[str] = frozenset()) -> tuple[Landing | None, dict[str, str]]:
-    """Replay ``wave`` until every move left in it is consistent: a landing elsewhere that may be kept is
-    accepted (the target follows it), any other disagreement takes the move out of the wave (it waits).
-    Returns the last replay (None when the wave emptied) and, per move taken out, why."""
+            idle: frozenset[str] = frozenset(), accept: Accept | None = None) -> tuple[Landing | None, dict[str, str]]:
+    """Replay ``wave`` until every move left in it is consistent: a landing elsewhere that may be kept (and
+    that ``accept`` finds every goal still holding at) is accepted (the target follows it), any other
+    disagreement takes the move out of the wave (it waits). Returns the last replay (None when the wave
+    emptied) and, per move taken out, why."""
     landing = None
     why_out: dict[str, str] = {}
     while wave:
@@ -211,6 +218,8 @@ def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, go
             why = _verdict(m, landing.landed.get(m.key), preempts, emptied | idle)
             if why is None:
                 continue
+            if why.startswith("accept:") and accept is not None:
+                why = accept(m.pod, base.node_index[why[7:]], current, _advance(landing, current, gone)[0]) or why
             bad = True
             if why.startswith("accept:"):
                 staging.notes.append(f"{m.key}: kube-scheduler puts it on {why[7:]}, not {m.target}; "
@@ -226,7 +235,7 @@ def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, go
 
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
           budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
-          idle: frozenset[str] = frozenset(), pack: bool = True) -> Staging:
+          idle: frozenset[str] = frozenset(), pack: bool = True, accept: Accept | None = None) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
@@ -235,7 +244,8 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     (fit-pending makes room with them); otherwise they stay. ``idle``: further nodes the target leaves
     empty (consolidate: empty already, so not cordoned): a replacement landing there is not accepted, it
     would put the node in use, but a detour (:mod:`.cycles`) may stop there. ``pack``: the fewest waves
-    for all budgets at once (:mod:`.wave_pack`); else waves filled first-fit in queue order."""
+    for all budgets at once (:mod:`.wave_pack`); else waves filled first-fit in queue order. ``accept``:
+    whether the goals still hold where a replacement lands elsewhere than its target (:mod:`.accept`)."""
     budgets = budgets or Budgets()
     t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied))
@@ -260,7 +270,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         wave, used = _pick(state, [m for m in remaining if plan[m.key] == nxt], ledger, caps)
         first = wave[0] if wave else remaining[0]
         planned = len(wave)
-        landing, why_out = _settle(base, config, current, gone, wave, pending, emptied, staging, idle)
+        landing, why_out = _settle(base, config, current, gone, wave, pending, emptied, staging, idle, accept)
         if not wave:
             wave, landing, why = _unstick(state, base, config, current, gone, first, remaining, pending, emptied,
                                           ledger, caps, staging, budgets)

@@ -1,0 +1,84 @@
+"""Whether a replacement may keep a landing elsewhere than its target: every goal must still hold there.
+
+The staging's *accept* step (:mod:`.waves`) keeps kube-scheduler's landing when it differs from the
+target, instead of re-planning, only when the goals the plan is for are not given up at the landing
+node. kube-scheduler's filters already passed there (the replay placed it), so what is checked is what
+the filters do not see, per goal:
+
+* ``consolidate``: not a node the plan empties or leaves empty (it would be in use again);
+* ``repair``: the replacement is no duplicate over RemoveDuplicates' average there, and neither it nor
+  a pod on the landing node has an anti-affinity term newly matched (RemovePodsViolatingInterPodAntiAffinity's
+  predicate; with ``--soft`` the preferred terms and the preferred node affinity too); the repaired
+  filters passed for it there already;
+* ``balance``: with target thresholds, the landing node stays at or below them (LowNodeUtilization moves
+  pods off over-utilized nodes, never onto one, kubernetes-sigs/descheduler v0.34.0
+  ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``); without, its utilization stays at
+  or below the most utilized node's in the target;
+* ``fit-pending``: not a node the target puts a pod that is still pending on (the room is planned for it).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..descheduler.utilization import above_any
+from ..descheduler.violations import anti_affinity_violated, anti_terms, preferred_affinity_violated
+from ..model.state import ClusterState
+from ..profile import SchedulerConfig
+from .goals import Goal
+from .start import duplicate_check, shares
+from .waves import Accept
+
+__all__ = ["landing_check"]
+
+
+def _repaired(state: ClusterState, counted: np.ndarray, soft: bool):  # type: ignore[no-untyped-def]
+    """The repair check: the replacement is no duplicate over RemoveDuplicates' average at the landing
+    node, and neither it nor a pod there has a (with ``soft``, preferred) anti-affinity term newly
+    matched (the descheduler's predicates, :mod:`optisched.descheduler`); with ``soft``, the node is the
+    best its preferred node affinity allows. The repaired filters (node affinity, taints, DoNotSchedule
+    spread, required anti-affinity both ways) passed for it there: the replay placed it by them."""
+    over = duplicate_check(state, counted)
+    present = state.pod_node >= 0
+    kinds = (False, True) if soft else (False,)
+
+    def check(p: int, node: int, before: np.ndarray, after: np.ndarray) -> str | None:
+        here = np.flatnonzero(after == node).tolist()
+        if over(here, p):
+            return f"lands on {state.node_names[node]}, where it would break Duplicates"
+        for q in here:
+            for preferred in kinds:
+                if anti_terms(state.pods[q], preferred) and anti_affinity_violated(state, q, after, present, preferred) \
+                        and (q == p or not anti_affinity_violated(state, q, before, present, preferred)):
+                    who = "it" if q == p else state.pods[q].key
+                    rule = "PreferredAntiAffinity" if preferred else "InterPodAntiAffinity"
+                    return f"lands on {state.node_names[node]}, where {who} would break {rule}"
+        if soft and preferred_affinity_violated(state, p, node):
+            return f"lands on {state.node_names[node]}, where it would break PreferredNodeAffinity"
+        return None
+    return check
+
+
+def landing_check(state: ClusterState, config: SchedulerConfig, goals: list[Goal], target: np.ndarray,
+                  counted: np.ndarray, soft: bool = False,
+                  targets: dict[str, int] | None = None) -> Accept:
+    """The check the staging calls for a landing elsewhere than the target (see the module docstring):
+    (pod row, landing node row, placement before the wave, predicted placement after it) -> why the
+    landing is refused, or None. ``emptied`` nodes are refused by the staging itself."""
+    names = state.node_names
+    repaired = _repaired(state, counted, soft) if Goal.REPAIR in goals else None
+    resources = [r for r in ("cpu", "memory") if r in state.resources]
+    ceiling = shares(state, target, resources).max() if resources else 0.0
+    awaited = {int(target[p]) for p in np.flatnonzero((state.pod_node < 0) & (target >= 0)).tolist()}
+
+    def check(p: int, node: int, before: np.ndarray, after: np.ndarray) -> str | None:
+        if Goal.FIT_PENDING in goals and node in awaited and any(
+                after[q] < 0 for q in np.flatnonzero((state.pod_node < 0) & (target == node)).tolist()):
+            return f"lands on {names[node]}, where the plan makes room for a pending pod"
+        if Goal.BALANCE in goals and targets:
+            pct = 100.0 * shares(state, after, list(targets))
+            if above_any(pct, np.array(list(targets.values()), dtype=float))[node]:
+                return f"lands on {names[node]}, which it puts over the target thresholds"
+        elif Goal.BALANCE in goals and resources and shares(state, after, resources)[node].max() > ceiling + 1e-9:
+            return f"lands on {names[node]}, more utilized than any node of the target"
+        return repaired(p, node, before, after) if repaired is not None else None
+    return check
