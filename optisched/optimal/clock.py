@@ -60,8 +60,8 @@ WORK_COST = {
     "edge": 7e-6,  # a (class, node) or (class, class) edge of the graph of independent parts
     "term": 6e-6,  # a variable, a constraint or a term of one a rule writes to a CP-SAT model through its wrapper
     "objective term": 3.5e-6,  # the same, written by an objective built when its tier comes (the score)
-    "copy": 5e-7,  # one of those copied or read whole (a probe's copy, the search's view of the model)
-    "lp": 7e-7,  # a nonzero or column of the LP relaxation built
+    "copy": 9e-7,  # one of those copied or read whole (a probe's copy, the search's view of the model)
+    "lp": 2e-6,  # a nonzero or column of the LP relaxation built
     "lp iteration": 2.5e-4,  # a simplex iteration of GLOP
     "step": 1.2e-7,  # a variable or term of the model a neighbourhood step passes over (drawing its nodes)
     "tier term": 1.1e-5,  # a term of an objective a tier evaluates, scales, compares or hands over
