@@ -36,8 +36,9 @@ import numpy as np
 
 from ..descheduler.duplicates import owner_keys, upper_average
 from ..framework import Code, CycleState
-from ..metrics.cost import node_costs
 from ..greedy.framework_runner import Framework
+from ..metrics.cost import node_costs
+from ..metrics.resources import requested_per_node
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.check import check_placement
@@ -102,10 +103,11 @@ def shares(state: ClusterState, node_of: np.ndarray, resources: list[str],
            counted: np.ndarray | None = None) -> np.ndarray:
     """float [N, R]: per node, the requests of the (``counted``) pods ``node_of`` puts there over its
     allocatable, for ``resources`` (0 where a node has none)."""
+    where = np.asarray(node_of, dtype=np.int64)
+    if counted is not None:
+        where = np.where(counted, where, -1)
     cols = [state.resource_col(r) for r in resources]
-    req = np.zeros((state.num_nodes, len(cols)), dtype=np.float64)
-    rows = np.flatnonzero((node_of >= 0) & (True if counted is None else counted))
-    np.add.at(req, node_of[rows], state.pod_requests[rows][:, cols])
+    req = requested_per_node(state, where)[:, cols].astype(np.float64)
     alloc = state.allocatable[:, cols].astype(float)
     return np.divide(req, alloc, out=np.zeros_like(req), where=alloc > 0)
 
