@@ -114,13 +114,17 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
     for c in ("objective", "bound", "gap", "greedy", "status", "s"):
         t.add_column(c, justify="left" if c == "status" else "right")
     units: dict[str, list[str]] = {}
+    if not cert.tiers:  # no tier was solved: nothing to bound the answer with
+        console.print(f"Certificate: {cert.status} ({cert.seconds:.1f} s{stopped}, answer from the {cert.source}): "
+                      "no tier solved, so no bound and no gap")
     for tier, name in zip(cert.tiers, shown):
         d = tier.to_dict()  # in the tier's unit, as JSON and the report show it
         gap = "no useful bound" if d["gap"] is None else f"{100 * d['gap']:.2f}%"
         t.add_row(safe(name), f"{d['objective']:,}", f"{d['bound']:,}", gap,
                   "" if d["greedy"] is None else f"{d['greedy']:,}", tier.status, f"{tier.seconds:.1f}")
         units.setdefault(d["unit"], []).append(tier.name.split("[")[0])
-    console.print(t)
+    if cert.tiers:
+        console.print(t)
     for unit, names in units.items():
         console.print(f"  {safe(', '.join(dict.fromkeys(names)))}: {unit}")
     if cert.greedy_optimal:

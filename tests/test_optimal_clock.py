@@ -81,6 +81,22 @@ def test_counted_work_that_uses_up_the_limit_gives_kube_schedulers_placement_the
     assert runs[0].certificate.to_dict()["notes"] == runs[1].certificate.to_dict()["notes"]
 
 
+def test_a_run_that_solved_no_tier_says_it_has_no_bound_instead_of_an_empty_table(
+        monkeypatch, capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The limit used up before the model was built: the terminal says no tier was solved (no bound, no
+    gap) rather than printing an empty certificate table, and the report's run card says the same."""
+    monkeypatch.setattr(clock.Clock, "wall_left", lambda self: 1e9)
+    monkeypatch.setitem(clock.WORK_COST, "term", 1.0)
+    example = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "quickstart.yaml"
+    code, out, _ = run_cli(["schedule", str(example), "--mode", "optimal", "--time-limit", "5"], capsys)
+    assert code == 0
+    assert "no tier solved, so no bound and no gap" in " ".join(out.split())
+    assert "┏━━━━━━┳" not in out  # no empty certificate table
+    code, out, _ = run_cli(["compare", str(example), "--time-limit", "5", "--report", str(tmp_path / "r")], capsys)
+    assert code == 0
+    assert "no tier solved: no bound, no gap" in (tmp_path / "r" / "report.html").read_text()
+
+
 def test_when_the_wall_clock_passes_after_the_placement_tiers_the_optional_tiers_are_left_out(
         monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A loaded machine: the wall-clock limit passes once the placement tiers are solved. The score tier

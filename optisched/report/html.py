@@ -119,6 +119,8 @@ def _runs(c: Comparison) -> str:
         cert = r.certificate or {}
         if cert.get("status"):
             lines.append(f"certificate {cert['status']}")
+            if not cert.get("tiers"):
+                lines.append("no tier solved: no bound, no gap")
         for tier in cert.get("tiers", []):
             gap = "no useful bound" if tier.get("gap") is None else f"gap {format_value('pct', tier['gap'])}"
             lines.append(f"{tier.get('name')}: {gap}")
