@@ -137,6 +137,28 @@ def test_a_budget_whose_solve_found_less_keeps_the_smaller_budgets_placement():
     assert any("--max-moves 1" in n for n in c.notes)
 
 
+def test_every_budget_gets_the_same_fixed_share_whatever_the_wall_clock_says(monkeypatch):
+    """The sweep's shares are fixed in advance (the same curve twice): a first solve that takes the
+    wall clock past the sweep's end does not shrink the later budgets' shares."""
+    import optisched.reschedule.pareto as pareto
+
+    now = {"t": 0.0}
+    monkeypatch.setattr(pareto.time, "perf_counter", lambda: now["t"])
+    state = state_of(node("n1"), node("n2"), *(owned(f"w{i}").req(cpu="100m").on("n1") for i in range(8)))
+    asked: list[float] = []
+
+    def solve(k: int, seconds: float):  # type: ignore[no-untyped-def]
+        asked.append(seconds)
+        now["t"] += 100.0  # every solve appears to take far longer than the whole sweep
+        return state.pod_node.copy(), SimpleNamespace(certificate=_cert(6, 6, "OPTIMAL"))
+
+    target = state.pod_node.copy()
+    target[:8] = 1
+    sweep(state, [Goal.CONSOLIDATE], target, _cert(4, 1), solve, 12.0)
+    assert len(asked) == len(budgets_below(8)) == 4
+    assert asked == [3.0] * 4
+
+
 def test_fit_pending_measures_pods_placed_and_rises_with_the_budget():
     """Two 4-GPU nodes each hold one single-GPU pod; a 4-GPU pod is pending: no room without a move,
     one move makes it."""

@@ -6,8 +6,9 @@ move count; the plan itself is the last point. Each point carries its solve's ce
 tier: the value, the best bound the solver proved at that budget, and the gap between them.
 
 Time: the plan's solve has half of ``--time-limit``, the sweep the rest (at least the other half),
-shared equally among the budgets still to solve, so a budget solved to optimality early leaves its
-unused time to the larger ones after it.
+shared equally among its budgets. The shares are fixed in advance, not what the wall clock leaves: each
+solve ends by its deterministic budget (docs/optimal_trust.md), so the same input, options and seed give
+the same curve on any machine; a budget solved to optimality early ends early and leaves its time unused.
 
 A solve stopped by its time limit may find less at a larger budget than a smaller budget did. The
 smaller budget's placement is within the larger budget too, so the point keeps the better placement
@@ -141,11 +142,10 @@ def _moves(state: ClusterState, target: np.ndarray) -> int:
 
 def _solve_points(state: ClusterState, goals: list[Goal], solve: Solve, budgets: list[int],
                   seconds: float) -> list[tuple[int | None, int, tuple, float]]:
-    """(budget, moves, goal value, seconds) per budget; the time left is shared among the budgets left."""
+    """(budget, moves, goal value, seconds) per budget, each solved with an equal share of ``seconds``."""
     out: list[tuple[int | None, int, tuple, float]] = []
-    end = time.perf_counter() + seconds
-    for i, k in enumerate(budgets):
-        share = max(MIN_SECONDS, (end - time.perf_counter()) / (len(budgets) - i))
+    share = max(MIN_SECONDS, seconds / max(1, len(budgets)))  # fixed: the wall clock decides nothing
+    for k in budgets:
         t0 = time.perf_counter()
         target, result = solve(k, share)
         value = goal_value(result.certificate, goals)
