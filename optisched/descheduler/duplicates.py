@@ -62,18 +62,23 @@ def over_average(state: ClusterState, node_of: np.ndarray, counted: np.ndarray,
     than ``upperAvg`` keeps that many and the later duplicates go."""
     dups: dict[Owner, dict[int, list[int]]] = {}
     count: dict[Owner, int] = {}
-    for n in range(state.num_nodes):
-        seen: set[tuple[str, ...]] = set()
-        for p in np.nonzero(node_of == n)[0].tolist():
-            if not counted[p] or (k := owner_keys(state.pods[p], exclude)) is None:
-                continue
-            owners, keys = k
+    seen: set[tuple[str, ...]] = set()
+    last = -1
+    # the counted pods grouped by node, in node order and pod order within a node (one pass, no scan per node)
+    rows = np.nonzero(counted & (node_of >= 0))[0]
+    order = rows[np.argsort(node_of[rows], kind="stable")]
+    for p, n in zip(order.tolist(), node_of[order].tolist()):
+        if n != last:
+            seen, last = set(), n
+        if (k := owner_keys(state.pods[p], exclude)) is None:
+            continue
+        owners, keys = k
+        for o in owners:
+            count[o] = count.get(o, 0) + 1
+        if keys in seen:
             for o in owners:
-                count[o] = count.get(o, 0) + 1
-            if keys in seen:
-                for o in owners:
-                    dups.setdefault(o, {}).setdefault(n, []).append(p)
-            seen.add(keys)
+                dups.setdefault(o, {}).setdefault(n, []).append(p)
+        seen.add(keys)
     out: list[int] = []
     for owner, per_node in dups.items():
         upper = upper_average(state, next(iter(per_node.values()))[0], count[owner])
