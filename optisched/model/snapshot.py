@@ -39,6 +39,8 @@ class Snapshot:
         self.slot = np.full(len(state.pods), -1, dtype=np.int64)
         self._listeners: list[SnapshotListener] = []
         self._shared: dict[object, object] = {}
+        # when a list: every add (pod, node, -1) and remove (pod, node, its slot) is logged, for :meth:`rollback`
+        self.journal: list[tuple[int, int, int]] | None = None
         if with_bound:
             for p in np.flatnonzero(state.pod_node >= 0):
                 self.add(int(p), int(state.pod_node[p]))
@@ -79,6 +81,8 @@ class Snapshot:
         self.nonzero[node] += self.state.pod_nonzero[pod]
         self.slot[pod] = len(self.pods_on[node])
         self.pods_on[node].append(pod)
+        if self.journal is not None:
+            self.journal.append((pod, node, -1))
         for listener in self._listeners:
             listener.on_add(pod, node)
 
@@ -97,6 +101,28 @@ class Snapshot:
             lst[i] = last
             self.slot[last] = i
         self.slot[pod] = -1
+        if self.journal is not None:
+            self.journal.append((pod, node, i))
         for listener in self._listeners:
             listener.on_remove(pod, node)
         return node
+
+    def rollback(self, mark: int) -> None:
+        """Undo the changes :attr:`journal` logged after its first ``mark`` entries, last first, each
+        node's pod order included (a removed pod back in its slot, the pod that took it back last)."""
+        assert self.journal is not None
+        log, self.journal = self.journal, None
+        try:
+            for pod, node, i in reversed(log[mark:]):
+                if i < 0:
+                    self.remove(pod)
+                    continue
+                self.add(pod, node)
+                lst = self.pods_on[node]
+                if i < len(lst) - 1:
+                    lst[i], lst[-1] = pod, lst[i]
+                    self.slot[lst[-1]] = len(lst) - 1
+                    self.slot[pod] = i
+        finally:
+            del log[mark:]
+            self.journal = log

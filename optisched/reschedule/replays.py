@@ -6,38 +6,22 @@ queue order within a priority): the target a move names is not read by kube-sche
 keeps each answer by that eviction order, so a wave re-checked after an accepted landing, or a cycle's
 detour leg evicted as its lone trial was, costs no second replay; :attr:`Replays.count` counts the
 replays really run (``Staging.replays``).
+
+Each replay either builds greedy mode afresh for the cluster of that moment (:func:`full_replay`, the
+reference) or is a trial on the one :class:`.live.LiveCluster` the staging keeps (the default).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
 from ..model.state import ClusterState
 from ..preemption.landing import predict_landing
 from ..profile import SchedulerConfig
+from .live import Evicted, LiveCluster, Trial
 
 __all__ = ["Replays", "Trial", "full_replay"]
-
-
-class Evicted(Protocol):
-    pod: int
-    key: str
-    target: str | None
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One replay's answer: where each pod placed lands (key -> node, None: pending), per replacement
-    that preempts on arrival one pod it evicts, and the placement after it in the input's rows (-1:
-    pending or gone) with the rows gone from the cluster (bare pods evicted: nothing re-creates them)."""
-
-    landed: dict[str, str | None]
-    preempts: dict[str, str]
-    after: np.ndarray
-    gone: np.ndarray
 
 
 def full_replay(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
@@ -63,11 +47,13 @@ def full_replay(base: ClusterState, config: SchedulerConfig, current: np.ndarray
 
 
 class Replays:
-    """The replays of one wave's start (``current``, ``gone``, the ``pending`` pods), by eviction order."""
+    """The replays of one wave's start (``current``, ``gone``, the ``pending`` pods), by eviction order;
+    on ``live`` when given (it must hold that start), else each built afresh."""
 
     def __init__(self, base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
-                 pending: dict[int, int]) -> None:
+                 pending: dict[int, int], live: LiveCluster | None = None) -> None:
         self.base, self.config, self.current, self.gone, self.pending = base, config, current, gone, pending
+        self.live = live
         self.count = 0
         self._seen: dict[tuple[int, ...], Trial] = {}
 
@@ -75,6 +61,20 @@ class Replays:
         key = tuple(m.pod for m in wave)
         hit = self._seen.get(key)
         if hit is None:
-            hit = self._seen[key] = full_replay(self.base, self.config, self.current, self.gone, wave, self.pending)
-            self.count += 1
+            hit = self._seen[key] = self._run(wave)
         return hit
+
+    def _run(self, wave: Sequence[Evicted]) -> Trial:
+        self.count += 1
+        if self.live is not None:
+            return self.live.trial(wave, self.current, self.gone)
+        return full_replay(self.base, self.config, self.current, self.gone, wave, self.pending)
+
+    def keep(self, wave: Sequence[Evicted]) -> None:
+        """``wave`` is carried out: the live cluster moves on to the state after its replay (run again when
+        another trial was run since)."""
+        if self.live is None:
+            return
+        if self.live.applied != tuple(m.pod for m in wave):
+            self._run(wave)
+        self.live.keep()

@@ -37,6 +37,7 @@ from ..model.state import ClusterState, compile_cluster
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .cycles import CycleReport, resolve_cycle
+from .live import LiveCluster
 from .replays import Replays, Trial
 from .wave_pack import schedule_moves
 
@@ -218,7 +219,8 @@ def _settle(replays: Replays, wave: list[Move], emptied: frozenset[str], staging
 
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
           budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
-          idle: frozenset[str] = frozenset(), pack: bool = True, accept: Accept | None = None) -> Staging:
+          idle: frozenset[str] = frozenset(), pack: bool = True, accept: Accept | None = None,
+          incremental: bool = True) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
@@ -228,7 +230,9 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     empty (consolidate: empty already, so not cordoned): a replacement landing there is not accepted, it
     would put the node in use, but a detour (:mod:`.cycles`) may stop there. ``pack``: the fewest waves
     for all budgets at once (:mod:`.wave_pack`); else waves filled first-fit in queue order. ``accept``:
-    whether the goals still hold where a replacement lands elsewhere than its target (:mod:`.accept`)."""
+    whether the goals still hold where a replacement lands elsewhere than its target (:mod:`.accept`).
+    ``incremental``: every replay on one greedy setup kept across the waves (:mod:`.live`); else each
+    built afresh (:func:`.replays.full_replay`, the reference the incremental path is tested against)."""
     budgets = budgets or Budgets()
     t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied))
@@ -243,6 +247,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     ledger = PDBLedger(state, (current >= 0).tolist())
     caps = _workload_caps(state, budgets.max_unavailable_per_workload)
     base = cordon(state, emptied)
+    live = LiveCluster(base, config) if incremental and remaining else None
     gone = np.zeros(len(state.pods), dtype=bool)
     plan: dict[str, int] = {}
     while remaining:
@@ -253,21 +258,21 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         wave, used = _pick(state, [m for m in remaining if plan[m.key] == nxt], ledger, caps)
         first = wave[0] if wave else remaining[0]
         planned = len(wave)
-        replays = Replays(base, config, current, gone, pending)
+        replays = Replays(base, config, current, gone, pending, live)
         landing, why_out = _settle(replays, wave, emptied, staging, idle, accept)
         if not wave:
             wave, landing, why = _unstick(state, replays, first, remaining, emptied, ledger, caps, staging, budgets)
-            staging.replays += replays.count
             plan, staging.minimal = {}, False  # the moves left are planned again (a detour adds a leg)
             if not wave:
+                staging.replays += replays.count
                 staging.dropped.append((first, why or why_out.get(first.key, "no wave can take it within the budgets")))
                 remaining.remove(first)
                 continue
-        else:
-            staging.replays += replays.count
-            if len(wave) < planned:
-                plan, staging.minimal = {}, False
+        elif len(wave) < planned:
+            plan, staging.minimal = {}, False
         assert landing is not None
+        replays.keep(wave)
+        staging.replays += replays.count
         for m in wave:
             m.predicted = landing.landed.get(m.key)
             remaining.remove(m)
@@ -279,7 +284,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         pending = {p: t for p, t in pending.items() if current[p] < 0}
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
     if not staging.waves and pending:
-        replays = Replays(base, config, current, gone, pending)
+        replays = Replays(base, config, current, gone, pending, live)
         staging.final.update(replays([]).landed)
         staging.replays += replays.count
     staging.seconds = time.perf_counter() - t0
