@@ -28,15 +28,20 @@ def owned(name: str, owner: str):  # type: ignore[no-untyped-def]
 @st.composite
 def plans(draw):  # type: ignore[no-untyped-def]
     """A cluster of 3 to 5 nodes in two zones, 4 to 14 pods of one priority (so nothing preempts: the
-    two paths differ only where preemption reads start times and node order), spread, anti-affinity, a
-    budget of one disruption, some pods pending; a random target and maybe a node to empty."""
+    two paths differ only where preemption reads start times and node order), spread, anti-affinity, host
+    ports (never two holders of a port on one node: there an eviction frees it, below), a budget of one
+    disruption, some pods pending; a random target and maybe a node to empty."""
     n = draw(st.integers(3, 5))
     objs: list = [node(f"n{i}", cpu="4").zone(f"z{i % 2}") for i in range(n)]
     free = [4000] * n
+    ported = [False] * n  # a host port held on the node (never twice: kube-scheduler placed them)
     for j in range(draw(st.integers(4, 14))):
         owner = draw(st.sampled_from(OWNERS))
         cpu = draw(st.sampled_from([250, 500, 1000, 1500]))
-        b = owned(f"p{j}", owner).req(cpu=f"{cpu}m") if draw(st.integers(0, 5)) else pod(f"p{j}").req(cpu=f"{cpu}m")
+        b = owned(f"p{j}", owner) if draw(st.integers(0, 5)) else pod(f"p{j}")
+        port = draw(st.integers(0, 4)) == 0
+        b = b.set("spec.containers", [{"name": "c0", "image": "app:1", "resources": {"requests": {"cpu": f"{cpu}m"}},
+                                       "ports": [{"containerPort": 9100, "hostPort": 9100}] if port else []}])
         b = b.set("metadata.creationTimestamp", f"2026-01-01T00:{j:02d}:00Z")
         if owner == "db":
             b = b.set("spec.affinity", {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -46,8 +51,9 @@ def plans(draw):  # type: ignore[no-untyped-def]
                 {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
                  "labelSelector": {"matchLabels": {"app": "api"}}}])
         where = draw(st.one_of(st.just(-1), st.integers(0, n - 1), st.integers(0, n - 1), st.integers(0, n - 1)))
-        if where >= 0 and free[where] >= cpu:
+        if where >= 0 and free[where] >= cpu and not (port and ported[where]):
             free[where] -= cpu
+            ported[where] |= port
             b = b.on(f"n{where}")
         objs.append(b)
     if draw(st.booleans()):
@@ -165,3 +171,52 @@ def test_a_replacement_left_pending_by_a_wave_stays_a_new_unbound_pod(incrementa
     wave2 = Replays(base, CFG, wave1.after, wave1.gone, {}, live)([x])
     assert wave2.landed == {"default/a": landed}
     assert wave2.gone[state.pod_index["default/x"]]
+
+
+def _port(b):  # type: ignore[no-untyped-def]
+    return b.set("spec.containers", [{"name": "c0", "image": "app:1", "ports": [{"containerPort": 80, "hostPort": 80}],
+                                      "resources": {"requests": {"cpu": "100m"}}}])
+
+
+def _two_on_one_port() -> list:
+    """a and b both hold host port 80 on n1 (bound there without kube-scheduler); p, pending, holds port 80
+    and may only run on n1."""
+    pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}}}
+    return [node("n1"), node("n2"), _port(owned("a", "ra")).on("n1"), _port(owned("b", "rb")).on("n1"),
+            _port(pod("p")).set("spec.affinity", pinned)]
+
+
+@pytest.mark.parametrize("incremental,landed", [
+    (True, "n1"),  # RemovePod(a) took port 80 out of n1's used ports, though b holds it
+    (False, None),  # built afresh from the pods left, b holds port 80 on n1
+], ids=["kept live, an eviction frees its host port on the node as kube-scheduler's cache does",
+        "built afresh, the port another pod on the node holds stays used"])
+def test_an_evicted_pod_frees_its_host_port_as_a_set(incremental, landed):
+    """kubernetes v1.35 ``HostPortInfo.Remove`` deletes the (ip, protocol, port) entry of the node, whoever
+    else holds it: after a's eviction kube-scheduler's NodeInfo for n1 has port 80 free."""
+    state = state_of(*_two_on_one_port())
+    live = LiveCluster(state, CFG) if incremental else None
+    current, gone = state.pod_node.copy(), np.zeros(len(state.pods), dtype=bool)
+    a = Move(state.pod_index["default/a"], "default/a", "n1", "n2", "")
+    trial = Replays(state, CFG, current, gone, {}, live)([a])
+    assert trial.landed == {"default/p": landed, "default/a": "n2"}
+
+
+def test_undoing_an_eviction_puts_a_freed_host_port_back_as_it_was():
+    """Wave 1 evicts a (port 80 on n1 is then free, b holding it notwithstanding); a trial evicting b and
+    undone leaves port 80 free, not used again by b's return."""
+    state = state_of(*_two_on_one_port()[:-1])
+    live = LiveCluster(state, CFG)
+    current, gone = state.pod_node.copy(), np.zeros(len(state.pods), dtype=bool)
+    a = Move(state.pod_index["default/a"], "default/a", "n1", "n2", "")
+    wave1 = live.trial([a], current, gone)
+    live.keep()
+    ports = next(fw.filter_rules["NodePorts"] for fw in live.sched._frameworks.values())
+    n1 = state.node_index["n1"]
+    before = ports.save_node(n1)
+    assert not any(before.values())
+    b = Move(state.pod_index["default/b"], "default/b", "n1", "n2", "")
+    live.trial([b], wave1.after, wave1.gone)
+    live.undo()
+    assert ports.save_node(n1) == before

@@ -39,7 +39,7 @@ def test_an_accepted_landing_is_not_replayed_again(runs):
     staging = stage(state, CFG, target, {}, emptied=frozenset({"n1"}))
     assert [[(m.key, m.target, m.predicted) for m in w.moves] for w in staging.waves] == [[("default/a", "n3", "n3")]]
     assert any("the landing is accepted" in n for n in staging.notes)
-    assert staging.replays == runs[0] == 1
+    assert staging.replays == runs[0] == 1 and staging.reused == 0
 
 
 def test_a_detour_leg_reuses_the_replay_of_its_lone_trial(runs):
@@ -48,7 +48,7 @@ def test_a_detour_leg_reuses_the_replay_of_its_lone_trial(runs):
     state = state_of(*_swap_by_detour(third_cpu="2"))
     staging = stage(state, CFG, _swapped(state), {}, idle=frozenset({"n3"}))
     assert [c.outcome for c in staging.cycles] == ["detour"] and len(staging.waves) == 3
-    assert staging.replays == runs[0] == 3
+    assert staging.replays == runs[0] == 3 and staging.reused == 2
 
 
 def test_every_wave_is_replayed_at_least_once(runs):

@@ -74,6 +74,8 @@ class LiveCluster:
         self.state = replace(base, cluster=replace(base.cluster, pods=pods), pods=pods,
                              pod_node=base.pod_node.copy(), memo={})
         self.sched = GreedyScheduler(self.state, config, GreedyOptions(record=False))
+        for profile in config.profiles:  # every rule's index follows each eviction from the first one on
+            self.sched.framework(profile)
         self.snapshot = self.sched.snapshot
         self.snapshot.journal = []
         self.original = base.pods

@@ -54,7 +54,8 @@ class Replays:
                  pending: dict[int, int], live: LiveCluster | None = None) -> None:
         self.base, self.config, self.current, self.gone, self.pending = base, config, current, gone, pending
         self.live = live
-        self.count = 0
+        self.count = 0  # replays run
+        self.hits = 0  # answers given again
         self._seen: dict[tuple[int, ...], Trial] = {}
 
     def __call__(self, wave: Sequence[Evicted]) -> Trial:
@@ -62,6 +63,8 @@ class Replays:
         hit = self._seen.get(key)
         if hit is None:
             hit = self._seen[key] = self._run(wave)
+        else:
+            self.hits += 1
         return hit
 
     def _run(self, wave: Sequence[Evicted]) -> Trial:

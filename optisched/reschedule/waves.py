@@ -76,6 +76,7 @@ class Staging:
     cordoned: list[str] = field(default_factory=list)  # nodes to cordon before the first wave
     cycles: list[CycleReport] = field(default_factory=list)  # moves waiting on each other, and what was done
     replays: int = 0  # kube-scheduler replays run: one per eviction order tried (each wave, its re-plans, cycles)
+    reused: int = 0  # replays answered from one already run for the same wave and eviction order
     minimal: bool | None = None  # the wave count is proven the fewest for the budgets (None: no moves)
     seconds: float = 0.0  # the staging's time (packing and replays)
 
@@ -264,7 +265,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
             wave, landing, why = _unstick(state, replays, first, remaining, emptied, ledger, caps, staging, budgets)
             plan, staging.minimal = {}, False  # the moves left are planned again (a detour adds a leg)
             if not wave:
-                staging.replays += replays.count
+                _tally(staging, replays)
                 staging.dropped.append((first, why or why_out.get(first.key, "no wave can take it within the budgets")))
                 remaining.remove(first)
                 continue
@@ -272,7 +273,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
             plan, staging.minimal = {}, False
         assert landing is not None
         replays.keep(wave)
-        staging.replays += replays.count
+        _tally(staging, replays)
         for m in wave:
             m.predicted = landing.landed.get(m.key)
             remaining.remove(m)
@@ -286,7 +287,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     if not staging.waves and pending:
         replays = Replays(base, config, current, gone, pending, live)
         staging.final.update(replays([]).landed)
-        staging.replays += replays.count
+        _tally(staging, replays)
     staging.seconds = time.perf_counter() - t0
     return staging
 
@@ -342,3 +343,8 @@ def _plan(state: ClusterState, moves: list[Move], ledger: PDBLedger, caps: dict[
                               [_owner(state, p) for p in rows], ledger.budgets_of, ledger.allowed, caps, current,
                               placed_at, state.pod_requests, state.allocatable, pack)
     return {"": int(schedule.proven), **{m.key: w for m, w in zip(moves, schedule.wave_of)}}
+
+
+def _tally(staging: Staging, replays: Replays) -> None:
+    staging.replays += replays.count
+    staging.reused += replays.hits
