@@ -156,6 +156,14 @@ class GreedyScheduler:
     def _start_times(self) -> tuple[np.ndarray, float]:
         return start_times(self.state)
 
+    def restart(self) -> None:
+        """Forget what a run learnt besides the snapshot, as a scheduler started on the cluster as it is
+        now: no nominations, no cached failures or dry runs, ``nextStartNodeIndex`` 0, budgets over the
+        pods bound now (a caller replaying several runs on one kept snapshot, :mod:`optisched.reschedule.live`)."""
+        self.pdb_bound, self._pdbs = self.snapshot.node_of >= 0, None
+        self.next_start, self.nominated, self._nominations = 0, {}, 0
+        self._failed, self._failed_at, self._shapes, self._dry_runs = {}, None, {}, None
+
     @property
     def pdbs(self) -> PDBLedger:
         """The PodDisruptionBudgets over the pods bound when the run started (:attr:`pdb_bound`)."""

@@ -99,7 +99,8 @@ class LiveCluster:
             undo.objects[p] = self.state.pods[p]
             self.state.pods[p] = replacement(self.original[p], self.latest, self.created + k)
         queue = np.flatnonzero((current < 0) & ~gone).tolist() + again
-        self._fresh_run(snap.node_of >= 0)
+        sched.restart()
+        self.state.pod_node[:] = snap.node_of
         self._undo, self.applied = undo, tuple(m.pod for m in wave)
         result = sched.run(pods=queue)
         names, node_of, rows = self.state.node_names, snap.node_of, self.state.pods
@@ -108,15 +109,6 @@ class LiveCluster:
         after_gone = gone.copy()
         after_gone[[m.pod for m in wave if not self.owned[m.pod]]] = True
         return Trial(landed, preempts, node_of.copy(), after_gone)
-
-    def _fresh_run(self, bound: np.ndarray) -> None:
-        """What a run of greedy mode starts without (each replay is a scheduler started on that cluster):
-        no nominations, no cached failures, ``nextStartNodeIndex`` 0, budgets over the pods bound now."""
-        sched = self.sched
-        sched.pdb_bound, sched._pdbs = bound, None
-        sched.next_start, sched.nominated, sched._nominations = 0, {}, 0
-        sched._failed, sched._failed_at, sched._shapes, sched._dry_runs = {}, None, {}, None
-        self.state.pod_node[:] = self.snapshot.node_of
 
     def undo(self) -> None:
         """Take the trial in place back (the snapshot, its rules' indexes, start times, pod objects)."""
