@@ -17,8 +17,10 @@ The replay built afresh per wave (:func:`.replays.full_replay`) instead holds a 
 earlier wave as its original (its place in the node's list by input order, its original start time,
 and, when its replacement was left pending, its original object: bound to the node it left, created
 with the input). Both give the same landings unless preemption reads the difference (its victims and
-node choice go by start time and list order) or a replacement is left pending by a wave (``fit-pending``
-evicting a pod to make room): see ``docs/reschedule.md``.
+node choice go by start time and list order), a replacement is left pending by a wave (``fit-pending``
+evicting a pod to make room), or an evicted pod frees a host port another pod on its node holds too
+(``HostPortInfo.Remove`` deletes the entry, as the live snapshot's NodePorts index does): see
+``docs/reschedule.md``.
 
 A replacement takes its original's row (same key, same spec): the rows of the live state are the
 input's, so placements read in the input's rows directly.
