@@ -7,6 +7,9 @@ target's (optimal mode, ``--time-limit``), the staging's (waves, one kube-schedu
 per re-plan), moves, waves (and whether the count is proven minimal), dropped moves, the nodes the plan
 empties and the violations before and after it, the goal tier's value, bound and gap, and the peak memory of the process. Baseline in the same run: one replay of the
 cluster with no eviction (what each wave costs at least). ``--cache DIR`` keeps the generated cluster.
+``--staging-both`` stages each plan's target twice more, with greedy mode's setup kept live across the
+replays and with each replay built afresh: the target differs from run to run on a loaded machine and
+the staging's cost with it, so the two are compared on one target.
 
     python benchmarks/bench_reschedule.py --nodes 100
     python benchmarks/bench_reschedule.py --nodes 1000 --time-limit 120 --cache /tmp/bench
@@ -27,13 +30,23 @@ from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
 from optisched.preemption.landing import predict_landing
 from optisched.profile import default_config
-from optisched.reschedule import plan_reschedule
+from optisched.reschedule import plan_reschedule, solve
+from optisched.reschedule.waves import stage
 
 
-def row(state, config, goal: str, limit: float, seed: int) -> dict:  # type: ignore[no-untyped-def]
-    """One plan and what the table and the plot show of it."""
+def row(state, config, goal: str, limit: float, seed: int, calls: list | None = None) -> dict:  # type: ignore[no-untyped-def]
+    """One plan and what the table and the plot show of it; ``calls`` collects the staging's arguments."""
+    def captured(*a, **kw):  # type: ignore[no-untyped-def]
+        if calls is not None:
+            calls.append((a, kw))
+        return stage(*a, **kw)
+
+    solve.stage = captured  # type: ignore[assignment]
     t0 = time.perf_counter()
-    plan = plan_reschedule(state, config, goal, time_limit=limit, seed=seed)
+    try:
+        plan = plan_reschedule(state, config, goal, time_limit=limit, seed=seed)
+    finally:
+        solve.stage = stage  # type: ignore[assignment]
     total = time.perf_counter() - t0
     tier = next((t for t in plan.certificate.tiers if t.name.startswith("objective:")), None)
     return {"nodes": state.num_nodes, "pods": int((state.pod_node >= 0).sum()), "goal": goal, "limit": limit,
@@ -45,6 +58,19 @@ def row(state, config, goal: str, limit: float, seed: int) -> dict:  # type: ign
             "emptied": len(plan.removable), "violations_before": sum(plan.before.violations.values()),
             "violations_after": sum(plan.after.violations.values()),
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def staging_both(goal: str, call: tuple) -> list[str]:
+    """The plan's staging again, on the same target: greedy mode's setup kept live across the replays,
+    then each replay built afresh (the reference); replays run (answered again), wall and CPU seconds."""
+    out = {}
+    for name, incremental in (("live", True), ("afresh", False)):
+        c0, t0 = time.perf_counter(), time.process_time()
+        staging = stage(*call[0], **{**call[1], "incremental": incremental})
+        out[name] = (staging, time.perf_counter() - c0, time.process_time() - t0)
+    waves = {k: [[(m.key, m.target, m.predicted) for m in w.moves] for w in s.waves] for k, (s, _, _) in out.items()}
+    return [f"| {goal} | {name} | {len(s.waves)} | {s.replays} ({s.reused}) | {wall:.1f} s | {cpu:.1f} s | "
+            f"{waves['live'] == waves['afresh']} |" for name, (s, wall, cpu) in out.items()]
 
 
 def line(r: dict) -> str:
@@ -87,6 +113,8 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=None, help="keep the generated cluster here")
     ap.add_argument("--record", type=Path, default=None, help="append each row to this JSON-lines file")
     ap.add_argument("--plot", type=Path, default=None, help="draw every row of --record into this PNG")
+    ap.add_argument("--staging-both", action="store_true",
+                    help="stage each plan's target again, replays kept live and built afresh, and compare")
     args = ap.parse_args()
     objs = running_cluster(args.nodes, args.pods or 20 * args.nodes, args.seed, args.cache)
     state = compile_cluster(cluster_from_objects(objs))
@@ -99,12 +127,20 @@ def main() -> None:
     print("| goal | total | target | waves (replays) | moves | waves | dropped | nodes emptied, violations | goal tier "
           "| peak RSS |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    both: list[str] = []
     for goal in args.goals.split(","):
-        r = row(state, config, goal, args.time_limit, args.seed)
+        calls: list = []
+        r = row(state, config, goal, args.time_limit, args.seed, calls)
         print(line(r), flush=True)
         if args.record is not None:
             with args.record.open("a") as f:
                 f.write(json.dumps(r) + "\n")
+        if args.staging_both:
+            both += staging_both(goal, calls[0])
+    if both:
+        print("\n| goal | replays | waves | replays run (answered again) | wall | CPU | same waves |\n"
+              "|---|---|---|---|---|---|---|\n" + "\n".join(both))
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
     if args.plot is not None and args.record is not None:
         plot([json.loads(x) for x in args.record.read_text().splitlines() if x.strip()], args.plot)
 

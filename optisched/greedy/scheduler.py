@@ -139,8 +139,10 @@ class GreedyScheduler:
         self.nominated: dict[int, int] = {}  # pod -> nominated node
         self.start_time, self.bind_epoch = self._start_times()
         self.cycle_no = 0
-        # PDB status as the input had it: no disruption controller runs during a simulated run
-        self.pdbs = PDBLedger(state, (state.pod_node >= 0).tolist())
+        # PDB status as the input had it: no disruption controller runs during a simulated run; built when
+        # preemption first reads it (most runs never preempt)
+        self.pdb_bound = state.pod_node >= 0
+        self._pdbs: PDBLedger | None = None
         # Failed cycles, by pod shape, valid while nothing they read changed (see schedule_one)
         self._changes = _ChangeCount()
         self.snapshot.subscribe(self._changes)
@@ -153,6 +155,21 @@ class GreedyScheduler:
 
     def _start_times(self) -> tuple[np.ndarray, float]:
         return start_times(self.state)
+
+    def restart(self) -> None:
+        """Forget what a run learnt besides the snapshot, as a scheduler started on the cluster as it is
+        now: no nominations, no cached failures or dry runs, ``nextStartNodeIndex`` 0, budgets over the
+        pods bound now (a caller replaying several runs on one kept snapshot, :mod:`optisched.reschedule.live`)."""
+        self.pdb_bound, self._pdbs = self.snapshot.node_of >= 0, None
+        self.next_start, self.nominated, self._nominations = 0, {}, 0
+        self._failed, self._failed_at, self._shapes, self._dry_runs = {}, None, {}, None
+
+    @property
+    def pdbs(self) -> PDBLedger:
+        """The PodDisruptionBudgets over the pods bound when the run started (:attr:`pdb_bound`)."""
+        if self._pdbs is None:
+            self._pdbs = PDBLedger(self.state, self.pdb_bound.tolist())
+        return self._pdbs
 
     def framework(self, profile: Profile) -> Framework:
         fw = self._frameworks.get(profile.scheduler_name)
@@ -399,10 +416,12 @@ class GreedyScheduler:
         return runs
 
     # ------------------------------------------------------------------ the run
-    def run(self, progress: Callable[[int, int], None] | None = None) -> GreedyResult:
+    def run(self, progress: Callable[[int, int], None] | None = None, pods: list[int] | None = None) -> GreedyResult:
+        """Schedule the pending pods (``pods``: those rows only, unbound, in any order; default every pod
+        the state has pending) in queue order."""
         state = self.state
         profiles = {p.scheduler_name: p for p in self.config.profiles}
-        pending, skipped = split_handled(state, list(state.pending), set(profiles))
+        pending, skipped = split_handled(state, list(state.pending) if pods is None else pods, set(profiles))
         queue = SchedulingQueue(state, pending, requeue=self.options.requeue, shuffle=self.options.queue_seed)
         result = GreedyResult(state, self.snapshot, self.order, queue.initial_order(), [], {}, skipped=skipped)
         done = 0

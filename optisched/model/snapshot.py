@@ -39,6 +39,9 @@ class Snapshot:
         self.slot = np.full(len(state.pods), -1, dtype=np.int64)
         self._listeners: list[SnapshotListener] = []
         self._shared: dict[object, object] = {}
+        # when a list, every change is logged for :meth:`rollback`: an add as (pod, node, -1, None), a remove
+        # as (pod, node, its slot, what the listeners that add/remove cannot invert held of the node)
+        self.journal: list[tuple[int, int, int, list | None]] | None = None
         if with_bound:
             for p in np.flatnonzero(state.pod_node >= 0):
                 self.add(int(p), int(state.pod_node[p]))
@@ -79,6 +82,8 @@ class Snapshot:
         self.nonzero[node] += self.state.pod_nonzero[pod]
         self.slot[pod] = len(self.pods_on[node])
         self.pods_on[node].append(pod)
+        if self.journal is not None:
+            self.journal.append((pod, node, -1, None))
         for listener in self._listeners:
             listener.on_add(pod, node)
 
@@ -86,6 +91,7 @@ class Snapshot:
         node = int(self.node_of[pod])
         if node < 0:
             raise ValueError(f"pod {self.state.pods[pod].key} is not on a node")
+        saved = None if self.journal is None else self.save_node(node)[1]
         self.node_of[pod] = -1
         self.requested[node] -= self.state.pod_requests[pod]
         self.nonzero[node] -= self.state.pod_nonzero[pod]
@@ -97,6 +103,32 @@ class Snapshot:
             lst[i] = last
             self.slot[last] = i
         self.slot[pod] = -1
+        if self.journal is not None:
+            self.journal.append((pod, node, i, saved))
         for listener in self._listeners:
             listener.on_remove(pod, node)
         return node
+
+    def rollback(self, mark: int) -> None:
+        """Undo the changes :attr:`journal` logged after its first ``mark`` entries, last first, each
+        node's pod order included (a removed pod back in its slot, the pod that took it back last) and what
+        a removal does not undo by an add (NodePorts: a removal frees a port as a set, as
+        ``HostPortInfo.Remove`` does, even where another pod on the node holds it)."""
+        assert self.journal is not None
+        log, self.journal = self.journal, None
+        try:
+            for pod, node, i, saved in reversed(log[mark:]):
+                if i < 0:
+                    self.remove(pod)
+                    continue
+                self.add(pod, node)
+                lst = self.pods_on[node]
+                if i < len(lst) - 1:
+                    lst[i], lst[-1] = pod, lst[i]
+                    self.slot[lst[-1]] = len(lst) - 1
+                    self.slot[pod] = i
+                for listener, state in saved or ():
+                    listener.restore_node(node, state)
+        finally:
+            del log[mark:]
+            self.journal = log

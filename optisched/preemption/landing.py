@@ -22,11 +22,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
-from ..model.objects import PodStatus
+from ..model.objects import Pod, PodStatus
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 
-__all__ = ["Landing", "predict_landing"]
+__all__ = ["Landing", "latest_created", "owned", "predict_landing", "replacement"]
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,7 @@ def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarr
     evicted_at, keys = _stamp_and_keys(state)
     pods = [state.pods[p] for p in rows[:int(keep.sum())].tolist()]
     for k, p in enumerate(rows[len(pods):].tolist()):
-        pod = state.pods[p]
-        meta = pod.metadata.model_copy(update={"creation_timestamp": evicted_at + timedelta(seconds=k + 1)})
-        pods.append(pod.model_copy(update={
-            "metadata": meta, "spec": pod.spec.model_copy(update={"node_name": None}), "status": PodStatus()}))
+        pods.append(replacement(state.pods[p], evicted_at, k))
     pod_node = current[rows].copy()
     pod_node[int(keep.sum()):] = -1
     after = replace(state, cluster=replace(state.cluster, pods=pods), pods=pods,
@@ -82,6 +79,25 @@ def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarr
                     memo={})
     placed = [pods[i].key for i in np.flatnonzero(pod_node < 0).tolist()]
     return after, placed, rows
+
+
+def replacement(pod: Pod, evicted_at: datetime, k: int) -> Pod:
+    """The pod its controller re-creates for ``pod``, the ``k``-th (from 0) of a wave's evictions: the same
+    spec, unbound, no status, created ``k`` + 1 seconds after ``evicted_at`` (the input's latest creation
+    time, :func:`latest_created`)."""
+    meta = pod.metadata.model_copy(update={"creation_timestamp": evicted_at + timedelta(seconds=k + 1)})
+    return pod.model_copy(update={
+        "metadata": meta, "spec": pod.spec.model_copy(update={"node_name": None}), "status": PodStatus()})
+
+
+def latest_created(state: ClusterState) -> datetime:
+    """The latest creation time of the input: a wave's replacements are created after it."""
+    return _stamp_and_keys(state)[0]
+
+
+def owned(state: ClusterState) -> np.ndarray:
+    """bool [P]: pods with an ownerReference (their controller re-creates them once evicted)."""
+    return _owned(state)
 
 
 def _stamp_and_keys(state: ClusterState) -> tuple[datetime, np.ndarray]:

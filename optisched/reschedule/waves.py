@@ -34,10 +34,11 @@ import numpy as np
 
 from ..model.pdb import scaled_value
 from ..model.state import ClusterState, compile_cluster
-from ..preemption.landing import Landing, predict_landing
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .cycles import CycleReport, resolve_cycle
+from .live import LiveCluster
+from .replays import Replays, Trial
 from .wave_pack import schedule_moves
 
 __all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
@@ -74,7 +75,8 @@ class Staging:
     final: dict[str, str | None] = field(default_factory=dict)  # every pod's predicted node at the end
     cordoned: list[str] = field(default_factory=list)  # nodes to cordon before the first wave
     cycles: list[CycleReport] = field(default_factory=list)  # moves waiting on each other, and what was done
-    replays: int = 0  # kube-scheduler replays run (one per wave, more where a wave was re-planned)
+    replays: int = 0  # kube-scheduler replays run: one per eviction order tried (each wave, its re-plans, cycles)
+    reused: int = 0  # replays answered from one already run for the same wave and eviction order
     minimal: bool | None = None  # the wave count is proven the fewest for the budgets (None: no moves)
     seconds: float = 0.0  # the staging's time (packing and replays)
 
@@ -164,22 +166,6 @@ def cordon(state: ClusterState, cordoned: frozenset[str]) -> ClusterState:
     return replace(state, cluster=replace(state.cluster, nodes=nodes), unschedulable=mask, memo={})
 
 
-def _replay(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
-            wave: list[Move], pending: dict[int, int]) -> tuple[Landing, dict[str, str]]:
-    """Evict ``wave`` from the placement ``current`` of ``base`` (the input, its nodes cordoned; ``gone``:
-    bare pods evicted before) and replay; also, per replacement that preempts on arrival, the pods it
-    would evict. The state replayed is a delta on ``base``'s arrays (:func:`predict_landing`)."""
-    node_of = current.copy()
-    for p, t in pending.items():
-        node_of[p] = t
-    for m in wave:
-        node_of[m.pod] = base.node_index[m.target] if m.target is not None else -1
-    landing = predict_landing(base, config, node_of, [m.key for m in wave], current, gone)
-    after = landing.replay.state
-    preempts = {after.pods[by].key: after.pods[v].key for v, (by, _) in landing.replay.preempted.items()}
-    return landing, preempts
-
-
 def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: frozenset[str]) -> str | None:
     """Why a move's replacement is not consistent with the plan (None: it is); ``accept:NODE`` when its
     landing elsewhere may be kept."""
@@ -201,26 +187,24 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
 Accept = Callable[[int, int, np.ndarray, np.ndarray], str | None]
 
 
-def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray, wave: list[Move],
-            pending: dict[int, int], emptied: frozenset[str], staging: Staging,
-            idle: frozenset[str] = frozenset(), accept: Accept | None = None) -> tuple[Landing | None, dict[str, str]]:
+def _settle(replays: Replays, wave: list[Move], emptied: frozenset[str], staging: Staging,
+            idle: frozenset[str] = frozenset(), accept: Accept | None = None) -> tuple[Trial | None, dict[str, str]]:
     """Replay ``wave`` until every move left in it is consistent: a landing elsewhere that may be kept (and
     that ``accept`` finds every goal still holding at) is accepted (the target follows it), any other
     disagreement takes the move out of the wave (it waits). Returns the last replay (None when the wave
-    emptied) and, per move taken out, why."""
-    landing = None
+    emptied) and, per move taken out, why. A round that only accepted landings evicted the same pods in
+    the same order, so its replay stands: kube-scheduler never reads a move's target."""
+    trial = None
     why_out: dict[str, str] = {}
     while wave:
-        landing, preempts = _replay(base, config, current, gone, wave, pending)
-        staging.replays += 1
-        bad = False
+        trial = replays(wave)
+        out = False
         for m in list(wave):
-            why = _verdict(m, landing.landed.get(m.key), preempts, emptied | idle)
+            why = _verdict(m, trial.landed.get(m.key), trial.preempts, emptied | idle)
             if why is None:
                 continue
             if why.startswith("accept:") and accept is not None:
-                why = accept(m.pod, base.node_index[why[7:]], current, _advance(landing, current, gone)[0]) or why
-            bad = True
+                why = accept(m.pod, replays.base.node_index[why[7:]], replays.current, trial.after) or why
             if why.startswith("accept:"):
                 staging.notes.append(f"{m.key}: kube-scheduler puts it on {why[7:]}, not {m.target}; "
                                      "the landing is accepted")
@@ -228,14 +212,16 @@ def _settle(base: ClusterState, config: SchedulerConfig, current: np.ndarray, go
             else:
                 wave.remove(m)
                 why_out[m.key] = why
-        if not bad:
+                out = True
+        if not out:
             break
-    return landing, why_out
+    return trial, why_out
 
 
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
           budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
-          idle: frozenset[str] = frozenset(), pack: bool = True, accept: Accept | None = None) -> Staging:
+          idle: frozenset[str] = frozenset(), pack: bool = True, accept: Accept | None = None,
+          incremental: bool = True) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
@@ -245,7 +231,9 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     empty (consolidate: empty already, so not cordoned): a replacement landing there is not accepted, it
     would put the node in use, but a detour (:mod:`.cycles`) may stop there. ``pack``: the fewest waves
     for all budgets at once (:mod:`.wave_pack`); else waves filled first-fit in queue order. ``accept``:
-    whether the goals still hold where a replacement lands elsewhere than its target (:mod:`.accept`)."""
+    whether the goals still hold where a replacement lands elsewhere than its target (:mod:`.accept`).
+    ``incremental``: every replay on one greedy setup kept across the waves (:mod:`.live`); else each
+    built afresh (:func:`.replays.full_replay`, the reference the incremental path is tested against)."""
     budgets = budgets or Budgets()
     t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied))
@@ -260,6 +248,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     ledger = PDBLedger(state, (current >= 0).tolist())
     caps = _workload_caps(state, budgets.max_unavailable_per_workload)
     base = cordon(state, emptied)
+    live = LiveCluster(base, config) if incremental and remaining else None
     gone = np.zeros(len(state.pods), dtype=bool)
     plan: dict[str, int] = {}
     while remaining:
@@ -270,18 +259,21 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         wave, used = _pick(state, [m for m in remaining if plan[m.key] == nxt], ledger, caps)
         first = wave[0] if wave else remaining[0]
         planned = len(wave)
-        landing, why_out = _settle(base, config, current, gone, wave, pending, emptied, staging, idle, accept)
+        replays = Replays(base, config, current, gone, pending, live)
+        landing, why_out = _settle(replays, wave, emptied, staging, idle, accept)
         if not wave:
-            wave, landing, why = _unstick(state, base, config, current, gone, first, remaining, pending, emptied,
-                                          ledger, caps, staging, budgets)
+            wave, landing, why = _unstick(state, replays, first, remaining, emptied, ledger, caps, staging, budgets)
             plan, staging.minimal = {}, False  # the moves left are planned again (a detour adds a leg)
             if not wave:
+                _tally(staging, replays)
                 staging.dropped.append((first, why or why_out.get(first.key, "no wave can take it within the budgets")))
                 remaining.remove(first)
                 continue
         elif len(wave) < planned:
             plan, staging.minimal = {}, False
         assert landing is not None
+        replays.keep(wave)
+        _tally(staging, replays)
         for m in wave:
             m.predicted = landing.landed.get(m.key)
             remaining.remove(m)
@@ -289,28 +281,29 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
             staging.notes.append(f"{key}: waits for a later wave ({why} in wave {len(staging.waves) + 1})")
         _, used = _pick(state, wave, ledger, caps)
         staging.waves.append(Wave(wave, used))
-        current, gone = _advance(landing, current, gone)
+        current, gone = landing.after, landing.gone
         pending = {p: t for p, t in pending.items() if current[p] < 0}
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
     if not staging.waves and pending:
-        landing, _ = _replay(base, config, current, gone, [], pending)
-        staging.final.update(landing.landed)
+        replays = Replays(base, config, current, gone, pending, live)
+        staging.final.update(replays([]).landed)
+        _tally(staging, replays)
     staging.seconds = time.perf_counter() - t0
     return staging
 
 
-def _unstick(state: ClusterState, base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
-             first: Move, remaining: list[Move], pending: dict[int, int], emptied: frozenset[str], ledger: PDBLedger,
-             caps: dict[str, int], staging: Staging, budgets: Budgets) -> tuple[list[Move], Landing | None, str | None]:
+def _unstick(state: ClusterState, replays: Replays, first: Move, remaining: list[Move], emptied: frozenset[str],
+             ledger: PDBLedger, caps: dict[str, int], staging: Staging,
+             budgets: Budgets) -> tuple[list[Move], Trial | None, str | None]:
     """When no wave can start, the cycle ``first`` is in, if any (:mod:`.cycles`): the wave that resolves
     it (for a detour, its first leg, put in ``remaining`` in place of the pod's move, which now starts
     from the third node and goes last), or no wave and why the move is dropped."""
-    def together(moves: list[Move]) -> Landing | None:
+    def together(moves: list[Move]) -> Trial | None:
         if len(_pick(state, moves, ledger, caps)[0]) != len(moves):
             return None
-        landing, preempts = _replay(base, config, current, gone, moves, pending)
-        ok = all(landing.landed.get(m.key) == m.target and m.key not in preempts for m in moves)
-        return landing if ok else None
+        trial = replays(moves)
+        ok = all(trial.landed.get(m.key) == m.target and m.key not in trial.preempts for m in moves)
+        return trial if ok else None
 
     planned = sum(len(w.moves) for w in staging.waves) + len(remaining)
     per_node = Counter(m.source for m in remaining + [m for w in staging.waves for m in w.moves])
@@ -321,10 +314,10 @@ def _unstick(state: ClusterState, base: ClusterState, config: SchedulerConfig, c
         trial = replace(m, target=None)
         if not _pick(state, [trial], ledger, caps)[0]:
             return None
-        landing, preempts = _replay(base, config, current, gone, [trial], pending)
-        via = landing.landed.get(m.key)
+        answer = replays([trial])  # a detour's first leg evicts the same pod: its check is this replay
+        via = answer.landed.get(m.key)
         full = budgets.max_moves_per_node is not None and per_node.get(via or "", 0) >= budgets.max_moves_per_node
-        return None if m.key in preempts or full else via
+        return None if m.key in answer.preempts or full else via
 
     found = resolve_cycle(first, remaining, together, alone, emptied)
     if found is None:
@@ -352,12 +345,6 @@ def _plan(state: ClusterState, moves: list[Move], ledger: PDBLedger, caps: dict[
     return {"": int(schedule.proven), **{m.key: w for m, w in zip(moves, schedule.wave_of)}}
 
 
-def _advance(landing: Landing, current: np.ndarray, gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The placement once a wave's replacements and the pending pods are placed as the replay says, and
-    the rows gone from the cluster (bare pods evicted: no controller re-creates them)."""
-    assert landing.origin is not None
-    out = np.full(len(current), -1, dtype=np.int64)
-    out[landing.origin] = landing.replay.snapshot.node_of
-    present = np.zeros(len(current), dtype=bool)
-    present[landing.origin] = True
-    return out, ~present
+def _tally(staging: Staging, replays: Replays) -> None:
+    staging.replays += replays.count
+    staging.reused += replays.hits
