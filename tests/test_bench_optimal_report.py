@@ -9,7 +9,7 @@ import pytest
 from optisched.optimal.tiers import Tier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_optimal import NO_BOUND, gap_text, tier1_gap  # noqa: E402
+from bench_optimal import NO_BOUND, gap_text, tier1_gap
 
 
 def placed(priority: int, objective: int, bound: int) -> Tier:

@@ -10,15 +10,14 @@
 """
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import collector
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
@@ -333,7 +332,6 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         whole = BatchModel(batch, config, build=False, arrival_order=options.arrival_order, clock=clock,
                            deadline=deadline)
         clock.work("pod", len(batch.state.pods))
-        clock.work("class", len(batch.classes))
         clock.work("cell", len(batch.classes) * batch.state.num_nodes)
     candidates = None
     usable = whole.allowed & (whole.cap > 0)
@@ -344,7 +342,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             # order may admit its placement, which is then the start
             candidates = choose_candidates(batch, usable, raw if refused else hint, per_class, options.seed,
                                            domain_keys(batch))
-            clock.work("candidate", int(np.count_nonzero(usable)))
+            clock.work("candidate", len(batch.classes))
     profile = config.profiles[0]
     spread = getattr(profile, "spread", None)
     defaults = spread.effective_default_constraints if spread is not None else ()
@@ -657,26 +655,12 @@ def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalO
     return plain.node_of
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while the run builds millions of small objects (variables,
-    terms, snapshots' indexes): its full passes rescan them all, 15 % of a 2,000-node run's CPU time
-    outside the solvers. What the run leaves in cycles is collected once it is back on."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None,
                   explain: bool = True) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run; ``explain``:
     say why pods stay pending (probes in the time left)."""
-    with _collector_paused():
+    with collector.paused():  # (millions of variables and terms: docs/optimal_trust.md)
         return _solve_optimal(state, config, options, progress, greedy, explain)
 
 
