@@ -29,11 +29,23 @@ from optisched.profile import default_config
 SIZES = ["200:2000:10", "1000:10000:60", "5000:50000:120"]
 
 
-def tier1_gap(tiers) -> tuple[str, float]:  # type: ignore[no-untyped-def]
-    for t in tiers:
-        if t.name.startswith("placed[") and t.objective != t.bound:
+NO_BOUND = "no tier solved, no bound"
+
+
+def tier1_gap(tiers) -> tuple[str, float | None]:  # type: ignore[no-untyped-def]
+    """(the highest placement level not proven optimal, its gap); every level closed: gap 0; no placement
+    tier at all (the run ended before one was solved, kube-scheduler's placement returned): gap None."""
+    levels = [t for t in tiers if t.name.startswith("placed[")]
+    if not levels:
+        return NO_BOUND, None
+    for t in levels:
+        if t.objective != t.bound:
             return t.name, t.gap
     return "all levels closed", 0.0
+
+
+def gap_text(name: str, gap: float | None) -> str:
+    return name if gap is None else f"{100 * gap:.2f}% ({name})"
 
 
 def _cluster(nodes: int, pending: int, load: float, seed: int):  # type: ignore[no-untyped-def]
@@ -54,7 +66,7 @@ def run(nodes: int, pending: int, limit: float, load: float, seed: int) -> None:
     name, gap = tier1_gap(r.certificate.tiers)
     print(f"## {nodes} nodes, {len(state.pending)} pending, load {load}: optimal {t_opt:.1f} s of {limit:.0f} s "
           f"({t_opt / limit:.2f}x the limit; greedy {t_greedy:.1f} s), status {r.certificate.status}, "
-          f"answer from the {r.certificate.source}, tier-1 gap {100 * gap:.2f}% ({name}), "
+          f"answer from the {r.certificate.source}, tier-1 gap {gap_text(name, gap)}, "
           f"violations {len(r.violations)}, peak RSS {peak:.0f} MiB")
     for tier in r.certificate.tiers:
         print(f"   {tier.name:26s} greedy {tier.greedy!s:>7} -> {tier.objective:>7} bound {tier.bound:>7} "
@@ -72,11 +84,11 @@ def curve(nodes: int, pending: int, load: float, seed: int, limits: list[float])
         tiers = solve_optimal(state, config, OptimalOptions(time_limit=limit, workers=2, seed=seed),
                               greedy=greedy).certificate.tiers
         name, gap = tier1_gap(tiers)
-        print(f"## {nodes} nodes, load {load}, {limit:g} s: tier-1 gap {100 * gap:.2f}% ({name}); " +
+        print(f"## {nodes} nodes, load {load}, {limit:g} s: tier-1 gap {gap_text(name, gap)}; " +
               ", ".join(f"{t.name} {t.objective}/{t.bound}" for t in tiers if t.name.startswith("placed[")),
               flush=True)
         runs.append((limit, {t.name: t for t in tiers}))
-    level = tier1_gap(runs[-1][1].values())[0]
+    level = tier1_gap(runs[-1][1].values())[0]  # (no tier solved: no level, nothing plotted)
     got = [(limit, tiers[level]) for limit, tiers in runs if level in tiers]
     return {"title": f"{nodes} nodes, load {load}", "level": level, "limits": [lim for lim, _ in got],
             "placed": [t.objective for _, t in got], "bound": [t.bound for _, t in got],
@@ -91,8 +103,8 @@ def plot_curves(curves: list[dict], path: str, gap: float) -> None:
 
     fig, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4), squeeze=False)
     for ax, c in zip(axes[0], curves):
-        if not c["limits"]:  # every level closed at the longest limit
-            ax.set_title(f"{c['title']}: every level closed")
+        if not c["limits"]:  # every level closed at the longest limit, or no tier solved
+            ax.set_title(f"{c['title']}: {NO_BOUND if c['level'] == NO_BOUND else 'every level closed'}")
             continue
         ax.plot(c["limits"], c["placed"], "o-", label="placed (optimal mode)")
         ax.plot(c["limits"], c["bound"], "s--", color="black", label="bound (certificate)")

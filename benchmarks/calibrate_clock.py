@@ -10,14 +10,24 @@ calls are reported apart: their CPU time beside the CP-SAT deterministic time th
 
     python benchmarks/calibrate_clock.py                          # 40-2,000 nodes
     python benchmarks/calibrate_clock.py --sizes 40:0 200:2000    # NODES:PENDING[:LIMIT] (0: the generator's mix)
+    python benchmarks/calibrate_clock.py --sizes 5000:50000:600 --build-only   # the build phases and the check
+    python benchmarks/calibrate_clock.py --cache /tmp/cal ...     # keep each cluster and greedy run
+
+``--build-only`` skips the tiers: every phase before them and the answer's check (of the repaired greedy
+placement) run their whole course, at any size, in minutes (a large limit keeps the deterministic budget
+from stopping the build).
 
 Record the fitted costs and the table in docs/optimal_trust.md ("How much a unit of built work costs").
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gc
 import os
+import pickle
 import time
+import types
 
 import numpy as np
 
@@ -25,6 +35,7 @@ from optisched.datasets.generate import GenerateSpec, generate
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
+from optisched.optimal import solve
 from optisched.optimal.clock import WORK_COST, Clock
 from optisched.optimal.solve import OptimalOptions, solve_optimal
 from optisched.profile import default_config
@@ -52,17 +63,37 @@ def spec_of(size: str, seed: int) -> GenerateSpec:
     return GenerateSpec(nodes=nodes, pods=2 * pending, pending_fraction=0.5, seed=seed)
 
 
-def ledger_of(size: str, seed: int, limit: float) -> dict[str, dict[str, float]]:
-    """One run's ledger, greedy mode's CPU time counted beside it as its own phase. The wall-clock safety
-    net is off (a loaded machine would stop phases early): every phase runs its deterministic course."""
+def _cluster(size: str, seed: int, cache: str | None):  # type: ignore[no-untyped-def]
+    """(state, config, greedy result, greedy mode's CPU seconds), from ``cache`` (a folder) when a
+    previous run saved them there (greedy mode takes minutes at 5,000 nodes)."""
+    path = os.path.join(cache, f"calibrate-{'_'.join(size.split(':')[:2])}-{seed}.pkl") if cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            state, config, greedy, cpu = pickle.load(f)
+        gc.collect()
+        gc.freeze()  # as loading a cluster does (optisched.model.loader)
+        return state, config, greedy, cpu
     cluster = cluster_from_objects(generate(spec_of(size, seed)))
     state = compile_cluster(cluster)
     config = cluster.config or default_config()
     cpu = time.process_time()
     greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
     cpu = time.process_time() - cpu
+    if path:
+        # optimal mode reads only greedy's placement (its snapshot's listeners do not pickle)
+        lite = dataclasses.replace(greedy, snapshot=types.SimpleNamespace(node_of=greedy.snapshot.node_of), cycles=[])
+        with open(path, "wb") as f:
+            pickle.dump((state, config, lite, cpu), f, protocol=5)
+    return state, config, greedy, cpu
+
+
+def ledger_of(size: str, seed: int, limit: float, build_only: bool = False,
+              cache: str | None = None) -> dict[str, dict[str, float]]:
+    """One run's ledger, greedy mode's CPU time counted beside it as its own phase. The wall-clock safety
+    net is off (a loaded machine would stop phases early): every phase runs its deterministic course."""
+    state, config, greedy, cpu = _cluster(size, seed, cache)
     Clock.wall_left = lambda self: 1e9  # type: ignore[method-assign]
-    r = solve_optimal(state, config, OptimalOptions(time_limit=limit, seed=seed), greedy=greedy)
+    r = solve_optimal(state, config, OptimalOptions(time_limit=limit, seed=seed), greedy=greedy, explain=not build_only)
     return {"greedy": {"cpu": cpu, "check": len(state.pending)}, **r.ledger}
 
 
@@ -71,12 +102,17 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="*", default=SIZES)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--limit", type=float, default=10.0)
+    ap.add_argument("--build-only", action="store_true", help="skip the tiers (see above)")
+    ap.add_argument("--cache", help="a folder keeping each size's cluster and greedy run between runs")
     a = ap.parse_args()
+    if a.build_only:
+        solve._solve_tiers = lambda *args, **kwargs: None  # type: ignore[assignment]
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     rows, cpu = [], []
     for size in a.sizes:
         parts = size.split(":")
-        ledger = ledger_of(size, a.seed, float(parts[2]) if len(parts) > 2 else a.limit)
+        ledger = ledger_of(size, a.seed, float(parts[2]) if len(parts) > 2 else a.limit, a.build_only,
+                           a.cache)
         totals = np.zeros(3)
         print(f"\n## {size} (nodes:pending)")
         print(f"{'phase':16s} {'cpu s':>7s} {'charged':>8s} {'solver cpu':>10s} {'solver det':>10s}  units")

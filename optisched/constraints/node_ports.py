@@ -54,8 +54,10 @@ def host_ports(pod: Pod) -> list[tuple[str, str, int]]:
 
 
 class PodHostPorts:
-    """``host_ports`` of every pod row, listed once per snapshot (``snapshot.shared``): NodePorts and
-    the preemption dry runs' port index read the same lists."""
+    """``host_ports`` of every pod row, listed once per state (``snapshot.shared``): NodePorts and the
+    preemption dry runs' port index read the same lists, in every snapshot of a run."""
+
+    per_state = True
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.of = [host_ports(p) for p in snapshot.state.pods]

@@ -220,8 +220,13 @@ class NodeResourcesFit:
         and no more pods than fit there alone may go to a node."""
         model.restrict_by_filter(self, classes)
         nodes = np.arange(self.snapshot.state.num_nodes)
+        fits: dict[bytes, np.ndarray] = {}  # classes with the same checked requests fit the same counts
         for c in classes:
-            model.limit(c, self.fit_count(c.rep, nodes, self.snapshot.requested))
+            key = self.snapshot.state.pod_requests[c.rep, self.check_cols].tobytes()
+            most = fits.get(key)
+            if most is None:
+                most = fits[key] = self.fit_count(c.rep, nodes, self.snapshot.requested)
+            model.limit(c, most)
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
         """Per node and checked resource (and the pod count): Σ request · x ≤ allocatable − fixed pods'

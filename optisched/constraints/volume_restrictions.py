@@ -49,6 +49,19 @@ def pod_disks(pod: Pod) -> list[tuple[tuple, bool]]:
     return [k for v in pod.spec.volumes for k in disk_keys(v)]
 
 
+class PodVolumeKeys:
+    """Per pod row: its disks' keys, its claims ("ns/claim") and whether it has either; listed once per
+    state (``snapshot.shared``), as every snapshot of a run (the model's, the checks') reads the same."""
+
+    per_state = True
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        pods = snapshot.state.pods
+        self.disks = [pod_disks(p) for p in pods]
+        self.claims = [VolumeRestrictions._claim_keys(p) for p in pods]
+        self.has = [bool(d or c) for d, c in zip(self.disks, self.claims)]
+
+
 class VolumeRestrictions:
     name = "VolumeRestrictions"
 
@@ -56,9 +69,8 @@ class VolumeRestrictions:
         n = snapshot.state.num_nodes
         self.state = snapshot.state
         self.storage = storage_of(snapshot)
-        self._disks = [pod_disks(p) for p in self.state.pods]
-        self._claims = [self._claim_keys(p) for p in self.state.pods]
-        self._has = [bool(d or c) for d, c in zip(self._disks, self._claims)]
+        keys = snapshot.shared(PodVolumeKeys)
+        self._disks, self._claims, self._has = keys.disks, keys.claims, keys.has
         self.writers: dict[tuple, np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=np.int32))
         self.readers: dict[tuple, np.ndarray] = defaultdict(lambda: np.zeros(n, dtype=np.int32))
         self.claim_users: dict[str, int] = defaultdict(int)  # "ns/claim" -> scheduled pods using it

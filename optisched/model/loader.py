@@ -7,15 +7,14 @@ and the field; input files are only ever read.
 """
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .. import collector
 from ..errors import InputError
 from .bounded import DEFAULT_MAX_INPUT
 from .cluster import Cluster, resolve_priority
@@ -182,23 +181,10 @@ def _finish(cluster: Cluster) -> Cluster:
     return cluster
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Building many small objects: the cyclic GC would rescan them over and over."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.freeze()  # what was loaded lives as long as the run: keep it out of later collections
-            gc.enable()
-
-
 def cluster_from_objects(objects: Iterable[dict], source: str = "<objects>") -> Cluster:
     """Build a :class:`Cluster` from already-parsed API objects (dicts)."""
     cluster, seen = Cluster(sources=[source]), set()
-    with _no_gc():
+    with collector.paused(freeze=True):  # what was loaded lives as long as the run
         for i, raw in enumerate(objects):
             _add_object(cluster, source, raw, i, seen)
         return _finish(cluster)
@@ -208,7 +194,7 @@ def load_cluster(paths: Iterable[str], max_bytes: int = DEFAULT_MAX_INPUT) -> Cl
     """Load one or more files, folders (``*.yaml``, ``*.yml``, ``*.json``, recursively) or ``-`` (stdin),
     each at most ``max_bytes`` long."""
     cluster, seen = Cluster(), set()
-    with _no_gc():
+    with collector.paused(freeze=True):  # what was loaded lives as long as the run
         for path in _expand(paths):
             source, text = read_source(path, max_bytes)
             cluster.sources.append(source)

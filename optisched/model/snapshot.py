@@ -54,10 +54,19 @@ class Snapshot:
                 listener.on_add(p, node)
 
     def shared(self, factory):  # type: ignore[no-untyped-def]
-        """One instance of ``factory(self)`` per snapshot: incremental indexes several rules read."""
+        """One instance of ``factory(self)`` per snapshot: incremental indexes several rules read. A
+        factory with ``per_state = True`` reads only the state (a listing per pod row, fixed for a run):
+        one instance per :class:`ClusterState`, kept in its ``memo``, serves every snapshot of it."""
         obj = self._shared.get(factory)
         if obj is None:
-            obj = self._shared[factory] = factory(self)
+            if getattr(factory, "per_state", False):
+                key = ("snapshot.shared", factory)
+                obj = self.state.memo.get(key)
+                if obj is None:
+                    obj = self.state.memo[key] = factory(self)
+            else:
+                obj = factory(self)
+            self._shared[factory] = obj
         return obj
 
     def save_node(self, node: int) -> list:

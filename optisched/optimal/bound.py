@@ -75,8 +75,8 @@ class LevelBound:
             allowed = model.allowed[c.index].copy()
             for n in c.running:
                 allowed[n] = True
-            caps = np.zeros(n_types, dtype=np.int64)
-            np.add.at(caps, types[allowed], model.cap[c.index, allowed])
+            # (bincount: np.add.at per class took 6 of a 5,000-node run's CPU seconds; exact in float64)
+            caps = np.bincount(types[allowed], weights=model.cap[c.index, allowed], minlength=n_types).astype(np.int64)
             for n, pods in c.running.items():
                 caps[types[n]] += len(pods)
             key = (c.priority, state.pod_requests[c.rep, cols].tobytes(), (caps > 0).tobytes())

@@ -56,7 +56,8 @@ GLOP_DET_PER_SECOND = 5.0
 WORK_COST = {
     "pod": 4.9e-5,  # a pod put in a snapshot, its rules' states or a class (batch, repair, the model's rules)
     "check": 1.15e-3,  # a pod put through the greedy filters over every node (greedy mode, the repair)
-    "cell": 1e-6,  # a (class, node) pair the filter rules restrict (phase 1 of the model)
+    "cell": 6.5e-8,  # a (class, node) pair the filter rules restrict (phase 1 of the model)
+    "candidate": 2.2e-4,  # a class of a large batch whose candidate nodes are chosen among its allowed ones
     "edge": 7e-6,  # a (class, node) or (class, class) edge of the graph of independent parts
     "term": 6e-6,  # a variable, a constraint or a term of one a rule writes to a CP-SAT model through its wrapper
     "objective term": 3.5e-6,  # the same, written by an objective built when its tier comes (the score)

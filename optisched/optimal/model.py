@@ -100,6 +100,8 @@ class BatchModel:
             for pair in state.pods[c.rep].metadata.labels.items():
                 self._by_pair.setdefault(pair, []).append(c)
         self._node_arrivals: list[list[tuple[PodClass, cp_model.IntVar, int]]] | None = None
+        # (node, priority) -> arrival variables of the classes that may preempt there (preemptors_of)
+        self.preemptors_cache: dict[tuple[int, int], list[cp_model.IntVar]] = {}
         self._arrival_flag: dict[tuple[int, int | None], cp_model.IntVar] = {}
         if domains is not None:  # phase 1 already ran for these classes (see optisched.optimal.components)
             self.allowed, self.cap, self.forbidden_by = domains

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import collector
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
@@ -333,17 +334,20 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         clock.work("pod", len(batch.state.pods))
         clock.work("cell", len(batch.classes) * batch.state.num_nodes)
     candidates = None
+    usable = whole.allowed & (whole.cap > 0)
     if whole.size() > options.max_variables:
         per_class = max(8, options.max_variables // max(1, len(batch.classes)))
-        # kube-scheduler's own nodes stay candidates where batch semantics refused some: an arrival order
-        # may admit its placement, which is then the start
-        candidates = choose_candidates(batch, whole.allowed & (whole.cap > 0), raw if refused else hint, per_class,
-                                       options.seed, domain_keys(batch))
+        with clock.phase("candidates"):
+            # kube-scheduler's own nodes stay candidates where batch semantics refused some: an arrival
+            # order may admit its placement, which is then the start
+            candidates = choose_candidates(batch, usable, raw if refused else hint, per_class, options.seed,
+                                           domain_keys(batch))
+            clock.work("candidate", len(batch.classes))
     profile = config.profiles[0]
     spread = getattr(profile, "spread", None)
     defaults = spread.effective_default_constraints if spread is not None else ()
     with clock.phase("components"):
-        parts = group_components(batch, whole.allowed & (whole.cap > 0), candidates, whole.snapshot, defaults,
+        parts = group_components(batch, usable, candidates, whole.snapshot, defaults,
                                  max_groups=1 if options.max_moves is not None else 4)
         clock.work("edge", whole.size() if candidates is None else sum(len(v) for v in candidates.values()))
     models = _part_models(batch, config, options, whole, parts, candidates, deadline, clock)
@@ -656,6 +660,12 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
                   explain: bool = True) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run; ``explain``:
     say why pods stay pending (probes in the time left)."""
+    with collector.paused():  # (millions of variables and terms: docs/optimal_trust.md)
+        return _solve_optimal(state, config, options, progress, greedy, explain)
+
+
+def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions,
+                   progress: Progress | None, greedy: GreedyResult | None, explain: bool) -> OptimalResult:
     check_objective(options.objective)
     end = options.time_limit
     # the rest decodes, re-checks (0.4 ms per pending pod at 5,000 nodes on an idle machine, 0.7 ms at

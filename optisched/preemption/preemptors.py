@@ -30,5 +30,11 @@ def preemptor_priority(batch: Batch, node_of: np.ndarray) -> np.ndarray:
 
 
 def preemptors_of(model: BatchModel, c: PodClass, node: int) -> list[cp_model.IntVar]:
-    """The arrival variables on ``node`` of the classes that may preempt ``c``'s pods there."""
-    return [v for d, v, _ in model.node_arrivals()[node] if d.preempts and d.priority > c.priority]
+    """The arrival variables on ``node`` of the classes that may preempt ``c``'s pods there (one list per
+    node and priority, shared by the classes of that priority: do not modify)."""
+    cache = model.preemptors_cache
+    hit = cache.get((node, c.priority))
+    if hit is None:
+        hit = cache[(node, c.priority)] = [v for d, v, _ in model.node_arrivals()[node]
+                                           if d.preempts and d.priority > c.priority]
+    return hit
