@@ -348,7 +348,9 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         clock.work("edge", whole.size() if candidates is None else sum(len(v) for v in candidates.values()))
     models = _part_models(batch, config, options, whole, parts, candidates, deadline, clock)
     lp_share = LP_SHARE * deadline  # the LP's share of the limit, split among the relaxations built
-    lp = _relaxation(whole, clock, lp_share / (2 if len(models) > 1 else 1), deadline)
+    # (only parts restricted to candidate nodes may build their own, below)
+    part_lps = sum(1 for _, m in models if m.restricted)
+    lp = _relaxation(whole, clock, lp_share / (2 if part_lps else 1), deadline)
     # each LNS part's own LP (its placement tiers stop at it: a closed level that ran its whole share
     # would starve the parts solved after it), unless the relaxation is large enough that building it
     # again per part costs seconds the search needs more
@@ -375,7 +377,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
                 if lns and solver.full is not None and options.node_search else None
             base = m.cp.clone()
             clock.work("copy", (2 if search is not None else 1) * m.terms)
-        part_lp = _relaxation(m, clock, lp_share / (2 * len(models)), deadline) if lns and lp is not None \
+        part_lp = _relaxation(m, clock, lp_share / (2 * part_lps), deadline) if lns and lp is not None \
             and not lp.large else None
         groups.append(_Group(sub, m, solver, base, reached=reached, cp_valid=not m.restricted, lp=part_lp, lns=lns,
                              search=search, goal_first=options.goal_first, raw_start=raw_start,
