@@ -267,3 +267,33 @@ def test_running_pods_let_go_at_equal_count_come_back() -> None:
     before, after = dict(enumerate(moved.tolist())), dict(enumerate(back.tolist()))
     assert all(per[lv].value(after) == per[lv].value(before) for lv in per)
     assert _feasible(m, back)
+
+
+def test_placement_runs_level_by_level_and_a_level_one_part_closes_leaves_its_time_to_another(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Across independent parts the placement tiers go level by level, highest first; within a level the
+    parts with their own LP bound go first, and a level such a part closes at once (its LP bound reached)
+    leaves the level's whole time to the next part, not to the first part's lower levels."""
+    from types import SimpleNamespace
+
+    from optisched.optimal import solve as solve_mod
+    from optisched.optimal.clock import Clock
+
+    clock = Clock(100.0)
+    calls: list[tuple[str, str, float, float]] = []
+
+    def fake(g, until, raw, objective, placement, clk, only=None):  # type: ignore[no-untyped-def]
+        calls.append((g.name, only, clk.now(), until))
+        if g.name == "small":  # CP-SAT on the small part uses its whole time
+            clk.charge(until - clk.now())
+
+    monkeypatch.setattr(solve_mod, "_solve_group", fake)
+    big = SimpleNamespace(name="big", batch=SimpleNamespace(levels=[10, 0]), lp=object())
+    small = SimpleNamespace(name="small", batch=SimpleNamespace(levels=[10, 0]), lp=None)
+    solve_mod._place_by_level([small, big], [1.0, 4.0], np.zeros(0), None, 30.0, clock)
+    assert [(name, only) for name, only, _, _ in calls] == [
+        ("big", "placed[priority=10]"), ("small", "placed[priority=10]"),
+        ("big", "placed[priority=0]"), ("small", "placed[priority=0]")]
+    (_, _, _, _), (_, _, start, until), _, (_, _, start0, until0) = calls
+    assert start == 0.0 and until == pytest.approx(20.0)  # the top level's two thirds, all of them
+    assert start0 == pytest.approx(20.0) and until0 == pytest.approx(30.0)

@@ -462,10 +462,11 @@ def _above(model: BatchModel, level: int) -> list:
 
 
 def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | tuple[str, ...] | None,
-                 placement: bool, clock: Clock) -> None:
-    """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``.
-    Objectives after the placement and disruption tiers are built when their turn comes (they add
-    variables), and only when time is left to build and solve them."""
+                 placement: bool, clock: Clock, only: str | None = None) -> None:
+    """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``; with
+    ``only``, that one tier (with the whole time). Objectives after the placement and disruption tiers
+    are built when their turn comes (they add variables), and only when time is left to build and solve
+    them."""
     g.solver.deadline = deadline
     if not placement:  # the tiers after placement may move every level's pods again
         g.solver.unpin()
@@ -488,7 +489,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
     placing = [name for name, _, _ in objectives if name.startswith("placed[")]
     weights = [2 ** (len(placing) - placing.index(name)) if name in placing else 1 for name, _, _ in objectives]
     for i, (name, sense, lin) in enumerate(objectives):
-        if name.startswith("placed[") != placement:
+        if name.startswith("placed[") != placement or only not in (None, name):
             continue
         level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
         # the next placement tier breaks ties, so this one does not spoil it; not under LNS, where the
@@ -496,13 +497,16 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         # less for this one (200 nodes / 0.8: 1,182-1,188 default-priority pods against 1,176-1,177)
         later = Linear()
         nxt = objectives[i + 1] if i + 1 < len(objectives) else None
-        if level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
+        searching = g.search is not None and level is not None and g.search.ready()
+        if searching:  # node neighbourhoods weigh the tiers after by themselves (_search)
+            pass
+        elif level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
             later = nxt[2].scaled(1)
         elif level is not None and nxt is not None and nxt[0] == "disruption":
             later = nxt[2].scaled(-1)  # the last level breaks ties by less disruption
         rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
-        share = weights[i] / sum(w for (n, _, _), w in zip(objectives[i:], weights[i:])
-                                 if n.startswith("placed[") == placement)
+        share = 1.0 if only is not None else weights[i] / sum(
+            w for (n, _, _), w in zip(objectives[i:], weights[i:]) if n.startswith("placed[") == placement)
         if callable(lin):
             left = deadline - clock.now()
             # building the score takes 25-40 µs per variable (0.08 s for 2,100 variables, 1.0 s for 41,000,
@@ -527,7 +531,8 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         # nodes / 0.8: default level 1,197-1,210 against 1,178-1,185). The last level pins nothing more:
         # the level just above may still move, to break ties by disruption (measured no worse at any
         # level). Node neighbourhoods choose for themselves whether a step moves the levels above.
-        clock.work("tier term", len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
+        clock.work("tier term", len(lin.vars) if searching else
+                   len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
@@ -537,7 +542,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         if level is not None and g.lp is not None:
             relaxed = g.lp.bound(level)
             cap = cap if relaxed is None else min(cap, relaxed)
-        if g.search is not None and level is not None and g.search.ready():
+        if searching:
             tier = _search(g, name, lin, level, share, cap, objectives[i + 1:])
         else:
             tier = g.solver.solve(name, lin, sense, share, cap, later, rest)
@@ -575,13 +580,13 @@ def _settle_reached(g: _Group) -> bool:
 def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
     """A placement tier under LNS, by node neighbourhoods (:class:`.neighbourhood.NodeSearch`): a step that
     ties the tier is kept when no worse on the tiers after it that are built (disruption counted down)."""
+    solver, search = g.solver, g.search
+    assert search is not None
     later = []
     for _, sense, x in after:
         if callable(x):
             break
-        later.append(x.scaled(1 if sense == "max" else -1))
-    solver, search = g.solver, g.search
-    assert search is not None
+        later.append(search.maximized(x, sense))
     report = None
     if solver.progress is not None:
         def report(value: int) -> None:
@@ -625,11 +630,12 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound | None) -> 
     return out
 
 
-def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock) -> Iterator[tuple[_Group, float]]:
-    """The groups, smallest first, each with its deadline: its size's share of the time left until ``end``
-    when its turn comes. What a small part closes early is left to the larger ones after it (200 nodes:
-    the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
-    order = sorted(range(len(groups)), key=lambda k: sizes[k])
+def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock,
+             key: Callable[[int], object] | None = None) -> Iterator[tuple[_Group, float]]:
+    """The groups, smallest first (or by ``key`` of their index), each with its deadline: its size's share
+    of the time left until ``end`` when its turn comes. What a part closes early is left to the parts
+    after it (200 nodes: the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
+    order = sorted(range(len(groups)), key=key or (lambda k: sizes[k]))
     for i, k in enumerate(order):
         now = clock.now()
         yield groups[k], now + (end - now) * sizes[k] / sum(sizes[j] for j in order[i:])
@@ -758,10 +764,34 @@ def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions,
     placing = clock.now() + 0.75 * (deadline - clock.now())  # placement tiers first, everywhere
     phases = [(True, placing)] if options.stop_after == "placed" else [(True, placing), (False, deadline)]
     for placement, end_phase in phases:
+        if placement:
+            _place_by_level(groups, sizes, raw, options.objective, end_phase, clock)
+            continue
         for g, until in _by_size(groups, sizes, end_phase, clock):
             _solve_group(g, until, raw, options.objective, placement, clock)
         for g in groups:
             g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
+
+
+def _place_by_level(groups: list[_Group], sizes: list[float], raw: np.ndarray,
+                    objective: str | tuple[str, ...] | None, end: float, clock: Clock) -> None:
+    """The placement tiers level by level, highest first, across the parts. A level's time is its
+    weight's share of the time left until ``end`` (twice the next level's: the lexicographic order is
+    decided at the highest level not yet optimal), split by size among the parts that have the level,
+    those with their own LP bound first: a level they have closed ends at once and leaves its time to
+    the parts after it. Part by part, a closed level's time went to that part's lower levels instead,
+    while another part's higher level was still open (200 nodes / 0.8 at 10 s: the GPU part's top
+    level had 0.17 s, and 158 of its 160 pods; the larger part's top two levels were closed by its LP)."""
+    levels = sorted({lv for g in groups for lv in g.batch.levels}, reverse=True)
+    weight = {lv: 2 ** (len(levels) - k) for k, lv in enumerate(levels)}
+    for k, level in enumerate(levels):
+        now = clock.now()
+        until = now + (end - now) * weight[level] / sum(weight[lv] for lv in levels[k:])
+        mine = [i for i, g in enumerate(groups) if level in g.batch.levels]
+        parts, part_sizes = [groups[i] for i in mine], [sizes[i] for i in mine]
+        for g, part_until in _by_size(parts, part_sizes, until, clock,
+                                      key=lambda j: (parts[j].lp is None, part_sizes[j])):
+            _solve_group(g, part_until, raw, objective, True, clock, only=_level_name(level))
 
 
 def _as_greedy(tiers: list[Tier]) -> None:
