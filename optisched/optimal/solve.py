@@ -476,12 +476,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
             until = clock.now() + 0.3 * (deadline - clock.now())
             g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
     caps = _level_caps(g.batch)
-    if g.objectives is None:
-        with clock.phase("objectives"):
-            g.objectives = _objectives(g.model, objective, g.goal_first)
-            g.raw_values = variable_values(g.model, raw)
-            clock.work("objective term", 2 * len(g.model.cp.proto.variables))
-    objectives = g.objectives
+    objectives = _ensure_objectives(g, raw, objective, clock)
     if not placement and _settle_reached(g):
         return
     # a higher level's time share counts double each level below (the lexicographic order is decided at
@@ -551,6 +546,28 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         tier.greedy = lin.value(g.raw_values)
         tier.fidelity = lin.fidelity
         g.tiers.append(tier)
+
+
+def _ensure_objectives(g: _Group, raw: np.ndarray, objective: str | tuple[str, ...] | None,
+                       clock: Clock) -> list:
+    """The group's tiers' objectives (built the first time) and greedy's values for them."""
+    if g.objectives is None:
+        with clock.phase("objectives"):
+            g.objectives = _objectives(g.model, objective, g.goal_first)
+            g.raw_values = variable_values(g.model, raw)
+            clock.work("objective term", 2 * len(g.model.cp.proto.variables))
+    return g.objectives
+
+
+def _closed(g: _Group, level: int, raw: np.ndarray, objective: str | tuple[str, ...] | None,
+            clock: Clock) -> bool:
+    """Whether the part's incumbent already reaches its own LP bound on ``level`` (the tier ends at once)."""
+    if g.lp is None or g.solver.full is None:
+        return False
+    relaxed = g.lp.bound(level)  # (asked again by the tier: the same answer, no second solve)
+    lin = next(x for name, _, x in _ensure_objectives(g, raw, objective, clock) if name == _level_name(level))
+    clock.work("tier term", len(lin.vars))
+    return relaxed is not None and g.solver.evaluate(lin) >= relaxed
 
 
 def _settle_reached(g: _Group) -> bool:
@@ -777,11 +794,12 @@ def _place_by_level(groups: list[_Group], sizes: list[float], raw: np.ndarray,
                     objective: str | tuple[str, ...] | None, end: float, clock: Clock) -> None:
     """The placement tiers level by level, highest first, across the parts. A level's time is its
     weight's share of the time left until ``end`` (twice the next level's: the lexicographic order is
-    decided at the highest level not yet optimal), split by size among the parts that have the level,
-    those with their own LP bound first: a level they have closed ends at once and leaves its time to
-    the parts after it. Part by part, a closed level's time went to that part's lower levels instead,
-    while another part's higher level was still open (200 nodes / 0.8 at 10 s: the GPU part's top
-    level had 0.17 s, and 158 of its 160 pods; the larger part's top two levels were closed by its LP)."""
+    decided at the highest level not yet optimal), split by size among the parts that have the level:
+    first those whose incumbent already reaches their own LP bound there (their tier ends at once), then
+    the others smallest first, so what a part closes early goes to the parts after it. Part by part, a
+    closed level's time went to that part's lower levels instead, while another part's higher level was
+    still open (200 nodes / 0.8 at 10 s: the GPU part's top level had 0.17 s, and 158 of its 160 pods;
+    the larger part's top two levels were closed by its LP)."""
     levels = sorted({lv for g in groups for lv in g.batch.levels}, reverse=True)
     weight = {lv: 2 ** (len(levels) - k) for k, lv in enumerate(levels)}
     for k, level in enumerate(levels):
@@ -789,8 +807,8 @@ def _place_by_level(groups: list[_Group], sizes: list[float], raw: np.ndarray,
         until = now + (end - now) * weight[level] / sum(weight[lv] for lv in levels[k:])
         mine = [i for i, g in enumerate(groups) if level in g.batch.levels]
         parts, part_sizes = [groups[i] for i in mine], [sizes[i] for i in mine]
-        for g, part_until in _by_size(parts, part_sizes, until, clock,
-                                      key=lambda j: (parts[j].lp is None, part_sizes[j])):
+        closed = [_closed(g, level, raw, objective, clock) for g in parts]
+        for g, part_until in _by_size(parts, part_sizes, until, clock, key=lambda j: (not closed[j], part_sizes[j])):
             _solve_group(g, part_until, raw, objective, True, clock, only=_level_name(level))
 
 
