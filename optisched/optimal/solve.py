@@ -492,12 +492,11 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         # less for this one (200 nodes / 0.8: 1,182-1,188 default-priority pods against 1,176-1,177)
         later = Linear()
         nxt = objectives[i + 1] if i + 1 < len(objectives) else None
+        # (node neighbourhoods weigh the tiers after by themselves: _search)
         searching = g.search is not None and level is not None and g.search.ready()
-        if searching:  # node neighbourhoods weigh the tiers after by themselves (_search)
-            pass
-        elif level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
+        if not searching and level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
             later = nxt[2].scaled(1)
-        elif level is not None and nxt is not None and nxt[0] == "disruption":
+        elif not searching and level is not None and nxt is not None and nxt[0] == "disruption":
             later = nxt[2].scaled(-1)  # the last level breaks ties by less disruption
         rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
         share = 1.0 if only is not None else weights[i] / sum(
