@@ -107,3 +107,81 @@ def test_relative_gap_is_the_share_of_the_larger_value_not_reached() -> None:
     assert relative_gap(900, 137) == (900 - 137) / 900
     assert relative_gap(5, 5) == relative_gap(0, 0) == 0.0
     assert Tier("disruption", "min", 13164, 0, "FEASIBLE", 1.0).to_dict()["gap"] is None  # no useful bound
+
+
+def _lex_best(cpus: list[int], pods: list[tuple[int, int]]) -> tuple[int, int]:
+    """(high, low): the most pods of priority 1000 placed, then the most of priority 0, by brute force
+    over every pod's node (or none); ``pods`` are (cpu millicores, priority)."""
+    best = (0, 0)
+    for choice in itertools.product(range(len(cpus) + 1), repeat=len(pods)):
+        used = [0] * len(cpus)
+        for (size, _), n in zip(pods, choice):
+            if n < len(cpus):
+                used[n] += size
+        if all(u <= c for u, c in zip(used, cpus)):
+            placed = [prio for (_, prio), n in zip(pods, choice) if n < len(cpus)]
+            best = max(best, (placed.count(1000), placed.count(0)))
+    return best
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cpus=st.lists(st.sampled_from([1000, 2500, 4000]), min_size=1, max_size=3),
+       pods=st.lists(st.tuples(st.sampled_from([300, 700, 1200, 1500, 2600]), st.sampled_from([0, 1000])),
+                     min_size=1, max_size=6))
+def test_each_level_s_bound_holds_with_the_levels_above_fixed_at_their_optimum(
+        cpus: list[int], pods: list[tuple[int, int]]) -> None:
+    nodes = [node(f"n{i}", cpu=f"{c}m", memory="64Gi") for i, c in enumerate(cpus)]
+    objs = nodes + [pod(f"p{i}").req(cpu=f"{s}m", memory="64Mi").priority(prio) for i, (s, prio) in enumerate(pods)]
+    high, low = _lex_best(cpus, pods)
+    for per_node, cuts in ((True, True), (False, True), (False, False)):
+        lb = LevelBound(_model(objs), max_columns=10**9 if per_node else 0, cuts=cuts)
+        got_high = lb.bound(1000)
+        assert got_high is not None and got_high >= high, (per_node, cuts, got_high, high)
+        lb.fix(1000, high)
+        got_low = lb.bound(0)
+        assert got_low is not None and got_low >= low, (per_node, cuts, got_low, low)
+
+
+def _generated(nodes: int = 60, pods: int = 600, load: float = 1.0, seed: int = 3) -> BatchModel:
+    from optisched.datasets.generate import GenerateSpec, generate
+    from optisched.model.loader import cluster_from_objects
+    from optisched.model.state import compile_cluster
+
+    state = compile_cluster(cluster_from_objects(generate(GenerateSpec(nodes=nodes, pods=pods, load=load, seed=seed))))
+    return BatchModel(build_batch(state, default_config()), default_config(), build=False)
+
+
+def test_every_level_gets_its_bound_when_the_share_covers_the_levels_together() -> None:
+    """The share is counted in the unit the solves are charged in (simplex iterations): a level that needs
+    more than an equal part takes it from what the levels before left, and no level overruns its part,
+    so the last ones are not left with nothing (they were: a level charged more than GLOP's own limit
+    allowed it, and the last level's part went negative)."""
+    from optisched.optimal.clock import WORK_COST, Clock
+
+    model = _generated()
+    free = LevelBound(model, clock=Clock(1e9))
+    bounds, needed = {}, []
+    for level in free.levels:
+        bounds[level] = free.bound(level)
+        needed.append(free.solver.iterations())
+        free.fix(level, bounds[level])
+    assert len(free.levels) >= 3 and max(needed) > sum(needed) / len(needed)  # levels of unequal cost
+    for share in (0.3, 0.6, 1.05):  # of what the levels need together
+        tight = LevelBound(model, clock=Clock(1e9), seconds=share * WORK_COST["lp iteration"] * sum(needed))
+        for level in tight.levels:
+            got = tight.bound(level)
+            assert got is None or got == bounds[level], level
+            assert tight.seconds >= 0, (share, level)  # no level took more than its part
+            tight.fix(level, bounds[level])
+        assert (tight.notes == []) == (share > 1), share
+
+
+def test_a_level_fixed_beyond_the_relaxation_says_so_instead_of_running_out_of_time() -> None:
+    from optisched.optimal.clock import Clock
+
+    model = _generated()
+    lb = LevelBound(model, clock=Clock(1e9))
+    top, nxt = lb.levels[0], lb.levels[1]
+    lb.fix(top, lb.bound(top) + 1)
+    assert lb.bound(nxt) is None
+    assert len(lb.notes) == 1 and "admits no placement" in lb.notes[0] and f"priority={nxt}" in lb.notes[0]

@@ -219,29 +219,33 @@ def test_pinning_fixes_variables_at_the_incumbent_until_unpinned() -> None:
 
 
 def test_smaller_parts_are_solved_first_in_each_phase(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """What a small part closes early goes to the larger parts after it: in each phase (placement tiers,
-    then the tiers after them) the parts run from the smallest model up."""
+    """What a small part closes early goes to the larger parts after it: the placement tiers run level by
+    level, each level's tiers from the smallest model up (no part here has its own LP to close a level
+    at once), then the tiers after them part by part, smallest first."""
     from builders import node, pod, state_of
 
     import optisched.optimal.solve as solve_mod
 
-    calls: list[tuple[bool, int]] = []
+    calls: list[tuple[bool, int, str | None]] = []
     real = solve_mod._solve_group
 
-    def spy(g, deadline, raw, objective, placement, clock):  # type: ignore[no-untyped-def]
-        calls.append((placement, len(g.model.cp.proto.variables)))
-        return real(g, deadline, raw, objective, placement, clock)
+    def spy(g, deadline, raw, objective, placement, clock, only=None):  # type: ignore[no-untyped-def]
+        calls.append((placement, len(g.model.cp.proto.variables), only))
+        return real(g, deadline, raw, objective, placement, clock, only)
 
     monkeypatch.setattr(solve_mod, "_solve_group", spy)
     objs = [node(f"c{i}", cpu="4") for i in range(6)] + [node("g1", cpu="8").alloc(nvidia_gpu="4").taint("gpu")]
-    objs += [pod(f"{app}-{i}").req(cpu=cpu).label(app=app) for app, cpu in (("web", "3"), ("api", "1"))
-             for i in range(4)]  # the larger part comes first in the input
-    objs += [pod("infer-0").req(cpu="1", nvidia_gpu="1").tolerate("gpu").label(app="infer")]
+    objs += [pod(f"{app}-{i}").req(cpu=cpu).label(app=app).priority(prio)
+             for app, cpu, prio in (("web", "3", 0), ("api", "1", 10)) for i in range(4)]  # the larger part first
+    objs += [pod(f"infer-{i}").req(cpu="1", nvidia_gpu="1").tolerate("gpu").label(app="infer").priority(prio)
+             for i, prio in enumerate((0, 10))]
     r = solve_optimal(state_of(*objs), default_config(), OptimalOptions(time_limit=5))
     assert "solved as 2 independent parts" in r.certificate.notes
-    for phase in (True, False):
-        sizes = [n for p, n in calls if p == phase]
-        assert len(sizes) == 2 and sizes[0] < sizes[1]  # the GPU part (one node) before the CPU part
+    placing = [(n, only) for p, n, only in calls if p]
+    assert [only for _, only in placing] == ["placed[priority=10]"] * 2 + ["placed[priority=0]"] * 2
+    assert placing[0][0] < placing[1][0] and placing[2][0] < placing[3][0]  # the GPU part first in each level
+    after = [n for p, n, _ in calls if not p]
+    assert len(after) == 2 and after[0] < after[1]
 
 
 def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -352,7 +352,9 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
         clock.work("edge", whole.size() if candidates is None else sum(len(v) for v in candidates.values()))
     models = _part_models(batch, config, options, whole, parts, candidates, deadline, clock)
     lp_share = LP_SHARE * deadline  # the LP's share of the limit, split among the relaxations built
-    lp = _relaxation(whole, clock, lp_share / (2 if len(models) > 1 else 1), deadline)
+    # (only parts restricted to candidate nodes may build their own, below)
+    part_lps = sum(1 for _, m in models if m.restricted)
+    lp = _relaxation(whole, clock, lp_share / (2 if part_lps else 1), deadline)
     # each LNS part's own LP (its placement tiers stop at it: a closed level that ran its whole share
     # would starve the parts solved after it), unless the relaxation is large enough that building it
     # again per part costs seconds the search needs more
@@ -379,7 +381,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
                 if lns and solver.full is not None and options.node_search else None
             base = m.cp.clone()
             clock.work("copy", (2 if search is not None else 1) * m.terms)
-        part_lp = _relaxation(m, clock, lp_share / (2 * len(models)), deadline) if lns and lp is not None \
+        part_lp = _relaxation(m, clock, lp_share / (2 * part_lps), deadline) if lns and lp is not None \
             and not lp.large else None
         groups.append(_Group(sub, m, solver, base, reached=reached, cp_valid=not m.restricted, lp=part_lp, lns=lns,
                              search=search, goal_first=options.goal_first, raw_start=raw_start,
@@ -464,10 +466,11 @@ def _above(model: BatchModel, level: int) -> list:
 
 
 def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | tuple[str, ...] | None,
-                 placement: bool, clock: Clock) -> None:
-    """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``.
-    Objectives after the placement and disruption tiers are built when their turn comes (they add
-    variables), and only when time is left to build and solve them."""
+                 placement: bool, clock: Clock, only: str | None = None) -> None:
+    """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``; with
+    ``only``, that one tier (with the whole time). Objectives after the placement and disruption tiers
+    are built when their turn comes (they add variables), and only when time is left to build and solve
+    them."""
     g.solver.deadline = deadline
     if not placement:  # the tiers after placement may move every level's pods again
         g.solver.unpin()
@@ -477,12 +480,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
             until = clock.now() + 0.3 * (deadline - clock.now())
             g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
     caps = _level_caps(g.batch)
-    if g.objectives is None:
-        with clock.phase("objectives"):
-            g.objectives = _objectives(g.model, objective, g.goal_first)
-            g.raw_values = variable_values(g.model, raw)
-            clock.work("objective term", 2 * len(g.model.cp.proto.variables))
-    objectives = g.objectives
+    objectives = _ensure_objectives(g, raw, objective, clock)
     if not placement and _settle_reached(g):
         return
     # a higher level's time share counts double each level below (the lexicographic order is decided at
@@ -490,7 +488,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
     placing = [name for name, _, _ in objectives if name.startswith("placed[")]
     weights = [2 ** (len(placing) - placing.index(name)) if name in placing else 1 for name, _, _ in objectives]
     for i, (name, sense, lin) in enumerate(objectives):
-        if name.startswith("placed[") != placement:
+        if name.startswith("placed[") != placement or only not in (None, name):
             continue
         level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
         # the next placement tier breaks ties, so this one does not spoil it; not under LNS, where the
@@ -498,13 +496,15 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         # less for this one (200 nodes / 0.8: 1,182-1,188 default-priority pods against 1,176-1,177)
         later = Linear()
         nxt = objectives[i + 1] if i + 1 < len(objectives) else None
-        if level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
+        # (node neighbourhoods weigh the tiers after by themselves: _search)
+        searching = g.search is not None and level is not None and g.search.ready()
+        if not searching and level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
             later = nxt[2].scaled(1)
-        elif level is not None and nxt is not None and nxt[0] == "disruption":
+        elif not searching and level is not None and nxt is not None and nxt[0] == "disruption":
             later = nxt[2].scaled(-1)  # the last level breaks ties by less disruption
         rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
-        share = weights[i] / sum(w for (n, _, _), w in zip(objectives[i:], weights[i:])
-                                 if n.startswith("placed[") == placement)
+        share = 1.0 if only is not None else weights[i] / sum(
+            w for (n, _, _), w in zip(objectives[i:], weights[i:]) if n.startswith("placed[") == placement)
         if callable(lin):
             left = deadline - clock.now()
             # building the score takes 25-40 µs per variable (0.08 s for 2,100 variables, 1.0 s for 41,000,
@@ -529,7 +529,8 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         # nodes / 0.8: default level 1,197-1,210 against 1,178-1,185). The last level pins nothing more:
         # the level just above may still move, to break ties by disruption (measured no worse at any
         # level). Node neighbourhoods choose for themselves whether a step moves the levels above.
-        clock.work("tier term", len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
+        clock.work("tier term", len(lin.vars) if searching else
+                   len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
@@ -539,7 +540,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         if level is not None and g.lp is not None:
             relaxed = g.lp.bound(level)
             cap = cap if relaxed is None else min(cap, relaxed)
-        if g.search is not None and level is not None and g.search.ready():
+        if searching:
             tier = _search(g, name, lin, level, share, cap, objectives[i + 1:])
         else:
             tier = g.solver.solve(name, lin, sense, share, cap, later, rest)
@@ -548,6 +549,28 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         tier.greedy = lin.value(g.raw_values)
         tier.fidelity = lin.fidelity
         g.tiers.append(tier)
+
+
+def _ensure_objectives(g: _Group, raw: np.ndarray, objective: str | tuple[str, ...] | None,
+                       clock: Clock) -> list:
+    """The group's tiers' objectives (built the first time) and greedy's values for them."""
+    if g.objectives is None:
+        with clock.phase("objectives"):
+            g.objectives = _objectives(g.model, objective, g.goal_first)
+            g.raw_values = variable_values(g.model, raw)
+            clock.work("objective term", 2 * len(g.model.cp.proto.variables))
+    return g.objectives
+
+
+def _closed(g: _Group, level: int, raw: np.ndarray, objective: str | tuple[str, ...] | None,
+            clock: Clock) -> bool:
+    """Whether the part's incumbent already reaches its own LP bound on ``level`` (the tier ends at once)."""
+    if g.lp is None or g.solver.full is None:
+        return False
+    relaxed = g.lp.bound(level)  # (asked again by the tier: the same answer, no second solve)
+    lin = next(x for name, _, x in _ensure_objectives(g, raw, objective, clock) if name == _level_name(level))
+    clock.work("tier term", len(lin.vars))
+    return relaxed is not None and g.solver.evaluate(lin) >= relaxed
 
 
 def _settle_reached(g: _Group) -> bool:
@@ -577,13 +600,13 @@ def _settle_reached(g: _Group) -> bool:
 def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
     """A placement tier under LNS, by node neighbourhoods (:class:`.neighbourhood.NodeSearch`): a step that
     ties the tier is kept when no worse on the tiers after it that are built (disruption counted down)."""
+    solver, search = g.solver, g.search
+    assert search is not None
     later = []
     for _, sense, x in after:
         if callable(x):
             break
-        later.append(x.scaled(1 if sense == "max" else -1))
-    solver, search = g.solver, g.search
-    assert search is not None
+        later.append(search.maximized(x, sense))
     report = None
     if solver.progress is not None:
         def report(value: int) -> None:
@@ -627,11 +650,12 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound | None) -> 
     return out
 
 
-def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock) -> Iterator[tuple[_Group, float]]:
-    """The groups, smallest first, each with its deadline: its size's share of the time left until ``end``
-    when its turn comes. What a small part closes early is left to the larger ones after it (200 nodes:
-    the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
-    order = sorted(range(len(groups)), key=lambda k: sizes[k])
+def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock,
+             key: Callable[[int], object] | None = None) -> Iterator[tuple[_Group, float]]:
+    """The groups, smallest first (or by ``key`` of their index), each with its deadline: its size's share
+    of the time left until ``end`` when its turn comes. What a part closes early is left to the parts
+    after it (200 nodes: the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
+    order = sorted(range(len(groups)), key=key or (lambda k: sizes[k]))
     for i, k in enumerate(order):
         now = clock.now()
         yield groups[k], now + (end - now) * sizes[k] / sum(sizes[j] for j in order[i:])
@@ -766,10 +790,35 @@ def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions,
     placing = clock.now() + 0.75 * (deadline - clock.now())  # placement tiers first, everywhere
     phases = [(True, placing)] if options.stop_after == "placed" else [(True, placing), (False, deadline)]
     for placement, end_phase in phases:
+        if placement:
+            _place_by_level(groups, sizes, raw, options.objective, end_phase, clock)
+            continue
         for g, until in _by_size(groups, sizes, end_phase, clock):
             _solve_group(g, until, raw, options.objective, placement, clock)
         for g in groups:
             g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
+
+
+def _place_by_level(groups: list[_Group], sizes: list[float], raw: np.ndarray,
+                    objective: str | tuple[str, ...] | None, end: float, clock: Clock) -> None:
+    """The placement tiers level by level, highest first, across the parts. A level's time is its
+    weight's share of the time left until ``end`` (twice the next level's: the lexicographic order is
+    decided at the highest level not yet optimal), split by size among the parts that have the level:
+    first those whose incumbent already reaches their own LP bound there (their tier ends at once), then
+    the others smallest first, so what a part closes early goes to the parts after it. Part by part, a
+    closed level's time went to that part's lower levels instead, while another part's higher level was
+    still open (200 nodes / 0.8 at 10 s: the GPU part's top level had 0.17 s, and 158 of its 160 pods;
+    the larger part's top two levels were closed by its LP)."""
+    levels = sorted({lv for g in groups for lv in g.batch.levels}, reverse=True)
+    weight = {lv: 2 ** (len(levels) - k) for k, lv in enumerate(levels)}
+    for k, level in enumerate(levels):
+        now = clock.now()
+        until = now + (end - now) * weight[level] / sum(weight[lv] for lv in levels[k:])
+        mine = [i for i, g in enumerate(groups) if level in g.batch.levels]
+        parts, part_sizes = [groups[i] for i in mine], [sizes[i] for i in mine]
+        closed = [_closed(g, level, raw, objective, clock) for g in parts]
+        for g, part_until in _by_size(parts, part_sizes, until, clock, key=lambda j: (not closed[j], part_sizes[j])):
+            _solve_group(g, part_until, raw, objective, True, clock, only=_level_name(level))
 
 
 def _as_greedy(tiers: list[Tier]) -> None:
