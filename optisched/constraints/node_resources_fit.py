@@ -220,7 +220,7 @@ class NodeResourcesFit:
         and no more pods than fit there alone may go to a node."""
         model.restrict_by_filter(self, classes)
         nodes = np.arange(self.snapshot.state.num_nodes)
-        for c in classes:
+        for c in model.each(classes):
             model.limit(c, self.fit_count(c.rep, nodes, self.snapshot.requested))
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
@@ -232,7 +232,7 @@ class NodeResourcesFit:
         mine = {c.index for c in classes}
         cols = [self.pods_col, *self.check_cols.tolist()]
         arrivals = model.node_arrivals()
-        for n, terms in enumerate(model.node_terms()):
+        for n, terms in model.each(enumerate(model.node_terms()), model.CHECK_EVERY):
             terms = [t for t in terms if t[0].index in mine]
             if not terms or not arrivals[n]:
                 continue
