@@ -87,6 +87,8 @@ def main() -> None:
     ap.add_argument("--twice", action="store_true", help="run each case twice and compare the placements")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--phases", action="store_true", help="print when each phase and tier starts")
+    ap.add_argument("--case", default="", help="only the mixes whose name contains this")
+    ap.add_argument("--repeat", type=int, default=1, help="run the mixes this many times")
     ap.add_argument("--ledger", action="store_true",
                     help="print each run's wall and CPU seconds per phase (always printed for a run past the slack)")
     a = ap.parse_args()
@@ -97,8 +99,11 @@ def main() -> None:
         spec = GenerateSpec(nodes=nodes, pods=2 * pending, pending_fraction=0.5, seed=a.seed)
         ok = run_case(f"{nodes} nodes / {pending} pending", spec, limit, a.twice, a.phases, a.ledger)
     else:
-        for name, fields in MIXES:
-            ok = run_case(name, GenerateSpec(seed=a.seed, **fields), a.limit, a.twice, a.phases, a.ledger) and ok
+        for _ in range(a.repeat):
+            for name, fields in MIXES:
+                if a.case in name:
+                    ok = run_case(name, GenerateSpec(seed=a.seed, **fields), a.limit, a.twice, a.phases, a.ledger) \
+                        and ok
     print("all promises held" if ok else "SOME PROMISE BROKEN")
 
 

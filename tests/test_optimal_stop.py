@@ -6,6 +6,7 @@ by counted work falls at the same point on every run."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from optisched.constraints.node_resources_fit import NodeResourcesFit
 from optisched.datasets.generate import GenerateSpec, generate
@@ -213,3 +214,32 @@ def test_checking_the_time_inside_the_rules_changes_neither_the_model_nor_what_i
         built.append((str(m.cp.proto), c.ledger["model"]["term"], m.terms))
     assert built[0] == built[1]
     assert built[0][1] == clock.model_terms(m.cp.proto)
+
+
+@pytest.mark.parametrize("after, net", [(0.2, 9.0), (3.0, 7.0), (8.0, 5.0)],
+                         ids=["a machine that keeps up leaves the net at the deadline",
+                              "a loaded machine moves it earlier by the re-check's wall time",
+                              "never earlier than half the limit"])
+def test_the_safety_net_keeps_the_wall_time_the_re_check_will_take_at_the_runs_cpu_share(
+        monkeypatch, after: float, net: float) -> None:  # type: ignore[no-untyped-def]
+    state, config, greedy = _case(GenerateSpec(nodes=12, seed=9, load=1.1))
+    monkeypatch.setattr(clock.Clock, "wall_for", lambda self, cpu: after)
+    seen = []
+    monkeypatch.setattr(solve, "_solve_tiers", lambda groups, raw, options, deadline, c: seen.append((c.limit, deadline)))
+    solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=10), greedy=greedy, explain=False)
+    assert seen == [(pytest.approx(net), pytest.approx(9.0))]  # the deterministic deadline stays
+
+
+def test_a_runs_cpu_share_stretches_the_wall_time_of_the_work_after_the_solvers(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    now = {"wall": 0.0, "cpu": 0.0}
+    monkeypatch.setattr(clock.time, "perf_counter", lambda: now["wall"])
+    monkeypatch.setattr(clock.time, "process_time", lambda: now["cpu"])
+    c = clock.Clock(10.0)
+    now.update(wall=0.3, cpu=0.03)
+    assert c.wall_for(0.4) == 0.4  # too early to tell
+    now.update(wall=4.0, cpu=0.4)  # a tenth of a core
+    assert c.wall_for(0.4) == pytest.approx(4.0)
+    now.update(wall=4.0, cpu=6.0)  # two workers: never less than the CPU time itself
+    assert c.wall_for(0.4) == pytest.approx(0.4)
+    now.update(wall=100.0, cpu=0.1)
+    assert c.wall_for(0.4) == pytest.approx(0.4 / clock.MIN_SHARE)

@@ -137,8 +137,10 @@ def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None =
     full = _fixed_probe(model, values, seconds, clock)
     if full is not None:
         return full
-    probe, order, first, base = _assumption_probe(model, values, safe)
     clock.work("copy", model.terms + 4 * len(safe))  # the copy, a literal and a constraint per variable
+    if clock.now() >= until or not clock.affords(len(model.cp.proto.variables)):  # (counted first: not built late)
+        return None
+    probe, order, first, base = _assumption_probe(model, values, safe)
     for _ in range(rounds):
         if clock.now() >= until or not clock.affords(len(probe.proto.variables)):
             return None
