@@ -97,17 +97,17 @@ def test_a_rules_restriction_stops_at_the_next_class_once_the_wall_clock_has_pas
     wall = _Wall(monkeypatch)
     state, config, greedy = _case(GenerateSpec(nodes=20, seed=4, load=1.1))
     limited = []
-    real = BatchModel.limit
+    real = NodeResourcesFit.fit_count
 
-    def limit(self, c, most):  # type: ignore[no-untyped-def]
-        limited.append(c.index)
+    def fit_count(self, pod, nodes, used):  # type: ignore[no-untyped-def]
+        limited.append(pod)  # (once per class in NodeResourcesFit's restriction)
         wall.passed = wall.passed or len(limited) == 3
-        real(self, c, most)
+        return real(self, pod, nodes, used)
 
-    monkeypatch.setattr(BatchModel, "limit", limit)
+    monkeypatch.setattr(NodeResourcesFit, "fit_count", fit_count)
     r = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=5), greedy=greedy)
     _greedy_answer(r, WALL)
-    assert len(limited) == 3 < len(r.batch.classes)
+    assert len(limited) == 8 < len(r.batch.classes)  # the next check (every 8 classes there)
 
 
 def test_the_batchs_classes_stop_part_way_once_the_wall_clock_has_passed_and_the_answer_keeps_every_pod(

@@ -220,7 +220,7 @@ class NodeResourcesFit:
         and no more pods than fit there alone may go to a node."""
         model.restrict_by_filter(self, classes)
         nodes = np.arange(self.snapshot.state.num_nodes)
-        for c in model.each(classes):
+        for c in model.each(classes, model.LIGHT_EVERY):
             model.limit(c, self.fit_count(c.rep, nodes, self.snapshot.requested))
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:

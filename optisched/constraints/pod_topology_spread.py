@@ -490,7 +490,7 @@ class PodTopologySpread:
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
         """A node without every constraint's topology key is out (``missing required label``); a pod
         whose hard constraints cannot be parsed goes nowhere (PreFilter's Error)."""
-        for c in model.each(classes):
+        for c in model.each(classes, model.LIGHT_EVERY):
             if constraints_error(self.state.pods[c.rep], DO_NOT_SCHEDULE) is not None:
                 model.forbid(c, np.ones(self.state.num_nodes, dtype=bool))
                 continue

@@ -77,6 +77,9 @@ class BatchModel:
     # perf_counter read, a count of the terms written since the last) costs microseconds, a class's or a
     # node batch's encoding milliseconds
     CHECK_EVERY = 64
+    # classes between two checks in a loop where most classes write little or nothing (host ports, claims,
+    # the resource limits of phase 1, the variables): a check there would cost more than the class
+    LIGHT_EVERY = 8
 
     def __init__(self, batch: Batch, config: SchedulerConfig, *,
                  candidates: dict[int, np.ndarray] | None = None, build: bool = True,
@@ -146,7 +149,7 @@ class BatchModel:
         self.restricted = bool(candidates)
         self.check_time()
         with self.charged():
-            self.vars = [self._make_vars(c, candidates) for c in self.each(self.classes)]
+            self.vars = [self._make_vars(c, candidates) for c in self.each(self.classes, self.LIGHT_EVERY)]
             self.order = ArrivalOrder.plan(self) if self.arrival_order else ArrivalOrder(self, [])
             for name, fw, classes in self._rule_groups():
                 self.checkpoint()
@@ -181,7 +184,9 @@ class BatchModel:
         what was written since the last charge, then :meth:`check_time`. A stop decided by counted work
         falls at the same checkpoint on every run; only the wall-clock safety net's may move."""
         if self._mark is not None:
-            self._mark = self.written(self._mark)
+            proto = self.cp.proto
+            if (len(proto.constraints), len(proto.variables)) != self._mark:  # (2 µs when nothing was written)
+                self._mark = self.written(self._mark)
         self.check_time()
 
     def each(self, items: Iterable[T], every: int = 1) -> Iterator[T]:
