@@ -40,6 +40,8 @@ __all__ = ["BatchModel", "BuildTimeout", "ClassVars", "stopper"]
 
 
 T = TypeVar("T")
+
+
 class BuildTimeout(Exception):
     """The model, or an objective's terms, could not be built before the model's ``deadline``."""
 
