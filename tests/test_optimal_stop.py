@@ -241,5 +241,9 @@ def test_a_runs_cpu_share_stretches_the_wall_time_of_the_work_after_the_solvers(
     assert c.wall_for(0.4) == pytest.approx(4.0)
     now.update(wall=4.0, cpu=6.0)  # two workers: never less than the CPU time itself
     assert c.wall_for(0.4) == pytest.approx(0.4)
+    now.update(wall=4.0, cpu=3.5)  # an idle machine's noise: a whole core
+    assert c.wall_for(0.4) == pytest.approx(0.4)
+    now.update(wall=4.0, cpu=2.0)
+    assert c.wall_for(0.4) == pytest.approx(0.8)
     now.update(wall=100.0, cpu=0.1)
     assert c.wall_for(0.4) == pytest.approx(0.4 / clock.MIN_SHARE)
