@@ -37,7 +37,17 @@ MIXES = [
 ]
 
 
-def run_case(name: str, spec: GenerateSpec, limit: float, twice: bool, verbose: bool = False) -> bool:
+def print_ledger(ledger: dict[str, dict[str, float]]) -> None:
+    """Per phase of the run's clock: wall and CPU seconds, nominal seconds charged (where long wall time hid)."""
+    rows = sorted(ledger.items(), key=lambda kv: -kv[1].get("wall", 0.0))
+    for phase, row in rows:
+        solver = f", CP-SAT CPU {row['solver cpu']:.2f}" if "solver cpu" in row else ""
+        print(f"    {phase:>15}: wall {row.get('wall', 0.0):6.2f} s  CPU {row.get('cpu', 0.0):6.2f} s  "
+              f"charged {row.get('nominal', 0.0):6.2f}{solver}")
+
+
+def run_case(name: str, spec: GenerateSpec, limit: float, twice: bool, verbose: bool = False,
+             ledger: bool = False) -> bool:
     cluster = cluster_from_objects(generate(spec))
     state = compile_cluster(cluster)
     config = cluster.config or default_config()
@@ -65,6 +75,8 @@ def run_case(name: str, spec: GenerateSpec, limit: float, twice: bool, verbose: 
           f"wall {wall:.1f} s of {limit:g} (+{SLACK:g}): {'ok' if inside else 'OVER'}{same}")
     for note in r.certificate.notes:
         print(f"    note: {note}")
+    if ledger or not inside:
+        print_ledger(r.ledger)
     return floor and inside
 
 
@@ -75,16 +87,23 @@ def main() -> None:
     ap.add_argument("--twice", action="store_true", help="run each case twice and compare the placements")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--phases", action="store_true", help="print when each phase and tier starts")
+    ap.add_argument("--case", default="", help="only the mixes whose name contains this")
+    ap.add_argument("--repeat", type=int, default=1, help="run the mixes this many times")
+    ap.add_argument("--ledger", action="store_true",
+                    help="print each run's wall and CPU seconds per phase (always printed for a run past the slack)")
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     ok = True
     if a.floor:
         nodes, pending, limit = (int(x) for x in a.floor.split(":"))
         spec = GenerateSpec(nodes=nodes, pods=2 * pending, pending_fraction=0.5, seed=a.seed)
-        ok = run_case(f"{nodes} nodes / {pending} pending", spec, limit, a.twice, a.phases)
+        ok = run_case(f"{nodes} nodes / {pending} pending", spec, limit, a.twice, a.phases, a.ledger)
     else:
-        for name, fields in MIXES:
-            ok = run_case(name, GenerateSpec(seed=a.seed, **fields), a.limit, a.twice, a.phases) and ok
+        for _ in range(a.repeat):
+            for name, fields in MIXES:
+                if a.case in name:
+                    ok = run_case(name, GenerateSpec(seed=a.seed, **fields), a.limit, a.twice, a.phases, a.ledger) \
+                        and ok
     print("all promises held" if ok else "SOME PROMISE BROKEN")
 
 

@@ -371,7 +371,7 @@ class InterPodAffinity:
         fixed pods that the class's anti-affinity terms match, and domains whose fixed pods' anti-affinity
         terms match the class. (Required affinity itself may be satisfied by the batch: encoded below.)"""
         nodes = np.arange(self.state.num_nodes)
-        for c in classes:
+        for c in model.each(classes):
             cyc = CycleState(c.rep, model.snapshot, model.cycle(c).profile)
             code = self.pre_filter(cyc).code
             if code == Code.SKIP:
@@ -401,7 +401,7 @@ class InterPodAffinity:
         """Required anti-affinity, both directions, and required affinity with the first-pod rule, as
         the Filter checks each placed pod against the final cluster with the pod removed."""
         idx = self.index
-        for c in classes:
+        for c in model.each(classes):
             terms = idx.terms[c.rep]
             for t in terms.required_anti:
                 self._encode_anti(model, c, idx.resolve(t))

@@ -145,7 +145,7 @@ class NodePorts:
         for key, nodes in _batch_holders(model).items():
             held[key] = np.zeros(self.state.num_nodes, dtype=bool)
             held[key][list(nodes)] = True
-        for c in classes:
+        for c in model.each(classes, model.LIGHT_EVERY):
             if not self._ports[c.rep]:
                 continue
             blocked = np.zeros(self.state.num_nodes, dtype=bool)
@@ -166,7 +166,7 @@ class NodePorts:
         the pods that stay)."""
         holders = _batch_holders(model)
         by_port: dict[tuple[str, int], dict[str, list[PodClass]]] = defaultdict(lambda: defaultdict(list))
-        for c in classes:
+        for c in model.each(classes, model.LIGHT_EVERY):
             for ip, proto, port in dict.fromkeys(self._ports[c.rep]):
                 by_port[(proto, port)][ip].append(c)
         held_ips: dict[tuple[str, int], set[str]] = defaultdict(set)

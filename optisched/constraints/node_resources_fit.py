@@ -221,7 +221,7 @@ class NodeResourcesFit:
         model.restrict_by_filter(self, classes)
         nodes = np.arange(self.snapshot.state.num_nodes)
         fits: dict[bytes, np.ndarray] = {}  # classes with the same checked requests fit the same counts
-        for c in classes:
+        for c in model.each(classes, model.LIGHT_EVERY):
             key = self.snapshot.state.pod_requests[c.rep, self.check_cols].tobytes()
             most = fits.get(key)
             if most is None:
@@ -237,7 +237,7 @@ class NodeResourcesFit:
         mine = {c.index for c in classes}
         cols = [self.pods_col, *self.check_cols.tolist()]
         arrivals = model.node_arrivals()
-        for n, terms in enumerate(model.node_terms()):
+        for n, terms in model.each(enumerate(model.node_terms()), model.CHECK_EVERY):
             terms = [t for t in terms if t[0].index in mine]
             if not terms or not arrivals[n]:
                 continue

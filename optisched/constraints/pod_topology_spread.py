@@ -490,7 +490,7 @@ class PodTopologySpread:
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
         """A node without every constraint's topology key is out (``missing required label``); a pod
         whose hard constraints cannot be parsed goes nowhere (PreFilter's Error)."""
-        for c in classes:
+        for c in model.each(classes, model.LIGHT_EVERY):
             if constraints_error(self.state.pods[c.rep], DO_NOT_SCHEDULE) is not None:
                 model.forbid(c, np.ones(self.state.num_nodes, dtype=bool))
                 continue
@@ -505,7 +505,7 @@ class PodTopologySpread:
         over the constraint's domains (0 with fewer than minDomains). This is the Filter's check for
         each placed pod against the final cluster with the pod removed: removing it lowers its own
         domain by selfMatch, and when that domain was the minimum the check holds anyway."""
-        for c, pod, i, h, counted in self._hard_constraints(model, classes):
+        for c, pod, i, h, counted in model.each(self._hard_constraints(model, classes)):
             self._encode_one(model, c, pod, h, counted, i)
 
     def _hard_constraints(self, model: BatchModel, classes: list[PodClass]) -> Iterator[tuple]:

@@ -284,7 +284,7 @@ class VolumeBinding:
         from .volume_encoding import claim_matching
 
         users: dict[PV_KEY, list] = {}
-        for c in classes:
+        for c in model.each(classes, model.LIGHT_EVERY):
             if not c.pending:
                 continue
             _, delayed, status = self.classify(self.state.pods[c.rep])

@@ -14,6 +14,7 @@ order (:func:`check_in_order`): block by block, each pod against the cluster as 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,26 +39,40 @@ class Violation:
         return f"{self.pod} on {self.node}: {self.plugin}: {'; '.join(self.reasons) or 'rejected'}"
 
 
-def _final_snapshot(state: ClusterState, node_of: np.ndarray) -> Snapshot:
+# pods between two calls of a check's ``tick`` (a caller's clock: a call costs microseconds, a pod's
+# check about a millisecond)
+TICK_EVERY = 64
+Tick = Callable[[], None]
+
+
+def _final_snapshot(state: ClusterState, node_of: np.ndarray, tick: Tick | None = None) -> Snapshot:
     snap = Snapshot(state, with_bound=False)
-    for p in np.flatnonzero(node_of >= 0).tolist():
+    for k, p in enumerate(np.flatnonzero(node_of >= 0).tolist()):
+        if tick is not None and k % (16 * TICK_EVERY) == 0:
+            tick()
         snap.add(p, int(node_of[p]))
     return snap
 
 
 def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
-                    signature_of: np.ndarray | None = None, only: np.ndarray | None = None) -> list[Violation]:
+                    signature_of: np.ndarray | None = None, only: np.ndarray | None = None,
+                    tick: Tick | None = None) -> list[Violation]:
     """Violations of batch semantics in ``node_of`` (node row per pod row, -1 = not placed).
 
     Checked: every pod whose node differs from the input's (and, with ``only``, a bool mask over pod
     rows, among those only the marked ones). ``signature_of`` (a class id per pod row, -1 when
-    unknown) lets one pod stand for its class on a node."""
-    snap = _final_snapshot(state, node_of)
-    frameworks = {p.scheduler_name: Framework(snap, p) for p in config.profiles}
+    unknown) lets one pod stand for its class on a node. ``tick``, when given, is called between pods
+    (a caller's time check: it may raise to end the check part-way)."""
+    snap = _final_snapshot(state, node_of, tick)
+    frameworks = {}
+    for profile in config.profiles:
+        if tick is not None:
+            tick()
+        frameworks[profile.scheduler_name] = Framework(snap, profile)
     moved = (node_of >= 0) & (node_of != state.pod_node)
     if only is not None:
         moved &= only
-    return _check_rows(frameworks, snap, np.flatnonzero(moved).tolist(), node_of, signature_of)
+    return _check_rows(frameworks, snap, np.flatnonzero(moved).tolist(), node_of, signature_of, tick)
 
 
 def checked_rows(state: ClusterState, node_of: np.ndarray, signature_of: np.ndarray,
@@ -74,12 +89,14 @@ def checked_rows(state: ClusterState, node_of: np.ndarray, signature_of: np.ndar
 
 
 def _check_rows(frameworks: dict[str, Framework], snap: Snapshot, rows: list[int], node_of: np.ndarray,
-                signature_of: np.ndarray | None) -> list[Violation]:
+                signature_of: np.ndarray | None, tick: Tick | None = None) -> list[Violation]:
     """Each pod of ``rows`` (one per class and node with ``signature_of``) against ``snap`` without it."""
     state = snap.state
     seen: set[tuple[int, int]] = set()
     out: list[Violation] = []
-    for p in rows:
+    for k, p in enumerate(rows):
+        if tick is not None and k % TICK_EVERY == 0:
+            tick()
         node = int(node_of[p])
         if signature_of is not None and signature_of[p] >= 0:
             key = (int(signature_of[p]), node)

@@ -18,6 +18,7 @@ same, but is not re-placed elsewhere: nothing re-creates a bare pod, and a claim
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,11 +107,14 @@ def _leaving(verdicts: Verdicts, movable: bool, preemptor_prio: int | None,
 
 def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool = False,
                 preemption: bool = True, only: list[int] | None = None,
-                running_on: np.ndarray | None = None, policy: EvictionPolicy | None = None) -> Batch:
+                running_on: np.ndarray | None = None, policy: EvictionPolicy | None = None,
+                grouped: bool = True, tick: Callable[[], None] | None = None) -> Batch:
     """Group the pending pods (and the running pods that may leave their node) into classes.
     ``only``: the pending pods the batch places (default: all); the others are left out of the model.
     ``running_on``: a bool mask over nodes; running pods elsewhere stay fixed.
-    ``policy``: who may leave (default: :class:`EvictionPolicy` with every protection on)."""
+    ``policy``: who may leave (default: :class:`EvictionPolicy` with every protection on).
+    ``grouped=False``: a class per pod (no signatures to compute: the same pods in the same roles, for
+    an answer that needs no model). ``tick``: called between pods, may raise to stop part-way."""
     profiles = {p.scheduler_name for p in config.profiles}
     pending, skipped = split_handled(state, list(state.pending if only is None else only), profiles)
     pending.sort(key=lambda p: sort_key(state, p))
@@ -122,10 +126,13 @@ def build_batch(state: ClusterState, config: SchedulerConfig, *, movable: bool =
     running, kept = _leaving(verdicts, movable, preemptor_prio, running_on)
     by_sig: dict[tuple, PodClass] = {}
     class_of = np.full(len(state.pods), -1, dtype=np.int64)
-    for p in pending + running:
+    for k, p in enumerate(pending + running):
+        if tick is not None and k % 64 == 0:
+            tick()
         pod = state.pods[p]
         leaves = bool(verdicts.may_leave[p])
-        sig = (*signature(pod), leaves)  # annotations are not in the signature: the verdict splits classes
+        # annotations are not in the signature: the verdict splits classes
+        sig = (*signature(pod), leaves) if grouped else (p,)
         c = by_sig.get(sig)
         if c is None:
             c = by_sig[sig] = PodClass(len(by_sig), p, int(state.pod_priority[p]),

@@ -46,6 +46,12 @@ OVERSHOOT = 2.0
 # wall seconds per model variable a CP-SAT call costs outside the solver's own limit: setting the objective
 # and the hint, handing the model over, reading the answer (0.1-0.3 s for 30,000 variables, idle machine)
 CALL_COST = 1e-5
+# Clock.wall_for: the wall seconds before a run's CPU share is measured, the least share assumed, and
+# the share that counts as a whole core (an idle machine's, whatever the noise: its deterministic
+# budgets, not the net, should end the run)
+MEASURE_AFTER = 0.5
+MIN_SHARE = 0.05
+FULL_SHARE = 0.8
 # GLOP's deterministic time runs about ten times slower than CP-SAT's for the same wall time
 GLOP_DET_PER_SECOND = 5.0
 
@@ -95,6 +101,7 @@ class Clock:
 
     def __init__(self, limit: float, deterministic: bool = True) -> None:
         self.t0 = time.perf_counter()
+        self.cpu0 = time.process_time()
         self.limit = limit
         self.deterministic = deterministic
         self.spent = 0.0  # deterministic nominal seconds charged so far
@@ -184,6 +191,16 @@ class Clock:
             return False
         own = CALL_COST * variables
         return own <= 0.05 or self.wall_allows(own)
+
+    def wall_for(self, cpu: float) -> float:
+        """Wall seconds that ``cpu`` CPU seconds of this process's work will take at the share of a core it
+        has had so far (at ``nice 19`` on a 2-core machine at a load average of 10, a tenth); ``cpu``
+        itself before half a second has passed (too short to measure). Only the safety net reads it."""
+        wall = time.perf_counter() - self.t0
+        if wall < MEASURE_AFTER:
+            return cpu
+        share = (time.process_time() - self.cpu0) / wall
+        return cpu if share >= FULL_SHARE else cpu / max(MIN_SHARE, share)
 
     def wall_left(self) -> float:
         """Wall seconds left until the limit (the safety net)."""

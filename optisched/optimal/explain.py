@@ -41,8 +41,9 @@ class Explanation:
                 "rules": self.rules}
 
 
-def minimum_cover(masks: dict[str, np.ndarray]) -> list[str]:
-    """The fewest rules whose masks together cover every node (every mask has the same length)."""
+def minimum_cover(masks: dict[str, np.ndarray], seconds: float = 5.0) -> list[str]:
+    """The fewest rules whose masks together cover every node (every mask has the same length), searched
+    for at most ``seconds`` (then every rule)."""
     names = sorted(masks)
     if not names:
         return []
@@ -55,7 +56,7 @@ def minimum_cover(masks: dict[str, np.ndarray]) -> list[str]:
         cp.add_bool_or(who)
     cp.minimize(sum(pick.values()))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 5.0
+    solver.parameters.max_time_in_seconds = max(0.01, seconds)
     solver.parameters.num_workers = 1
     if interrupt.solve(solver, cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return names
@@ -104,9 +105,14 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
         usable = model.allowed[c.index] & (model.cap[c.index] > 0)
         if not usable.any():
             masks = {rule: m for (ci, rule), m in model.forbidden_by.items() if ci == c.index}
-            cover = minimum_cover(masks)
+            # past the limit (the safety net: noted), every rule that excludes a node, not the fewest
+            late = not clock.wall_allows(0.0)
+            cover = [r for r in sorted(masks) if masks[r].any()] if late else \
+                minimum_cover(masks, min(5.0, clock.wall_left()))
             rules = {r: int(masks[r].sum()) for r in cover}
-            detail = "no node passes " + " and ".join(f"{r} (excludes {k})" for r, k in rules.items())
+            detail = "no node passes " + " and ".join(f"{r} (excludes {k})" for r, k in rules.items()) + \
+                (" (every rule that excludes a node: the time limit had passed before the fewest were found)"
+                 if late else "")
             out.append(Explanation(left, c.priority, "excluded", detail, rules))
             continue
         left_s = deadline - clock.now() - cost

@@ -23,7 +23,7 @@ from ..profile import SchedulerConfig
 from .check import check_placement, checked_rows
 from .classes import Batch
 from .clock import Clock
-from .model import BatchModel
+from .model import BatchModel, stopper
 
 __all__ = ["accept_reached", "accepts", "repair_hint", "repair_placement"]
 
@@ -56,26 +56,30 @@ def fragile(state: ClusterState) -> np.ndarray:
 
 
 def repair_placement(batch: Batch, config: SchedulerConfig, node_of: np.ndarray, *, rounds: int = 6,
-                     clock: Clock | None = None) -> np.ndarray:
+                     clock: Clock | None = None, deadline: float | None = None) -> np.ndarray:
     """A copy of the greedy placement ``node_of`` that batch semantics and the batch preemption rule
     accept: rejected pods unplaced, unjustified victims and voluntary departures beyond a
     PodDisruptionBudget put back. Only :func:`fragile` pods are re-checked until a victim comes back;
     from then on every pod: a returning pod's required anti-affinity (and an arriving pod's against it)
-    reaches over its whole topology domain, a zone as well as its own node. Each round's work (a snapshot
-    of every pod, the pods checked) is charged to ``clock``."""
+    reaches over its whole topology domain, a zone as well as its own node.
+
+    Each round's work (a snapshot of every pod, the pods checked: known before it starts) is charged to
+    ``clock`` as the round begins; past ``deadline`` (a ``clock`` value) the repair stops there or, by the
+    wall clock, between two pods of the round (:class:`.model.BuildTimeout`)."""
     state = batch.state
     node_of = node_of.copy()
     suspects = fragile(state)
+    tick = stopper(clock, deadline) if clock is not None and deadline is not None else None
     for _ in range(rounds):
         changed = False
         for p in _victims_without_preemptor(batch, node_of) + beyond_budgets(batch, node_of):
             node_of[p] = state.pod_node[p]
             suspects[:] = True
             changed = True
-        bad = check_placement(state, config, node_of, batch.class_of, only=suspects)
         if clock is not None:
             clock.work("pod", len(state.pods))
             clock.work("check", checked_rows(state, node_of, batch.class_of, suspects))
+        bad = check_placement(state, config, node_of, batch.class_of, only=suspects, tick=tick)
         if bad:
             names = {(v.pod, v.node) for v in bad}
             rejected = {(int(batch.class_of[state.pod_index[pod]]), state.node_index[node]) for pod, node in names}
@@ -133,8 +137,10 @@ def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None =
     full = _fixed_probe(model, values, seconds, clock)
     if full is not None:
         return full
-    probe, order, first, base = _assumption_probe(model, values, safe)
     clock.work("copy", model.terms + 4 * len(safe))  # the copy, a literal and a constraint per variable
+    if clock.now() >= until or not clock.affords(len(model.cp.proto.variables)):  # (counted first: not built late)
+        return None
+    probe, order, first, base = _assumption_probe(model, values, safe)
     for _ in range(rounds):
         if clock.now() >= until or not clock.affords(len(probe.proto.variables)):
             return None

@@ -20,8 +20,10 @@ itself removed (what an independent re-check with the greedy filters verifies, :
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -34,11 +36,23 @@ from .classes import Batch, PodClass
 from .clock import Clock, model_terms
 from .order import ArrivalOrder
 
-__all__ = ["BatchModel", "BuildTimeout", "ClassVars"]
+__all__ = ["BatchModel", "BuildTimeout", "ClassVars", "stopper"]
+
+
+T = TypeVar("T")
 
 
 class BuildTimeout(Exception):
     """The model, or an objective's terms, could not be built before the model's ``deadline``."""
+
+
+def stopper(clock: Clock, deadline: float) -> Callable[[], None]:
+    """A check for a long loop outside the model (the batch's classes, the repair): raises
+    :class:`BuildTimeout` once ``deadline`` (a ``clock`` value) or the wall-clock limit has passed."""
+    def tick() -> None:
+        if clock.past(deadline):
+            raise BuildTimeout
+    return tick
 
 
 @dataclass
@@ -61,6 +75,14 @@ class ClassVars:
 class BatchModel:
     """A CP-SAT model of placing ``batch`` under ``config``'s filters (objectives are added by tiers)."""
 
+    # fixed pods, classes or nodes between two checks of the time in a long loop of the build: a check (a
+    # perf_counter read, a count of the terms written since the last) costs microseconds, a class's or a
+    # node batch's encoding milliseconds
+    CHECK_EVERY = 64
+    # classes between two checks in a loop where most classes write little or nothing (host ports, claims,
+    # the resource limits of phase 1, the variables): a check there would cost more than the class
+    LIGHT_EVERY = 8
+
     def __init__(self, batch: Batch, config: SchedulerConfig, *,
                  candidates: dict[int, np.ndarray] | None = None, build: bool = True,
                  domains: tuple[np.ndarray, np.ndarray, dict] | None = None, replace_running: bool = True,
@@ -77,9 +99,14 @@ class BatchModel:
         self.config = config
         self.classes: list[PodClass] = batch.classes
         self.cp = cp_model.CpModel()
+        self._mark: tuple[int, int] | None = None  # while building: what was charged up to (constraints, variables)
+        self.check_time()
         self.snapshot = Snapshot(state, with_bound=False)
-        for p in np.flatnonzero(batch.fixed):
-            self.snapshot.add(int(p), int(state.pod_node[p]))
+        for k, p in enumerate(np.flatnonzero(batch.fixed).tolist()):
+            if k % self.CHECK_EVERY == 0:
+                self.check_time()
+            self.snapshot.add(p, int(state.pod_node[p]))
+        self.check_time()
         self.allowed = np.ones((len(self.classes), state.num_nodes), dtype=bool)
         # int32: classes × nodes reaches tens of millions of entries on large batches
         self.cap = np.repeat(np.array([min(c.size, 2**31 - 1) for c in self.classes], dtype=np.int32)[:, None],
@@ -87,7 +114,10 @@ class BatchModel:
         self.fidelity: dict[str, Fidelity] = {}
         self.forbidden_by: dict[tuple[int, str], np.ndarray] = {}  # (class, rule) -> nodes it ruled out
         self._rule = ""
-        self.frameworks = {p.scheduler_name: Framework(self.snapshot, p) for p in config.profiles}
+        self.frameworks = {}
+        for profile in config.profiles:  # each rule's state over the fixed pods
+            self.check_time()
+            self.frameworks[profile.scheduler_name] = Framework(self.snapshot, profile)
         self.by_profile: dict[str, list[PodClass]] = {}
         for c in self.classes:
             self.by_profile.setdefault(c.scheduler_name, []).append(c)
@@ -111,7 +141,7 @@ class BatchModel:
             if domains is None:
                 self.check_time()
                 self._rule = name
-                rule.restrict(self, classes)
+                rule.restrict(self, classes)  # (each rule checks the time between classes: self.each)
         self._rule = ""
         self.vars: list[ClassVars] = []
         self.restricted = False  # some class lost allowed nodes to a candidate list
@@ -122,15 +152,26 @@ class BatchModel:
         """Phases 2 and 3: variables on the allowed (and, when given, candidate) nodes, then the rules."""
         self.restricted = bool(candidates)
         self.check_time()
-        self.vars = [self._make_vars(c, candidates) for c in self.classes]
-        self.order = ArrivalOrder.plan(self) if self.arrival_order else ArrivalOrder(self, [])
-        mark = self.written((0, 0))
-        for name, fw, classes in self._rule_groups():
-            self.check_time()
-            fw.filter_rules[name].encode_filter(self, classes)
-            mark = self.written(mark)
-        self.placed = [self._placed(c) for c in self.classes]
-        self.written(mark)
+        with self.charged():
+            self.vars = [self._make_vars(c, candidates) for c in self.each(self.classes, self.LIGHT_EVERY)]
+            self.order = ArrivalOrder.plan(self) if self.arrival_order else ArrivalOrder(self, [])
+            for name, fw, classes in self._rule_groups():
+                self.checkpoint()
+                fw.filter_rules[name].encode_filter(self, classes)
+            self.placed = [self._placed(c) for c in self.each(self.classes, self.CHECK_EVERY)]
+
+    @contextmanager
+    def charged(self, deadline: float | None = None) -> Iterator[None]:
+        """Inside, what is written is charged to the clock at each :meth:`checkpoint` and at the end;
+        ``deadline`` (else :attr:`deadline`) stops the writing part-way (:class:`BuildTimeout`)."""
+        outer = self.deadline
+        self.deadline = outer if deadline is None else deadline
+        self._mark = len(self.cp.proto.constraints), len(self.cp.proto.variables)
+        try:
+            yield
+        finally:
+            self.written(self._mark)
+            self._mark, self.deadline = None, outer
 
     def written(self, since: tuple[int, int]) -> tuple[int, int]:
         """Count the variables and constraints written since ``since`` (a mark: constraints, variables)
@@ -141,6 +182,25 @@ class BatchModel:
         if self.clock is not None:
             self.clock.work("term", units)
         return len(proto.constraints), len(proto.variables)
+
+    def checkpoint(self) -> None:
+        """Inside a phase of the build (between classes, or batches of nodes, of a rule's encoding): charge
+        what was written since the last charge, then :meth:`check_time`. A stop decided by counted work
+        falls at the same checkpoint on every run; only the wall-clock safety net's may move."""
+        if self._mark is not None:
+            proto = self.cp.proto
+            if (len(proto.constraints), len(proto.variables)) != self._mark:  # (2 µs when nothing was written)
+                self._mark = self.written(self._mark)
+        self.check_time()
+
+    def each(self, items: Iterable[T], every: int = 1) -> Iterator[T]:
+        """``items``, with a :meth:`checkpoint` before every ``every``-th one (a rule's loop over classes
+        or nodes, so that the build stops part-way once the limit has passed)."""
+        for k, item in enumerate(items):
+            if k % every == 0:
+                self.checkpoint()
+            yield item
+
     def check_time(self) -> None:
         """Raise :class:`BuildTimeout` once ``deadline`` (a :attr:`clock` value, else a
         ``time.perf_counter()`` one) has passed."""
@@ -188,7 +248,7 @@ class BatchModel:
         """Phase 1 for a rule whose verdict depends only on the pod, the node and the fixed pods: the
         greedy PreFilter + Filter over every node *is* the encoding."""
         nodes = np.arange(self.state.num_nodes)
-        for c in classes:
+        for c in self.each(classes):
             cyc = CycleState(c.rep, self.snapshot, self.cycle(c).profile)
             st = rule.pre_filter(cyc)
             if st.code == Code.SKIP:

@@ -36,7 +36,7 @@ from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
 from .goal_tier import prepare_goal
 from .hint import accept_reached, accepts, repair_hint, repair_placement
-from .model import BatchModel, BuildTimeout
+from .model import BatchModel, BuildTimeout, stopper
 from .neighbourhood import NodeSearch
 from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
@@ -56,6 +56,9 @@ LNS_PARAMS = {"use_lns_only": True, "lns_initial_difficulty": 0.02}
 # without a complete hint a full-problem worker (without the LP) looks for the first solution beside LNS
 LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
 STOP_AFTER = ("placed",)
+# CPU seconds per pending pod of decoding and re-checking an answer: 0.4 ms at 5,000 nodes on an idle
+# machine, 0.7 ms at 2,000 nodes under a load average of 10; 0.45 ms on the 60-node one-zone case
+RECHECK_CPU = 7e-4
 # the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
 LP_SHARE = 0.1
 INTERRUPTED = "interrupted (Ctrl-C): the best answer found before it, not the end of the search"
@@ -328,11 +331,11 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     placement repaired, batch semantics having refused some of it), kube-scheduler's placement ``raw``
     itself: as one more solution (:func:`.hint.accept_reached`), or under LNS when the model takes it as it
     is (an arrival order admits it, :mod:`.order`)."""
-    with clock.phase("restrict"):
-        whole = BatchModel(batch, config, build=False, arrival_order=options.arrival_order, clock=clock,
-                           deadline=deadline)
+    with clock.phase("restrict"):  # (charged first: a stop it decides comes at the first check)
         clock.work("pod", len(batch.state.pods))
         clock.work("cell", len(batch.classes) * batch.state.num_nodes)
+        whole = BatchModel(batch, config, build=False, arrival_order=options.arrival_order, clock=clock,
+                           deadline=deadline)
     candidates = None
     usable = whole.allowed & (whole.cap > 0)
     if whole.size() > options.max_variables:
@@ -362,12 +365,10 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
     for sub, m in models:
         if clock.past(deadline):  # no tier would solve it: kube-scheduler's placement is the answer
             raise BuildTimeout
-        with clock.phase("eviction rules"):
-            mark = len(m.cp.proto.constraints), len(m.cp.proto.variables)
+        with clock.phase("eviction rules"), m.charged(deadline):  # stops part-way past the limit
             encode_eviction_rules(m, budgets=not options.staged)
             if options.max_moves is not None:
                 encode_move_cap(m, options.max_moves)
-            m.written(mark)
         m.clock = clock
         solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
                             presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
@@ -404,9 +405,9 @@ def _part_models(batch: Batch, config: SchedulerConfig, options: OptimalOptions,
                 sub, _ = sub_batch(batch, part)
                 local = {ci: k for k, ci in enumerate(part)}
                 forbidden = {(local[ci], rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in local}
+                clock.work("pod", len(sub.state.pods))
                 m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden),
                                arrival_order=options.arrival_order, clock=clock, deadline=deadline)
-                clock.work("pod", len(sub.state.pods))
                 m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
                 models.append((sub, m))
     for _, m in models:
@@ -679,6 +680,11 @@ def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalO
     return plain.node_of
 
 
+def solver_deadline(time_limit: float, pending: int) -> float:
+    """When the solver phases end: the rest of ``time_limit`` decodes, re-checks and explains."""
+    return time_limit - min(0.5 * time_limit, max(0.3, 0.1 * time_limit, RECHECK_CPU * pending))
+
+
 def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
                   progress: Progress | None = None, greedy: GreedyResult | None = None,
                   explain: bool = True) -> OptimalResult:
@@ -692,9 +698,7 @@ def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optima
                    progress: Progress | None, greedy: GreedyResult | None, explain: bool) -> OptimalResult:
     check_objective(options.objective)
     end = options.time_limit
-    # the rest decodes, re-checks (0.4 ms per pending pod at 5,000 nodes on an idle machine, 0.7 ms at
-    # 2,000 nodes under a load average of 10) and explains
-    deadline = end - min(0.5 * options.time_limit, max(0.3, 0.1 * options.time_limit, 7e-4 * len(state.pending)))
+    deadline = solver_deadline(end, len(state.pending))
     clock = Clock(deadline, options.deterministic)  # the wall-clock safety net: the solver phases end here
 
     def phase(name: str) -> None:
@@ -711,14 +715,22 @@ def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optima
     raw = greedy.snapshot.node_of.copy()
     start = _plain_first(state, config, options, progress, greedy, clock)
     with clock.phase("batch"):
-        batch = build_batch(state, config, movable=options.movable, preemption=options.preemption,
-                            policy=options.eviction)
-        clock.work("pod", len(state.pods))
+        clock.work("pod", len(state.pods))  # (charged first: a stop it decides comes at the first pod)
+        try:
+            batch = build_batch(state, config, movable=options.movable, preemption=options.preemption,
+                                policy=options.eviction, tick=stopper(clock, deadline))
+        except BuildTimeout:  # a class per pod: the greedy answer's accounting needs no signatures
+            batch = build_batch(state, config, movable=options.movable, preemption=options.preemption,
+                                policy=options.eviction, grouped=False)
+            return _greedy_only(state, config, options, greedy, clock, batch)
     if not clock.wall_allows(0.0):  # the greedy hint (or the plain pass) took the whole limit, or Ctrl-C
         return _greedy_only(state, config, options, greedy, clock, batch)
     phase("building the model")
-    with clock.phase("repair"):
-        fallback = repair_placement(batch, config, raw, clock=clock)
+    try:
+        with clock.phase("repair"):  # stops part-way once the limit has passed
+            fallback = repair_placement(batch, config, raw, clock=clock, deadline=deadline)
+    except BuildTimeout:
+        return _greedy_only(state, config, options, greedy, clock, batch)
     if clock.past(deadline):  # the repair took what was left: no model would be solved
         return _greedy_only(state, config, options, greedy, clock, batch)
     # the plain answer, when the solver's, passed batch semantics: the hint, so no tier goes below it
@@ -728,9 +740,15 @@ def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optima
                                    refused=hint is fallback and bool((fallback != raw).any()))
     except BuildTimeout:  # the limit passed while the placement model was built: nothing to solve
         return _greedy_only(state, config, options, greedy, clock, batch)
+    # the safety net keeps the wall time the re-check will take at the CPU share the run has had so far
+    # (a loaded machine: 0.25 CPU s took 2 wall s at nice 19 and a load average of 10); never beyond half
+    # the limit. The deterministic budgets are unchanged: only a run the net stops may differ.
+    after = clock.wall_for(RECHECK_CPU * len(state.pending))
+    reserve = min(0.5 * end, max(end - deadline, after))
+    clock.limit = end - reserve
     with clock.phase("tiers"):
         _solve_tiers(groups, raw, options, deadline, clock)
-    clock.limit = (deadline + end) / 2  # the whole batch's LP may use half the reserve
+    clock.limit += max(0.0, reserve - after) / 2  # the whole batch's LP: half of what the re-check leaves
     with clock.phase("lp solves"):
         tiers = _combine(groups, batch.levels, lp)
     with clock.phase("check"):

@@ -37,7 +37,7 @@ def encode_eviction_rules(model: BatchModel, budgets: bool = True) -> int:
     holds each budget per wave instead, :mod:`optisched.reschedule.waves`); returns how many constraints
     were added."""
     added = encode_budgets(model) if budgets else 0
-    for c in model.classes:
+    for c in model.each(model.classes, model.LIGHT_EVERY):
         if c.voluntary:
             continue
         for n, pods in c.running.items():
