@@ -21,7 +21,13 @@ from optisched.policy.eviction import EvictionPolicy
 from optisched.profile import default_config
 from optisched.reschedule.accept import landing_check
 from optisched.reschedule.goals import Goal
-from optisched.reschedule.violations import _among, _filter_violations, daemon_only, landing_violations, placed_snapshot
+from optisched.reschedule.violations import (
+    _among,
+    _filter_violations,
+    daemon_only,
+    landing_violations,
+    placed_snapshot,
+)
 
 ZONE = "topology.kubernetes.io/zone"
 
