@@ -18,8 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..constraints.pod_topology_spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, resolve_constraints
 from ..descheduler.duplicates import over_average
-from ..descheduler.violations import anti_affinity_violated_each, anti_terms, preferred_weights
+from ..descheduler.violations import anti_affinity_violated_each, anti_terms, matched_by, preferred_weights
 from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
 from ..model.snapshot import Snapshot
@@ -261,19 +262,40 @@ def _near(state: ClusterState, config: SchedulerConfig, node: int) -> np.ndarray
     return out
 
 
+def _touched(state: ClusterState, snapshot: Snapshot, frameworks: dict[str, Framework], q: int, p: int,
+             soft: bool) -> bool:
+    """Whether pod ``p`` counts for a rule of pod ``q`` that reads other pods: a topology spread
+    constraint of ``q`` (its own, or the profile's defaults; with ``soft`` ScheduleAnyway ones too) whose
+    selector matches ``p`` in ``q``'s namespace, or an anti-affinity term of ``q`` that matches ``p``.
+    Only such a ``q``'s verdict can change when ``p`` arrives (node affinity and taints read the node)."""
+    pod, other = state.pods[q], state.pods[p]
+    rule = (fw := frameworks.get(pod.spec.scheduler_name)) is not None and fw.filter_rules.get(SPREAD)
+    if rule and (pod.metadata.namespace or "default") == (other.metadata.namespace or "default"):
+        for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY) if soft else (DO_NOT_SCHEDULE,):
+            if any(c.selector.matches(other.metadata.labels) for c in
+                   resolve_constraints(snapshot, pod, rule.defaults, action)):
+                return True
+    return any(matched_by(state, term, pod)[p] for preferred in ((False, True) if soft else (False,))
+               for term in anti_terms(pod, preferred))
+
+
 def landing_violations(state: ClusterState, config: SchedulerConfig, snapshot: Snapshot,
                        frameworks: dict[str, Framework], p: int, soft: bool = False) -> dict[int, str]:
     """The violations pod ``p`` creates where ``snapshot`` has it: pod row -> the first repaired rule,
     for the pods that break one with ``p`` there and not without it (``p`` itself when it breaks one
     there). Counted as :func:`violating` counts them (the filters per class of identical pods, the
     descheduler's anti-affinity predicate; Duplicates aside: :func:`.start.duplicate_check`), but only
-    for the pods a topology domain of ``p``'s node holds, the only ones its arrival can change: another
-    pod's DoNotSchedule spread pushed over maxSkew in that domain, another pod's anti-affinity term
-    newly matched there (an arrival only raises a domain's count, so no other domain's skew grows).
+    for ``p`` and the pods a topology domain of ``p``'s node holds with a rule ``p`` counts for
+    (:func:`_touched`), the only ones its arrival can change: another pod's DoNotSchedule spread pushed
+    over maxSkew in that domain, another pod's anti-affinity term newly matched there (an arrival only
+    raises a domain's count, so no other domain's skew grows).
     ``frameworks``: per profile, over ``snapshot`` (:func:`placed_snapshot`'s, or greedy mode's own)."""
     node = int(snapshot.node_of[p])
     on = snapshot.node_of >= 0
-    rows = np.flatnonzero(on & _near(state, config, node)[np.maximum(snapshot.node_of, 0)] & ~daemon_only(state))
+    near = np.flatnonzero(on & _near(state, config, node)[np.maximum(snapshot.node_of, 0)] & ~daemon_only(state))
+    rows = np.concatenate([[p], *[m for m in _classes(state, near[near != p]) if _touched(state, snapshot, frameworks,
+                                                                                          int(m[0]), p, soft)]])
+    rows = np.sort(rows.astype(np.int64))
     with_p = _among(state, _filter_among(state, snapshot, frameworks, rows, soft), rows, snapshot.node_of, soft)
     snapshot.remove(p)
     try:
