@@ -77,8 +77,8 @@ def test_consolidate_after_repair_makes_no_move_that_creates_a_violation():
     starts = _starts(state, [Goal.REPAIR, Goal.CONSOLIDATE])
     after = starts.start("objective:pack", state.pod_node, rows)
     assert _where(state, after, "p") == "n2"
-    assert starts.lines() == ["start of consolidate (after repair): cluster-autoscaler's scale-down simulation "
-                              "empties 1 node(s) (n3)"]
+    assert starts.lines() == [("start of consolidate (after repair): cluster-autoscaler's scale-down simulation "
+                              "empties 1 node(s) (n3)")]
 
 
 def _two_over() -> list:
@@ -149,7 +149,7 @@ def test_every_goal_tier_is_asked_for_a_start_with_the_answer_of_the_tiers_befor
     rec = _Recorder(lambda tier, node_of: None)
     assert isinstance(rec, TierStarts)
     _solve(state, rec)
-    assert list(rec.asked) == ["objective:pack", "objective:repair"]
+    assert list(rec.asked) == ["placed[priority=0]", "objective:pack", "objective:repair"]
     assert len(np.unique(rec.asked["objective:repair"])) == 2  # pack's answer: two nodes in use
 
 
@@ -183,3 +183,37 @@ def test_a_start_no_worse_on_the_fixed_tiers_is_taken_when_it_is_better():
     _solve(state, rec)
     assert rec.outcomes["objective:pack"] in ("taken", "no better than the answer so far")
     assert "objective:repair" not in rec.outcomes
+
+
+def _room() -> list:
+    """Two 4-cpu nodes, each with a 2-cpu pod of priority 0 (a on n1, b on n2); big (3 cpu, priority
+    10) is pending: it fits nowhere. DefaultPreemption finds one victim on either node (a tie broken
+    for the first, n1); a, instead of being evicted, moves to n2, which has 2 cpu left."""
+    return [node("n1"), node("n2"), owned("a", "a").req(cpu="2").on("n1"), owned("b", "b").req(cpu="2").on("n2"),
+            pod("big").req(cpu="3").set("spec.priority", 10)]
+
+
+def test_fit_pending_start_makes_room_as_preemption_would_and_moves_the_victim():
+    state = state_of(*_room())
+    rows = np.ones(len(state.pods), dtype=bool)
+    starts = _starts(state, [Goal.FIT_PENDING])
+    start = starts.start("placed[priority=10]", state.pod_node, rows)
+    assert (_where(state, start, "big"), _where(state, start, "a"), _where(state, start, "b")) == ("n1", "n2", "n2")
+    assert starts.lines() == [("start of fit-pending: 1 of 1 unplaced pod(s) of priority 10 placed, kube-scheduler's "
+                              "preemption making room by 1 move(s)")]
+    assert starts.start("placed[priority=0]", state.pod_node, rows) is None  # nothing pending at 0
+
+
+def test_fit_pending_start_puts_back_a_pod_the_answer_so_far_evicted():
+    """Greedy mode's placement, the solver's first hint, has kube-scheduler preempt a for big: at the
+    priority-0 tier the start puts a back, on n2."""
+    state = state_of(*_room())
+    rows = np.ones(len(state.pods), dtype=bool)
+    hint = state.pod_node.copy()
+    hint[state.pod_index["default/a"]] = -1
+    hint[state.pod_index["default/big"]] = state.node_index["n1"]
+    starts = _starts(state, [Goal.FIT_PENDING])
+    start = starts.start("placed[priority=0]", hint, rows)
+    assert (_where(state, start, "big"), _where(state, start, "a")) == ("n1", "n2")
+    assert starts.lines() == [("start of fit-pending: 1 of 1 unplaced pod(s) of priority 0 placed, kube-scheduler's "
+                              "preemption making room by 0 move(s)")]

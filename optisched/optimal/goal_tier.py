@@ -2,8 +2,8 @@
 
 * **Start** (``OptimalOptions.start``): a placement found by a simulator, e.g. cluster-autoscaler's
   scale-down simulation (:mod:`optisched.reschedule.tier_start`). Either a node per pod row, for the
-  first user objective's tier only, or a :class:`TierStarts`, asked once per user objective's tier with
-  the answer of the tiers before it, so that every tier of a lexicographic run has one. A start worse
+  first user objective's tier only, or a :class:`TierStarts`, asked once per tier (placement tiers
+  too) with the answer of the tiers before it, so that every tier of a lexicographic run has one. A start worse
   than the incumbent on a tier already fixed is not offered (each tier's ``Linear`` evaluated on it:
   the model would refuse it, and repairing it would spend the tier's time to give the incumbent back);
   else it is made a solution of the model as the earlier tiers left it (:func:`.hint.repair_hint`: what
@@ -35,9 +35,9 @@ class TierStarts(Protocol):
     """Per user objective's tier, where its search starts (see the module docstring)."""
 
     def start(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
-        """A placement (a node per pod row) for ``tier`` (``objective:NAME``) found from ``node_of``, the
-        answer of the tiers before it, moving only the pods ``rows`` (bool [P]: the part being solved);
-        None for none."""
+        """A placement (a node per pod row) for ``tier`` (``objective:NAME``, or a placement tier
+        ``placed[priority=L]``) found from ``node_of``, the answer of the tiers before it, moving only the
+        pods ``rows`` (bool [P]: the part being solved); None for none."""
 
     def outcome(self, tier: str, what: str) -> None:
         """What became of the start offered to ``tier``: ``taken``, or why not."""

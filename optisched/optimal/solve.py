@@ -531,6 +531,9 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
+        if level is not None and isinstance(g.start, TierStarts):  # a placement tier's start (no bound)
+            prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
+                         [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])
         if name.startswith("objective:"):
             cap = prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
                                [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])

@@ -45,7 +45,7 @@ from ..optimal.check import check_placement
 from ..profile import SchedulerConfig
 from .violations import daemon_only
 
-__all__ = ["Accept", "Placer", "consolidation_start", "duplicate_check", "repair_start", "settled", "shares",
+__all__ = ["Accept", "Placer", "by_size", "consolidation_start", "duplicate_check", "repair_start", "settled", "shares",
            "utilization"]
 
 
@@ -122,7 +122,7 @@ def utilization(state: ClusterState, node_of: np.ndarray, counted: np.ndarray) -
     return share.max(axis=1) if share.shape[1] else np.zeros(state.num_nodes)
 
 
-def _by_size(state: ClusterState, rows: list[int]) -> list[int]:
+def by_size(state: ClusterState, rows: list[int]) -> list[int]:
     """Largest first (cpu and memory shares of the largest node), then row order: first-fit decreasing."""
     cols = [state.resource_col(r) for r in ("cpu", "memory") if r in state.resources]
     top = np.maximum(state.allocatable[:, cols].max(axis=0), 1) if cols else np.ones(0)
@@ -154,7 +154,7 @@ def consolidation_start(state: ClusterState, config: SchedulerConfig, may_leave:
     destinations = np.ones(state.num_nodes, dtype=bool) if allowed is None else allowed.copy()
     emptied: list[int] = []
     for n in order:
-        movers = _by_size(state, [p for p in placer.snapshot.pods_on[n] if not daemon[p]])
+        movers = by_size(state, [p for p in placer.snapshot.pods_on[n] if not daemon[p]])
         destinations[n] = False
         for p in movers:
             placer.snapshot.remove(p)
@@ -183,7 +183,7 @@ def repair_start(state: ClusterState, config: SchedulerConfig, bad: dict[int, st
     it there; a pod no node takes stays. Largest pods first."""
     node_of = (state.pod_node if node_of is None else np.asarray(node_of)).astype(np.int64)
     placer = Placer(state, config, node_of)
-    for p in _by_size(state, [p for p in bad if may_leave[p] and node_of[p] >= 0]):
+    for p in by_size(state, [p for p in bad if may_leave[p] and node_of[p] >= 0]):
         home = placer.snapshot.remove(p)
         there = np.ones(state.num_nodes, dtype=bool) if allowed is None else allowed.copy()
         there[home] = False

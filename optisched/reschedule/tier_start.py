@@ -6,6 +6,10 @@ start is that placement improved by the goal's own simulator (:mod:`.start`, gre
 
 * ``consolidate`` (``objective:pack``): cluster-autoscaler's scale-down simulation;
 * ``repair`` (``objective:repair``): each pod a repaired rule rejects in that placement re-placed;
+* ``fit-pending`` (each placement tier ``placed[priority=L]``): the pods of priority ``L`` the answer
+  so far leaves out (pending, or evicted by kube-scheduler's preemption in greedy mode's placement)
+  placed where the filters pass, else where kube-scheduler's preemption makes room, its victims moved
+  (:mod:`.start_pending`);
 * ``balance`` (``objective:spread``, ``objective:excess[...]``): the descheduler's LowNodeUtilization
   (kubernetes-sigs/descheduler v0.34.0 ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``):
   over-utilized nodes (any resource above its target) most used first, their pods lowest priority first
@@ -36,6 +40,7 @@ from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
 from .goals import OBJECTIVE, Goal, empty_nodes
 from .start import Accept, Placer, consolidation_start, duplicate_check, repair_start, settled, shares
+from .start_pending import fit_pending_start
 from .violations import daemon_only, landing_violations, violating
 
 __all__ = ["GoalStarts", "balance_start", "goal_start"]
@@ -137,7 +142,28 @@ class GoalStarts:
             keep.checks.append(lambda pl, p: not above_any(_pct(pl, resources, pl.snapshot.node_of[p:p + 1]), high)[0])
         return keep
 
+    def _pending(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        """fit-pending's start for the placement tier ``placed[priority=L]`` (:mod:`.start_pending`)."""
+        level = int(tier[len("placed[priority="):-1])
+        state = self.state
+        # pending pods the answer so far leaves out, and running pods it evicts (kube-scheduler's own
+        # preemption in greedy mode's placement, the solver's first hint, evicts its victims)
+        pods = np.flatnonzero((node_of < 0) & rows & (state.pod_priority == level)).tolist()
+        if not pods:
+            return None
+        may_leave = self.policy.verdicts(state).may_leave & rows & (state.pod_node >= 0)
+        out = settled(state, self.config, fit_pending_start(state, self.config, may_leave, node_of, pods), home=node_of)
+        placed = int(np.count_nonzero(out[pods] >= 0))
+        if not placed:
+            return None
+        moved = int(np.count_nonzero((state.pod_node >= 0) & (node_of >= 0) & (out != node_of)))
+        self.said[tier] = (f"start of fit-pending: {placed} of {len(pods)} unplaced pod(s) of priority {level} placed, "
+                           f"kube-scheduler's preemption making room by {moved} move(s)")
+        return out
+
     def start(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        if tier.startswith("placed[priority="):
+            return self._pending(tier, node_of, rows) if Goal.FIT_PENDING in self.goals else None
         goal = self._goal(tier)
         if goal is None or goal == Goal.FIT_PENDING:
             return None
