@@ -40,11 +40,16 @@ def _repaired(state: ClusterState, config: SchedulerConfig, counted: np.ndarray,
     the landing node holds): neither it nor another pod breaks a repaired rule (with ``soft``, the
     preferences too) that it did not break without the replacement there."""
     over = duplicate_check(state, counted)
+    last: dict[bytes, tuple] = {}  # the wave's predicted placement: one snapshot for all its landings
 
     def check(p: int, node: int, before: np.ndarray, after: np.ndarray) -> str | None:
         if over(np.flatnonzero(after == node).tolist(), p):
             return f"lands on {state.node_names[node]}, where it would break Duplicates"
-        snapshot, frameworks = placed_snapshot(state, config, after, True)
+        key = np.asarray(after, dtype=np.int64).tobytes()
+        if key not in last:
+            last.clear()
+            last[key] = placed_snapshot(state, config, after, True)
+        snapshot, frameworks = last[key]
         made = landing_violations(state, config, snapshot, frameworks, p, soft)
         if not made:
             return None
