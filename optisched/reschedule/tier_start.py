@@ -157,8 +157,8 @@ class GoalStarts:
         if not placed:
             return None
         moved = int(np.count_nonzero((state.pod_node >= 0) & (node_of >= 0) & (out != node_of)))
-        self.said[tier] = (f"start of fit-pending: {placed} of {len(pods)} unplaced pod(s) of priority {level} placed, "
-                           f"kube-scheduler's preemption making room by {moved} move(s)")
+        self._say(tier, f"start of fit-pending: {placed} of {len(pods)} unplaced pod(s) of priority {level} placed, "
+                        f"kube-scheduler's preemption making room by {moved} move(s)")
         return out
 
     def start(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
@@ -174,8 +174,12 @@ class GoalStarts:
                                self.thresholds, keep.allowed, keep.accept if keep.checks else None)
         if line is not None:
             after = [str(g) for g in earlier if g != Goal.FIT_PENDING]
-            self.said[tier] = line if not after else line.replace("start:", f"start of {goal} (after {', '.join(after)}):", 1)
+            self._say(tier, line if not after else line.replace("start:", f"start of {goal} (after {', '.join(after)}):", 1))
         return out
+
+    def _say(self, tier: str, line: str) -> None:
+        """The summary's line for ``tier``; the parts of a model solved apart add theirs to it."""
+        self.said[tier] = f"{self.said[tier]}; {line}" if tier in self.said else line
 
     def outcome(self, tier: str, what: str) -> None:
         if tier in self.said and what != "taken":
