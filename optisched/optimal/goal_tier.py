@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -55,7 +56,7 @@ def incumbent(model: BatchModel, solver: TierSolver) -> np.ndarray:
     return node_of
 
 
-def _lowered(values: dict[int, int], earlier: list[tuple[Tier, Linear]]) -> str | None:
+def _lowered(values: dict[int, int], earlier: Sequence[tuple[Tier, Linear]]) -> str | None:
     """The first tier fixed so far that ``values`` are worse on than its fixed value, or None."""
     for tier, lin in earlier:
         value = lin.value(values)
@@ -85,7 +86,7 @@ def within(model: BatchModel, start: np.ndarray) -> np.ndarray:
 
 def prepare_goal(model: BatchModel, solver: TierSolver, name: str, lin: Linear, sense: str, tiers: list[Tier],
                  start: np.ndarray | TierStarts | None, clock: Clock,
-                 earlier: list[tuple[Tier, Linear]] = ()) -> int | None:  # type: ignore[assignment]
+                 earlier: Sequence[tuple[Tier, Linear]] = ()) -> int | None:
     """Offer ``start`` to the tier ``name`` (see the module docstring) and return the tier's known bound
     (None: none besides the solver's). ``tiers``: the part's tiers solved so far; ``earlier``: those of
     them with their objective, which the start must not make worse."""
@@ -101,7 +102,7 @@ def prepare_goal(model: BatchModel, solver: TierSolver, name: str, lin: Linear, 
         if start is None:
             return floor
     values = variable_values(model, within(model, start))  # type: ignore[arg-type]
-    lowered = _lowered(values, list(earlier))
+    lowered = _lowered(values, earlier)
     if lowered is not None:
         what = f"not offered: worse on {lowered}"
     else:

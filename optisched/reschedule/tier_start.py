@@ -65,8 +65,10 @@ def balance_start(state: ClusterState, config: SchedulerConfig, may_leave: np.nd
     pct = _pct(placer, resources)
     mean = pct.mean(axis=0) if len(pct) else np.zeros(len(resources))
     high = np.array([targets[r] for r in resources], dtype=float) if targets else mean
-    low = np.array([thresholds.get(r, 100) for r in resources], dtype=float) if thresholds else high
-    under = below_all(pct, low) & ~state.unschedulable & (True if allowed is None else allowed)
+    # (as goals.utilization_classes: under by the thresholds' own resources, over by the targets')
+    low_pct = _pct(placer, list(thresholds)) if thresholds else pct
+    low = np.array(list(thresholds.values()), dtype=float) if thresholds else mean
+    under = below_all(low_pct, low) & ~state.unschedulable & (True if allowed is None else allowed)
     sources = np.flatnonzero(above_any(pct, high))
     if not under.any() or not len(sources):
         return placer.snapshot.node_of.copy()
