@@ -14,6 +14,7 @@ the staging's cost with it, so the two are compared on one target.
     python benchmarks/bench_reschedule.py --nodes 100
     python benchmarks/bench_reschedule.py --nodes 1000 --time-limit 120 --cache /tmp/bench
     python benchmarks/bench_reschedule.py --nodes 5000 --pods 50000 --time-limit 300 --cache /tmp/bench
+    python benchmarks/bench_reschedule.py --nodes 100 --plans consolidate,repair repair,consolidate
 """
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def row(state, config, goal: str, limit: float, seed: int, calls: list | None = 
             "gap": tier.gap if tier else None, "status": tier.status if tier else None,
             "emptied": len(plan.removable), "violations_before": sum(plan.before.violations.values()),
             "violations_after": sum(plan.after.violations.values()),
+            "tiers": [[t.name, t.objective, t.bound] for t in plan.certificate.tiers if t.name.startswith("objective:")],
+            "starts": [n for n in plan.staging.notes if n.startswith("start")],
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -76,6 +79,7 @@ def staging_both(goal: str, call: tuple) -> list[str]:
 def line(r: dict) -> str:
     value = f"{r['goal_value']}, bound {r['bound']}, gap {100 * r['gap']:.1f} %, {r['status']}" \
         if r["goal_value"] is not None else "-"
+    value += "".join(f"; {name[len('objective:'):]} {v} (bound {b})" for name, v, b in r.get("tiers", [])[1:])
     proven = {True: "minimal", False: "not proven minimal", None: "-"}[r["minimal"]]
     outcome = f"{r['emptied']} emptied, violations {r['violations_before']} -> {r['violations_after']}"
     return (f"| {r['goal']} | {r['total']:.1f} s | {r['target']:.1f} s | {r['staging']:.1f} s ({r['replays']}) | "
@@ -108,7 +112,10 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=100)
     ap.add_argument("--pods", type=int, default=None, help="running pods (default 20 per node)")
     ap.add_argument("--time-limit", type=float, default=30.0)
-    ap.add_argument("--goals", default="consolidate,repair")
+    ap.add_argument("--goals", default="consolidate,repair", help="one plan per goal named")
+    ap.add_argument("--plans", nargs="+", default=None, metavar="GOAL[,GOAL]",
+                    help="one plan per argument, each with its goals in the order given (lexicographic): "
+                         "e.g. --plans consolidate repair consolidate,repair; instead of --goals")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cache", type=Path, default=None, help="keep the generated cluster here")
     ap.add_argument("--record", type=Path, default=None, help="append each row to this JSON-lines file")
@@ -128,7 +135,7 @@ def main() -> None:
           "| peak RSS |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     both: list[str] = []
-    for goal in args.goals.split(","):
+    for goal in args.plans or args.goals.split(","):
         calls: list = []
         r = row(state, config, goal, args.time_limit, args.seed, calls)
         print(line(r), flush=True)

@@ -17,7 +17,8 @@ from optisched.profile import default_config
 from optisched.reschedule import plan_reschedule
 from optisched.reschedule.accept import landing_check
 from optisched.reschedule.goals import Goal
-from optisched.reschedule.start import consolidation_start, goal_start, repair_start
+from optisched.reschedule.start import consolidation_start, repair_start
+from optisched.reschedule.tier_start import goal_start
 from optisched.reschedule.violations import violating
 
 
@@ -59,8 +60,8 @@ def test_daemonset_pods_stay_and_do_not_keep_a_node_from_counting_as_emptied():
     ds = [pod(f"agent-{i}").req(cpu="100m").set("metadata.ownerReferences", [{"kind": "DaemonSet", "name": "agent"}])
           .on(f"n{i}") for i in (1, 2, 3, 4)]
     state = state_of(*_scale_down(), *ds)
-    start, said = goal_start(state, default_config(), Goal.CONSOLIDATE, EvictionPolicy(), {},
-                             EvictionPolicy().verdicts(state).may_leave)
+    may_leave = EvictionPolicy().verdicts(state).may_leave
+    start, said = goal_start(state, default_config(), Goal.CONSOLIDATE, may_leave, state.pod_node, may_leave)
     assert said.startswith("start: cluster-autoscaler's scale-down simulation empties 2 node(s) (n2, n3)")
     assert all(start[state.pod_index[f"default/agent-{i}"]] == state.node_index[f"n{i}"] for i in (1, 2, 3, 4))
 
@@ -180,7 +181,7 @@ def test_repair_start_moves_each_violating_pod_where_it_breaks_nothing():
     counted = EvictionPolicy().verdicts(state).may_leave
     bad = violating(state, config, state.pod_node, counted)
     assert bad == {state.pod_index["default/w1"]: "NodeAffinity"}
-    start, said = goal_start(state, config, Goal.REPAIR, EvictionPolicy(), bad, counted)
+    start, said = goal_start(state, config, Goal.REPAIR, counted, state.pod_node, counted)
     assert start[state.pod_index["default/w1"]] == state.node_index["n2"]  # n3 would make it a duplicate
     assert said.startswith("start: 1 of 1 violating pod(s)")
     assert not violating(state, config, start, counted)

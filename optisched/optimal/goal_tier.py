@@ -1,26 +1,68 @@
 """What a user objective's tier gets before it is solved: a start from outside the solver, and a bound.
 
-* **Start** (``OptimalOptions.start``, a node per pod row): a placement found by a simulator, e.g.
-  cluster-autoscaler's scale-down simulation (:mod:`optisched.reschedule.start`). It is made a solution
-  of the model as the earlier tiers left it (:func:`.hint.repair_hint`: what the model refuses goes back
-  to the pod staying where it runs) and becomes the incumbent when the tier's objective is better there,
-  so the tier's search starts from it instead of from the cluster as it is.
+* **Start** (``OptimalOptions.start``): a placement found by a simulator, e.g. cluster-autoscaler's
+  scale-down simulation (:mod:`optisched.reschedule.tier_start`). Either a node per pod row, for the
+  first user objective's tier only, or a :class:`TierStarts`, asked once per tier (placement tiers
+  too) with the answer of the tiers before it, so that every tier of a lexicographic run has one. A start worse
+  than the incumbent on a tier already fixed is not offered (each tier's ``Linear`` evaluated on it:
+  the model would refuse it, and repairing it would spend the tier's time to give the incumbent back);
+  else it is made a solution of the model as the earlier tiers left it (:func:`.hint.repair_hint`: what
+  the model refuses goes back to the pod staying where it runs) and becomes the incumbent when the
+  tier's objective is better there, so the tier's search starts from it instead of from the answer so
+  far.
 * **Bound**: ``pack`` gets :func:`.user_objectives.pack_floor` (capacity: the pods the placement tiers
   keep on a node need room), which CP-SAT's own bound often does not reach (LNS proves none; the LP
   relaxation of the used flags is weak). The tier stops when its incumbent meets it.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
 import numpy as np
 
 from .clock import Clock
-from .decode import variable_values
+from .decode import decode, variable_values
 from .hint import repair_hint
 from .model import BatchModel
 from .tiers import Linear, Tier, TierSolver
 from .user_objectives import pack_floor
 
-__all__ = ["prepare_goal", "within"]
+__all__ = ["TierStarts", "incumbent", "prepare_goal", "within"]
+
+
+@runtime_checkable
+class TierStarts(Protocol):
+    """Per user objective's tier, where its search starts (see the module docstring)."""
+
+    def start(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        """A placement (a node per pod row) for ``tier`` (``objective:NAME``, or a placement tier
+        ``placed[priority=L]``) found from ``node_of``, the answer of the tiers before it, moving only the
+        pods ``rows`` (bool [P]: the part being solved); None for none."""
+
+    def outcome(self, tier: str, what: str) -> None:
+        """What became of the start offered to ``tier``: ``taken``, or why not."""
+
+
+def incumbent(model: BatchModel, solver: TierSolver) -> np.ndarray:
+    """The solver's incumbent as a node per pod row (the pods of other parts where they run)."""
+    state = model.state
+    node_of = state.pod_node.copy()
+    if solver.full is None:
+        return node_of
+    rows = model.batch.class_of >= 0
+    arrivals, kept = model.counts(solver.value)
+    node_of[rows] = decode(model.batch, arrivals, kept)[rows]
+    return node_of
+
+
+def _lowered(values: dict[int, int], earlier: Sequence[tuple[Tier, Linear]]) -> str | None:
+    """The first tier fixed so far that ``values`` are worse on than its fixed value, or None."""
+    for tier, lin in earlier:
+        value = lin.value(values)
+        if value < tier.objective if tier.sense == "max" else value > tier.objective:
+            return tier.name
+    return None
 
 PLACED = "placed[priority="
 
@@ -43,18 +85,33 @@ def within(model: BatchModel, start: np.ndarray) -> np.ndarray:
 
 
 def prepare_goal(model: BatchModel, solver: TierSolver, name: str, lin: Linear, sense: str, tiers: list[Tier],
-                 start: np.ndarray | None, clock: Clock) -> int | None:
+                 start: np.ndarray | TierStarts | None, clock: Clock,
+                 earlier: Sequence[tuple[Tier, Linear]] = ()) -> int | None:
     """Offer ``start`` to the tier ``name`` (see the module docstring) and return the tier's known bound
-    (None: none besides the solver's). ``tiers``: the part's tiers solved so far."""
+    (None: none besides the solver's). ``tiers``: the part's tiers solved so far; ``earlier``: those of
+    them with their objective, which the start must not make worse."""
     floor = None
     if name == "objective:pack":
         placed = {int(t.name[len(PLACED):-1]): t.objective for t in tiers if t.name.startswith(PLACED)}
         floor = pack_floor(model, placed)
-    if start is not None and clock.affords(len(model.cp.proto.variables)):
+    if start is None or not clock.affords(len(model.cp.proto.variables)):
+        return floor
+    starts = start if isinstance(start, TierStarts) else None
+    if starts is not None:
+        start = starts.start(name, incumbent(model, solver), model.batch.class_of >= 0)
+        if start is None:
+            return floor
+    values = variable_values(model, within(model, start))  # type: ignore[arg-type]
+    lowered = _lowered(values, earlier)
+    if lowered is not None:
+        what = f"not offered: worse on {lowered}"
+    else:
         # a quarter of the tier's time: fixing a large model at the start (presolve, LP) takes seconds,
         # and a start found is worth more than what the search does in that time from the cluster as is
         seconds = max(0.5, 0.25 * (solver.deadline - clock.now()))
-        full = repair_hint(model, variable_values(model, within(model, start)), clock, seconds=seconds)
-        if full is not None:
-            solver.offer(full, lin, sense)
+        full = repair_hint(model, values, clock, seconds=seconds)
+        what = "the model refuses it" if full is None else \
+            "taken" if solver.offer(full, lin, sense) else "no better than the answer so far"
+    if starts is not None:
+        starts.outcome(name, what)
     return floor

@@ -34,7 +34,7 @@ from .clock import Clock, model_terms
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
-from .goal_tier import prepare_goal
+from .goal_tier import TierStarts, prepare_goal
 from .hint import accept_reached, accepts, repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout, stopper
 from .neighbourhood import NodeSearch
@@ -87,8 +87,9 @@ class OptimalOptions:
     staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
     max_moves: int | None = None  # at most this many running pods leave their node (one model: no independent parts)
     arrival_order: bool = True  # also admit placements some queue order reaches pod by pod (.order); else batch only
-    # a node per pod row the first user objective's tier may start from (.goal_tier); an array: not compared
-    start: np.ndarray | None = field(default=None, compare=False)
+    # where the user objectives' tiers may start (.goal_tier): a node per pod row for the first one, or a
+    # TierStarts asked per tier; not compared
+    start: np.ndarray | TierStarts | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -320,7 +321,8 @@ class _Group:
     search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
     goal_first: bool = False  # the objective's tier before disruption (OptimalOptions.goal_first)
     raw_start: bool = False  # the solver starts from kube-scheduler's own placement (not a repaired copy)
-    start: np.ndarray | None = None  # offered to the first user objective's tier (.goal_tier), then dropped
+    start: np.ndarray | TierStarts | None = None  # offered to the user objectives' tiers (.goal_tier)
+    built: dict[str, Linear] = field(default_factory=dict)  # each tier's objective, once built
 
 
 def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
@@ -535,9 +537,14 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level)
+        if level is not None and isinstance(g.start, TierStarts):  # a placement tier's start (no bound)
+            prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
+                         [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])
         if name.startswith("objective:"):
-            cap = prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock)
-            g.start = None
+            cap = prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
+                               [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])
+            g.start = g.start if isinstance(g.start, TierStarts) else None  # an array: the first tier's only
+        g.built[name] = lin
         if level is not None and g.lp is not None:
             relaxed = g.lp.bound(level)
             cap = cap if relaxed is None else min(cap, relaxed)

@@ -6,10 +6,12 @@ node. kube-scheduler's filters already passed there (the replay placed it), so w
 the filters do not see, per goal:
 
 * ``consolidate``: not a node the plan empties or leaves empty (it would be in use again);
-* ``repair``: the replacement is no duplicate over RemoveDuplicates' average there, and neither it nor
-  a pod on the landing node has an anti-affinity term newly matched (RemovePodsViolatingInterPodAntiAffinity's
-  predicate; with ``--soft`` the preferred terms and the preferred node affinity too); the repaired
-  filters passed for it there already;
+* ``repair``: the replacement is no duplicate over RemoveDuplicates' average there, and its landing
+  creates no violation anywhere, counted as the summary counts them (:mod:`.violations`) on the
+  predicted placement: kube-scheduler's filters passed for the replacement itself, but not for the pods
+  already there (another pod's DoNotSchedule spread pushed over maxSkew by the arrival; the descheduler's
+  anti-affinity predicate, which reads topology domains as its own code does; with ``--soft`` the
+  preferences);
 * ``balance``: with target thresholds, the landing node stays at or below them (LowNodeUtilization moves
   pods off over-utilized nodes, never onto one, kubernetes-sigs/descheduler v0.34.0
   ``pkg/framework/plugins/nodeutilization/lownodeutilization.go``); without, its utilization stays at
@@ -21,40 +23,39 @@ from __future__ import annotations
 import numpy as np
 
 from ..descheduler.utilization import above_any
-from ..descheduler.violations import anti_affinity_violated, anti_terms, preferred_affinity_violated
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 from .goals import Goal
 from .start import duplicate_check, shares
+from .violations import landing_violations, placed_snapshot
 from .waves import Accept
 
 __all__ = ["landing_check"]
 
 
-def _repaired(state: ClusterState, counted: np.ndarray, soft: bool):  # type: ignore[no-untyped-def]
+def _repaired(state: ClusterState, config: SchedulerConfig, counted: np.ndarray, soft: bool):  # type: ignore[no-untyped-def]
     """The repair check: the replacement is no duplicate over RemoveDuplicates' average at the landing
-    node, and neither it nor a pod there has a (with ``soft``, preferred) anti-affinity term newly
-    matched (the descheduler's predicates, :mod:`optisched.descheduler`); with ``soft``, the node is the
-    best its preferred node affinity allows. The repaired filters (node affinity, taints, DoNotSchedule
-    spread, required anti-affinity both ways) passed for it there: the replay placed it by them."""
+    node, and its landing creates no violation anywhere (:func:`.violations.landing_violations`: the
+    summary's own counting, per class, on the predicted placement, over the pods a topology domain of
+    the landing node holds): neither it nor another pod breaks a repaired rule (with ``soft``, the
+    preferences too) that it did not break without the replacement there."""
     over = duplicate_check(state, counted)
-    present = state.pod_node >= 0
-    kinds = (False, True) if soft else (False,)
+    last: dict[bytes, tuple] = {}  # the wave's predicted placement: one snapshot for all its landings
 
     def check(p: int, node: int, before: np.ndarray, after: np.ndarray) -> str | None:
-        here = np.flatnonzero(after == node).tolist()
-        if over(here, p):
+        if over(np.flatnonzero(after == node).tolist(), p):
             return f"lands on {state.node_names[node]}, where it would break Duplicates"
-        for q in here:
-            for preferred in kinds:
-                if anti_terms(state.pods[q], preferred) and anti_affinity_violated(state, q, after, present, preferred) \
-                        and (q == p or not anti_affinity_violated(state, q, before, present, preferred)):
-                    who = "it" if q == p else state.pods[q].key
-                    rule = "PreferredAntiAffinity" if preferred else "InterPodAntiAffinity"
-                    return f"lands on {state.node_names[node]}, where {who} would break {rule}"
-        if soft and preferred_affinity_violated(state, p, node):
-            return f"lands on {state.node_names[node]}, where it would break PreferredNodeAffinity"
-        return None
+        key = np.asarray(after, dtype=np.int64).tobytes()
+        if key not in last:
+            last.clear()
+            last[key] = placed_snapshot(state, config, after, True)
+        snapshot, frameworks = last[key]
+        made = landing_violations(state, config, snapshot, frameworks, p, soft)
+        if not made:
+            return None
+        q = p if p in made else min(made)
+        who = "it" if q == p else state.pods[q].key
+        return f"lands on {state.node_names[node]}, where {who} would break {made[q]}"
     return check
 
 
@@ -65,7 +66,7 @@ def landing_check(state: ClusterState, config: SchedulerConfig, goals: list[Goal
     (pod row, landing node row, placement before the wave, predicted placement after it) -> why the
     landing is refused, or None. ``emptied`` nodes are refused by the staging itself."""
     names = state.node_names
-    repaired = _repaired(state, counted, soft) if Goal.REPAIR in goals else None
+    repaired = _repaired(state, config, counted, soft) if Goal.REPAIR in goals else None
     resources = [r for r in ("cpu", "memory") if r in state.resources]
     ceiling = shares(state, target, resources).max() if resources else 0.0
     awaited = {int(target[p]) for p in np.flatnonzero((state.pod_node < 0) & (target >= 0)).tolist()}

@@ -24,7 +24,7 @@ from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, uti
 from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
 from .scope import narrowed
-from .start import goal_start
+from .tier_start import GoalStarts
 from .violations import violating
 from .waves import Budgets, stage
 
@@ -88,12 +88,12 @@ def _low_node_utilization(state: ClusterState, policy: EvictionPolicy, threshold
 
 def solve_target(state: ClusterState, config: SchedulerConfig, goals: list[Goal], budgets: Budgets,
                  policy: EvictionPolicy, time_limit: float, seed: int, gang: list[str] | None,
-                 notes: list[str], soft: bool = False, start: np.ndarray | None = None,
+                 notes: list[str], soft: bool = False, start: GoalStarts | None = None,
                  targets: dict[str, int] | None = None) -> tuple[np.ndarray, OptimalResult]:
     """The target placement (a node row per pod row, -1: none) and the solve's answer, with
     ``--max-moves`` a constraint of the model: the best goal within that many moves (the Pareto sweep,
-    :mod:`.pareto`, calls this once per budget). ``start``: where the first goal's tier starts
-    (:mod:`.start`); ``targets``: balance's target thresholds (percent per resource)."""
+    :mod:`.pareto`, calls this once per budget). ``start``: where each goal's tier starts
+    (:mod:`.tier_start`); ``targets``: balance's target thresholds (percent per resource)."""
     options = OptimalOptions(time_limit=time_limit, seed=seed, movable=True,
                              objective=goal_objectives(goals, soft, targets) or None,
                              goal_first=True, staged=True, eviction=policy, max_moves=budgets.max_moves,
@@ -131,11 +131,12 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     bad = violating(state, config, state.pod_node, counted, soft)
     policy = narrowed(state, policy, parsed, bad)
     started = time.perf_counter()
-    start, said = goal_start(state, config, parsed[0], policy, bad, counted) if not gang else (None, None)
-    notes += [said] if said else []
-    targets = thresholds[1] if thresholds is not None and Goal.BALANCE in parsed else None
+    balance = thresholds if thresholds is not None and Goal.BALANCE in parsed else None
+    start = GoalStarts(state, config, parsed, policy, counted, soft, balance) if not gang else None
+    targets = balance[1] if balance is not None else None
     target, result = solve_target(state, config, parsed, budgets, policy,
                                   time_limit / 2 if pareto else time_limit, seed, gang, notes, soft, start, targets)
+    notes += start.lines() if start is not None else []
     spent = time.perf_counter() - started
     names = state.node_names
     was_empty = empty_nodes(state, state.pod_node)

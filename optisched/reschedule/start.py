@@ -42,13 +42,14 @@ from ..metrics.resources import requested_per_node
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.check import check_placement
-from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
-from .goals import Goal
 from .violations import daemon_only
 
-__all__ = ["Placer", "consolidation_start", "duplicate_check", "goal_start", "repair_start", "settled", "shares",
+__all__ = ["Accept", "Placer", "by_size", "consolidation_start", "duplicate_check", "repair_start", "settled", "shares",
            "utilization"]
+
+
+Accept = Callable[["Placer", int], bool]  # (the placer, with the pod placed) -> whether it may stay there
 
 
 class Placer:
@@ -80,19 +81,21 @@ class Placer:
         rows = np.flatnonzero(mask)
         return fw.filter(cycle, rows, skipped).feasible if len(rows) else rows
 
-    def fullest(self, nodes: np.ndarray) -> int:
-        """The most allocated of ``nodes`` (cpu and memory shares summed; ties: the lowest row)."""
+    def fullest(self, nodes: np.ndarray, emptiest: bool = False) -> int:
+        """The most (``emptiest``: least) allocated of ``nodes`` (cpu and memory shares summed; ties: the
+        lowest row)."""
         used = (self.snapshot.requested[nodes][:, self._cols] / self._alloc[nodes][:, self._cols]).sum(axis=1)
-        return int(nodes[int(np.argmax(used))])
+        return int(nodes[int(np.argmin(used) if emptiest else np.argmax(used))])
 
-    def place(self, p: int, allowed: np.ndarray, accept: Callable[[int, int], bool] | None = None) -> int:
-        """Put ``p`` (off any node) on the most allocated node of ``allowed`` that passes the filters
-        (and ``accept(p, node)``, checked with ``p`` there, fullest first); -1 when none does."""
+    def place(self, p: int, allowed: np.ndarray, accept: Accept | None = None, emptiest: bool = False) -> int:
+        """Put ``p`` (off any node) on the most (``emptiest``: least) allocated node of ``allowed`` that
+        passes the filters (and ``accept(placer, p)``, checked with ``p`` there, in that order); -1 when
+        none does."""
         nodes = self.feasible(p, allowed)
         while len(nodes):
-            n = self.fullest(nodes)
+            n = self.fullest(nodes, emptiest)
             self.snapshot.add(p, n)
-            if accept is None or accept(p, n):
+            if accept is None or accept(self, p):
                 return n
             self.snapshot.remove(p)
             nodes = nodes[nodes != n]
@@ -119,7 +122,7 @@ def utilization(state: ClusterState, node_of: np.ndarray, counted: np.ndarray) -
     return share.max(axis=1) if share.shape[1] else np.zeros(state.num_nodes)
 
 
-def _by_size(state: ClusterState, rows: list[int]) -> list[int]:
+def by_size(state: ClusterState, rows: list[int]) -> list[int]:
     """Largest first (cpu and memory shares of the largest node), then row order: first-fit decreasing."""
     cols = [state.resource_col(r) for r in ("cpu", "memory") if r in state.resources]
     top = np.maximum(state.allocatable[:, cols].max(axis=0), 1) if cols else np.ones(0)
@@ -128,10 +131,12 @@ def _by_size(state: ClusterState, rows: list[int]) -> list[int]:
 
 
 def consolidation_start(state: ClusterState, config: SchedulerConfig, may_leave: np.ndarray,
-                        node_of: np.ndarray | None = None) -> tuple[np.ndarray, list[int]]:
+                        node_of: np.ndarray | None = None, allowed: np.ndarray | None = None,
+                        accept: Accept | None = None) -> tuple[np.ndarray, list[int]]:
     """The placement cluster-autoscaler's scale-down simulation reaches from ``node_of`` (default: the
     cluster as it is) and the nodes it empties, in the order emptied (see the module docstring).
-    ``may_leave``: bool [P], the pods the eviction policy lets leave."""
+    ``may_leave``: bool [P], the pods the eviction policy lets leave; ``allowed`` (bool [N]) and
+    ``accept(placer, pod)``: where a pod may go besides the filters (what keeps an earlier goal's value)."""
     node_of = (state.pod_node if node_of is None else np.asarray(node_of)).astype(np.int64)
     daemon = daemon_only(state)
     placed = node_of >= 0
@@ -146,16 +151,16 @@ def consolidation_start(state: ClusterState, config: SchedulerConfig, may_leave:
     cost = np.zeros(state.num_nodes, dtype=np.int64) if costs is None else costs
     order = sorted(candidates.tolist(), key=lambda n: (-int(cost[n]), float(util[n]), state.node_names[n]))
     placer = Placer(state, config, node_of)
-    destinations = np.ones(state.num_nodes, dtype=bool)
+    destinations = np.ones(state.num_nodes, dtype=bool) if allowed is None else allowed.copy()
     emptied: list[int] = []
     for n in order:
-        movers = _by_size(state, [p for p in placer.snapshot.pods_on[n] if not daemon[p]])
+        movers = by_size(state, [p for p in placer.snapshot.pods_on[n] if not daemon[p]])
         destinations[n] = False
         for p in movers:
             placer.snapshot.remove(p)
         landed = []
         for p in movers:
-            if placer.place(p, destinations) < 0:
+            if placer.place(p, destinations, accept) < 0:
                 break
             landed.append(p)
         if len(landed) == len(movers):
@@ -165,23 +170,24 @@ def consolidation_start(state: ClusterState, config: SchedulerConfig, may_leave:
             placer.snapshot.remove(p)
         for p in movers:
             placer.snapshot.add(p, n)
-        destinations[n] = True
+        destinations[n] = True if allowed is None else bool(allowed[n])
     return placer.snapshot.node_of.copy(), emptied
 
 
 def repair_start(state: ClusterState, config: SchedulerConfig, bad: dict[int, str], may_leave: np.ndarray,
-                 breaks: Callable[[Snapshot, int], bool], node_of: np.ndarray | None = None) -> np.ndarray:
+                 breaks: Accept, node_of: np.ndarray | None = None,
+                 allowed: np.ndarray | None = None) -> np.ndarray:
     """The placement reached from ``node_of`` (default: the cluster as it is) by moving each pod of
-    ``bad`` (pod row -> the repaired rule it breaks) that may leave to the most allocated other node that
-    passes the filters and where ``breaks(snapshot, pod)`` is false with it there; a pod no node takes
-    stays. Largest pods first."""
+    ``bad`` (pod row -> the repaired rule it breaks) that may leave to the most allocated other node of
+    ``allowed`` (default: any) that passes the filters and where ``breaks(placer, pod)`` is false with
+    it there; a pod no node takes stays. Largest pods first."""
     node_of = (state.pod_node if node_of is None else np.asarray(node_of)).astype(np.int64)
     placer = Placer(state, config, node_of)
-    for p in _by_size(state, [p for p in bad if may_leave[p] and node_of[p] >= 0]):
+    for p in by_size(state, [p for p in bad if may_leave[p] and node_of[p] >= 0]):
         home = placer.snapshot.remove(p)
-        allowed = np.ones(state.num_nodes, dtype=bool)
-        allowed[home] = False
-        if placer.place(p, allowed, lambda q, _n: not breaks(placer.snapshot, q)) < 0:
+        there = np.ones(state.num_nodes, dtype=bool) if allowed is None else allowed.copy()
+        there[home] = False
+        if placer.place(p, there, lambda pl, q: not breaks(pl, q)) < 0:
             placer.snapshot.add(p, home)
     return placer.snapshot.node_of.copy()
 
@@ -209,42 +215,19 @@ def duplicate_check(state: ClusterState, counted: np.ndarray) -> Callable[[list[
     return over
 
 
-def settled(state: ClusterState, config: SchedulerConfig, start: np.ndarray, rounds: int = 4) -> np.ndarray:
+def settled(state: ClusterState, config: SchedulerConfig, start: np.ndarray, rounds: int = 4,
+            home: np.ndarray | None = None) -> np.ndarray:
     """``start`` with the moved pods the filters reject in the end state (batch semantics, as optimal
-    mode checks its answers: :func:`optisched.optimal.check.check_placement`) back where they run, until
-    none is (a pod placed early can be refused once later pods move: a spread's skew, an anti-affinity
-    term), so the target model takes the start as it is."""
+    mode checks its answers: :func:`optisched.optimal.check.check_placement`) back where ``home`` (default:
+    the cluster as it is) has them, until none is (a pod placed early can be refused once later pods
+    move: a spread's skew, an anti-affinity term), so the target model takes the start as it is."""
     out = np.asarray(start, dtype=np.int64).copy()
+    home = state.pod_node if home is None else home
     for _ in range(rounds):
         bad = check_placement(state, config, out)
         if not bad:
             break
         for v in bad:
             p = state.pod_index[v.pod]
-            out[p] = state.pod_node[p]
+            out[p] = home[p]
     return out
-
-
-def goal_start(state: ClusterState, config: SchedulerConfig, goal: Goal, policy: EvictionPolicy,
-               bad: dict[int, str], counted: np.ndarray) -> tuple[np.ndarray | None, str | None]:
-    """The start for the tier of ``goal`` (the first goal asked for) and a line saying what it does;
-    (None, None) for a goal without one or a start that moves nothing. ``policy``: who may leave;
-    ``bad``: the pods a repaired rule rejects where they run; ``counted``: the pods RemoveDuplicates counts."""
-    may_leave = policy.verdicts(state).may_leave
-    if goal == Goal.CONSOLIDATE:
-        start, emptied = consolidation_start(state, config, may_leave)
-        start = settled(state, config, start)
-        emptied = [n for n in emptied if not np.any(start[~daemon_only(state)] == n)]
-        if not emptied:
-            return None, None
-        names = ", ".join(state.node_names[n] for n in emptied[:10]) + (", ..." if len(emptied) > 10 else "")
-        return start, (f"start: cluster-autoscaler's scale-down simulation empties {len(emptied)} node(s) "
-                       f"({names})")
-    if goal == Goal.REPAIR and bad:
-        over = duplicate_check(state, counted)
-        start = settled(state, config, repair_start(state, config, bad, may_leave,
-                                                    lambda snap, p: over(snap.pods_on[int(snap.node_of[p])], p)))
-        moved = int(np.count_nonzero((state.pod_node >= 0) & (start != state.pod_node)))
-        if moved:
-            return start, f"start: {moved} of {len(bad)} violating pod(s) re-placed by the scheduler's filters"
-    return None, None

@@ -18,8 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..constraints.pod_topology_spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, resolve_constraints
 from ..descheduler.duplicates import over_average
-from ..descheduler.violations import anti_affinity_violated_each, anti_terms, preferred_weights
+from ..descheduler.violations import anti_affinity_violated_each, anti_terms, matched_by, preferred_weights
 from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
 from ..model.snapshot import Snapshot
@@ -29,7 +30,8 @@ from ..optimal.user_objectives import REPAIRED_RULES
 from ..policy.eviction import KINDS, Keep, pod_kinds
 from ..profile import SchedulerConfig
 
-__all__ = ["HARD", "SOFT", "daemon_only", "filter_violations_per_pod", "violating", "violations"]
+__all__ = ["HARD", "SOFT", "daemon_only", "filter_violations_per_pod", "landing_violations", "placed_snapshot",
+           "violating", "violations"]
 
 HARD = (*REPAIRED_RULES, "InterPodAntiAffinity", "Duplicates")
 SOFT = ("ScheduleAnywaySpread", "PreferredNodeAffinity", "PreferredAntiAffinity")
@@ -60,7 +62,7 @@ def _rejects(fw: Framework, cyc: CycleState, node: np.ndarray, soft: bool) -> st
     return None
 
 
-def _placed_snapshot(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
+def placed_snapshot(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
                      rules_only: bool) -> tuple[Snapshot, dict[str, Framework]]:
     """A snapshot with every pod where ``node_of`` puts it, and per profile its framework (with
     ``rules_only``, only the repaired filter rules are built: the others' indexes are not needed)."""
@@ -80,7 +82,7 @@ def filter_violations_per_pod(state: ClusterState, config: SchedulerConfig, node
                               soft: bool) -> dict[int, str]:
     """The plain path :func:`_filter_violations` is tested against: each pod taken out of the
     snapshot, its own node checked by the filters, the pod put back."""
-    snapshot, frameworks = _placed_snapshot(state, config, node_of, False)
+    snapshot, frameworks = placed_snapshot(state, config, node_of, False)
     out: dict[int, str] = {}
     for p in np.flatnonzero((node_of >= 0) & ~daemon_only(state)).tolist():
         fw = frameworks.get(state.pods[p].spec.scheduler_name)
@@ -138,13 +140,20 @@ def _filter_violations(state: ClusterState, config: SchedulerConfig, node_of: np
     """Per running pod (DaemonSet and mirror pods aside), the first repaired filter rule that rejects its
     node with the pod itself taken out, as :func:`filter_violations_per_pod` finds it, but once per class
     of identical pods (:func:`_classes`), vectorized over the class's pods."""
-    snapshot, frameworks = _placed_snapshot(state, config, node_of, True)
+    snapshot, frameworks = placed_snapshot(state, config, node_of, True)
+    return _filter_among(state, snapshot, frameworks, np.flatnonzero((node_of >= 0) & ~daemon_only(state)), soft)
+
+
+def _filter_among(state: ClusterState, snapshot: Snapshot, frameworks: dict[str, Framework], rows: np.ndarray,
+                  soft: bool) -> dict[int, str]:
+    """:func:`_filter_violations` for the pods ``rows`` of ``snapshot`` only (the counts of every domain
+    are the whole snapshot's)."""
     out: dict[int, str] = {}
-    for rows in _classes(state, np.flatnonzero((node_of >= 0) & ~daemon_only(state))):
-        fw = frameworks.get(state.pods[int(rows[0])].spec.scheduler_name)
+    for members in _classes(state, rows):
+        fw = frameworks.get(state.pods[int(members[0])].spec.scheduler_name)
         if fw is not None:
-            found = _class_rejects(fw, snapshot, rows, node_of[rows], soft)
-            out.update((p, name) for p, name in zip(rows.tolist(), found.tolist()) if name is not None)
+            found = _class_rejects(fw, snapshot, members, snapshot.node_of[members], soft)
+            out.update((p, name) for p, name in zip(members.tolist(), found.tolist()) if name is not None)
     return dict(sorted(out.items()))
 
 
@@ -166,15 +175,23 @@ def violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
 
 def _violating(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, counted: np.ndarray | None,
                soft: bool) -> dict[int, str]:
-    out = _filter_violations(state, config, node_of, soft)
-    placed = node_of >= 0
-    rows = np.flatnonzero(placed & ~daemon_only(state))
+    rows = np.flatnonzero((node_of >= 0) & ~daemon_only(state))
+    counted = ~daemon_only(state) if counted is None else counted
+    duplicates = over_average(state, node_of, counted & (node_of >= 0))
+    return _among(state, _filter_violations(state, config, node_of, soft), rows, node_of, soft, duplicates)
+
+
+def _among(state: ClusterState, found: dict[int, str], rows: np.ndarray, node_of: np.ndarray, soft: bool,
+           duplicates: list[int] = ()) -> dict[int, str]:  # type: ignore[assignment]
+    """``found`` (the filters' verdicts for ``rows``) with the descheduler's predicates added, each pod
+    under the first rule it breaks: required anti-affinity, then ``duplicates``, then with ``soft`` the
+    preferences."""
+    out = dict(found)
     anti, preferred, preferred_anti = _descheduler_predicates(state, rows, node_of, soft)
     for p in rows.tolist():
         if p not in out and p in anti:
             out[p] = "InterPodAntiAffinity"
-    counted = ~daemon_only(state) if counted is None else counted
-    for p in over_average(state, node_of, counted & placed):
+    for p in duplicates:
         out.setdefault(p, "Duplicates")
     for p in rows.tolist() if soft else ():
         if p in out:
@@ -213,3 +230,77 @@ def violations(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray
     """Per repaired rule, how many pods ``node_of`` leaves breaking it."""
     found = list(violating(state, config, node_of, counted, soft).values())
     return {name: found.count(name) for name in HARD + (SOFT if soft else ())}
+
+
+def _topology_keys(state: ClusterState, config: SchedulerConfig) -> tuple[str, ...]:
+    """The node label keys a repaired rule counts pods by: every topology spread constraint's (the
+    profiles' default constraints too) and every anti-affinity term's (required and preferred), and the
+    node itself (``kubernetes.io/hostname``)."""
+    memo = ("reschedule.topology_keys", id(config))
+    keys = state.memo.get(memo)
+    if keys is None:
+        found = {"kubernetes.io/hostname"}
+        for prof in config.profiles:
+            spread = getattr(prof, "spread", None)
+            found.update(c["topologyKey"] for c in (spread.effective_default_constraints if spread else ()))
+        for pod in state.pods:
+            found.update(c.topology_key for c in pod.spec.topology_spread_constraints)
+            found.update(t.topology_key for preferred in (False, True) for t in anti_terms(pod, preferred))
+        keys = state.memo[memo] = tuple(sorted(found))  # type: ignore[assignment]
+    return keys  # type: ignore[return-value]
+
+
+def _near(state: ClusterState, config: SchedulerConfig, node: int) -> np.ndarray:
+    """bool [N]: the nodes that share a topology domain with ``node`` for some :func:`_topology_keys` key
+    (``node`` itself included): where a pod arriving at ``node`` changes a domain's count."""
+    out = np.zeros(state.num_nodes, dtype=bool)
+    out[node] = True
+    for key in _topology_keys(state, config):
+        codes = state.label(key).codes
+        if codes[node] >= 0:
+            out |= codes == codes[node]
+    return out
+
+
+def _touched(state: ClusterState, snapshot: Snapshot, frameworks: dict[str, Framework], q: int, p: int,
+             soft: bool) -> bool:
+    """Whether pod ``p`` counts for a rule of pod ``q`` that reads other pods: a topology spread
+    constraint of ``q`` (its own, or the profile's defaults; with ``soft`` ScheduleAnyway ones too) whose
+    selector matches ``p`` in ``q``'s namespace, or an anti-affinity term of ``q`` that matches ``p``.
+    Only such a ``q``'s verdict can change when ``p`` arrives (node affinity and taints read the node)."""
+    pod, other = state.pods[q], state.pods[p]
+    rule = (fw := frameworks.get(pod.spec.scheduler_name)) is not None and fw.filter_rules.get(SPREAD)
+    if rule and (pod.metadata.namespace or "default") == (other.metadata.namespace or "default"):
+        for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY) if soft else (DO_NOT_SCHEDULE,):
+            if any(c.selector.matches(other.metadata.labels) for c in
+                   resolve_constraints(snapshot, pod, rule.defaults, action)):
+                return True
+    return any(matched_by(state, term, pod)[p] for preferred in ((False, True) if soft else (False,))
+               for term in anti_terms(pod, preferred))
+
+
+def landing_violations(state: ClusterState, config: SchedulerConfig, snapshot: Snapshot,
+                       frameworks: dict[str, Framework], p: int, soft: bool = False) -> dict[int, str]:
+    """The violations pod ``p`` creates where ``snapshot`` has it: pod row -> the first repaired rule,
+    for the pods that break one with ``p`` there and not without it (``p`` itself when it breaks one
+    there). Counted as :func:`violating` counts them (the filters per class of identical pods, the
+    descheduler's anti-affinity predicate; Duplicates aside: :func:`.start.duplicate_check`), but only
+    for ``p`` and the pods a topology domain of ``p``'s node holds with a rule ``p`` counts for
+    (:func:`_touched`), the only ones its arrival can change: another pod's DoNotSchedule spread pushed
+    over maxSkew in that domain, another pod's anti-affinity term newly matched there (an arrival only
+    raises a domain's count, so no other domain's skew grows).
+    ``frameworks``: per profile, over ``snapshot`` (:func:`placed_snapshot`'s, or greedy mode's own)."""
+    node = int(snapshot.node_of[p])
+    on = snapshot.node_of >= 0
+    near = np.flatnonzero(on & _near(state, config, node)[np.maximum(snapshot.node_of, 0)] & ~daemon_only(state))
+    rows = np.concatenate([[p], *[m for m in _classes(state, near[near != p]) if _touched(state, snapshot, frameworks,
+                                                                                          int(m[0]), p, soft)]])
+    rows = np.sort(rows.astype(np.int64))
+    with_p = _among(state, _filter_among(state, snapshot, frameworks, rows, soft), rows, snapshot.node_of, soft)
+    snapshot.remove(p)
+    try:
+        rest = rows[rows != p]
+        without = _among(state, _filter_among(state, snapshot, frameworks, rest, soft), rest, snapshot.node_of, soft)
+    finally:
+        snapshot.add(p, node)
+    return {q: rule for q, rule in with_p.items() if q not in without}

@@ -1,0 +1,105 @@
+"""``fit-pending``'s start: kube-scheduler's preemption, each victim moved instead of evicted.
+
+For a placement tier (the pods of one priority on a node) the start is the answer so far with its
+pending pods of that priority placed, in kube-scheduler's queue order (priority, then input order):
+where the filters pass, on the most allocated node; else where kube-scheduler's DefaultPreemption would
+make room (kubernetes/kubernetes v1.35 ``pkg/scheduler/framework/preemption/preemption.go``
+``SelectVictimsOnNode`` on each candidate node, ``pickOneNodeForPreemption`` among them: greedy mode's
+own :class:`optisched.preemption.default_preemption.DefaultPreemption` on the start's snapshot). Its
+victims, lower-priority pods the eviction policy lets leave, are then re-placed on other nodes by the
+same filters (a move, not an eviction: the defragmentation per-node preemption cannot do); when one
+finds no node, the next candidate is tried, and a pod nothing makes room for stays pending.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..framework import Code, CycleState
+from ..greedy.framework_runner import Framework
+from ..greedy.scheduler import start_times
+from ..model.state import ClusterState
+from ..preemption.default_preemption import Candidate, DefaultPreemption
+from ..preemption.pdb import PDBLedger
+from ..profile import SchedulerConfig
+from .start import Accept, Placer, by_size
+
+__all__ = ["fit_pending_start"]
+
+
+def _hopeless(placer: Placer, p: int, may_leave: np.ndarray) -> np.ndarray:
+    """bool [N]: nodes where ``p`` does not fit even with every lower-priority pod that may leave gone
+    (capacity only: the other filters are left to the dry run)."""
+    state, snap = placer.state, placer.snapshot
+    gone = np.flatnonzero((snap.node_of >= 0) & may_leave & (state.pod_priority < state.pod_priority[p]))
+    freed = np.zeros_like(snap.requested)
+    np.add.at(freed, snap.node_of[gone], state.pod_requests[gone])
+    return (snap.requested - freed + state.pod_requests[p] > state.allocatable).any(axis=1)
+
+
+def _candidates(placer: Placer, fw: Framework, p: int, may_leave: np.ndarray,
+                preemption: DefaultPreemption) -> list[Candidate]:
+    """DefaultPreemption's candidates for ``p`` whose victims may all leave, in node order, as many as
+    ``calculateNumCandidates`` asks for."""
+    state = placer.state
+
+    def filter_node(_cycle: CycleState, n: int) -> tuple[bool, str, Code, list[str]]:
+        only = np.zeros(state.num_nodes, dtype=bool)
+        only[n] = True
+        fits = len(placer.feasible(p, only)) > 0
+        return fits, "", Code.SUCCESS if fits else Code.UNSCHEDULABLE, []
+    cycle = CycleState(p, placer.snapshot, fw.profile)
+    found: list[Candidate] = []
+    for n in np.flatnonzero(~_hopeless(placer, p, may_leave)).tolist():
+        cand, _ = preemption.select_victims(cycle, n, filter_node)
+        if cand is not None and cand.victims and all(may_leave[v] for v in cand.victims):
+            found.append(cand)
+            if len(found) >= preemption.num_candidates(state.num_nodes):
+                break
+    return found
+
+
+def _make_room(placer: Placer, p: int, may_leave: np.ndarray, preemption: DefaultPreemption,
+               accept: Accept | None) -> bool:
+    """Place ``p`` on the best candidate whose victims all find another node; False when none does."""
+    fw = placer.frameworks[placer.state.pods[p].spec.scheduler_name]
+    found = _candidates(placer, fw, p, may_leave, preemption)
+    snap = placer.snapshot
+    while found:
+        best = preemption.pick(found)
+        found.remove(best)
+        for v in best.victims:
+            snap.remove(v)
+        snap.add(p, best.node)
+        away = np.ones(placer.state.num_nodes, dtype=bool)
+        away[best.node] = False
+        landed = []
+        for v in by_size(placer.state, best.victims):
+            if placer.place(v, away, accept) < 0:
+                break
+            landed.append(v)
+        if len(landed) == len(best.victims):
+            return True
+        for v in landed:
+            snap.remove(v)
+        snap.remove(p)
+        for v in best.victims:
+            snap.add(v, best.node)
+    return False
+
+
+def fit_pending_start(state: ClusterState, config: SchedulerConfig, may_leave: np.ndarray, node_of: np.ndarray,
+                      pods: list[int], accept: Accept | None = None) -> np.ndarray:
+    """The placement reached from ``node_of`` by placing ``pods`` (pending there) as the module docstring
+    says; ``may_leave``: the running pods that may move; ``accept``: where a victim may go besides the
+    filters."""
+    placer = Placer(state, config, node_of)
+    start_time, _ = start_times(state)
+    ledger = PDBLedger(state, (placer.snapshot.node_of >= 0).tolist())
+    everywhere = np.ones(state.num_nodes, dtype=bool)
+    for p in sorted(pods, key=lambda q: (-int(state.pod_priority[q]), q)):
+        fw = placer.frameworks.get(state.pods[p].spec.scheduler_name)
+        if fw is None or placer.place(p, everywhere) >= 0:
+            continue
+        _make_room(placer, p, may_leave, DefaultPreemption(placer.snapshot, fw.profile.preemption, start_time, ledger),
+                   accept)
+    return placer.snapshot.node_of.copy()
