@@ -327,29 +327,81 @@ def test_kube_schedulers_placement_with_shared_host_ports_is_a_solution_of_the_m
     assert (check_placement(state, config, node_of) == []) == reachable
 
 
-def test_a_victim_an_earlier_pods_spread_counted_is_admitted_only_as_kube_schedulers_own_run() -> None:
-    """s (priority 10) spreads web pods by zone and arrives while r (priority -10) still runs in zone b:
-    zone a then holds one web pod and b one, so s joins a. t (priority 0) evicts r afterwards. At the
-    end zone a holds two and b none: s's skew is 2. The model removes victims before any pod arrives
-    (docs/optimal_trust.md), so neither batch semantics nor an arrival order admits this placement; only
-    the literal for greedy mode's own run does, and the re-check refuses it."""
-    from optisched.optimal.clock import Clock
-    from optisched.optimal.hint import accept_reached
+WEB = {"app": "web"}
 
-    web = {"app": "web"}
-    objs = [node("a", cpu="4").zone("za"), node("b", cpu="2").zone("zb"),
-            pod("f").label(**web).priority(100).req(cpu="1").on("a"),
-            pod("r").label(**web).priority(-10).req(cpu="2").on("b"),
-            pod("s").label(**web).priority(10).req(cpu="1").set("spec.topologySpreadConstraints", SPREAD),
-            pod("t").priority(0).req(cpu="2").set("spec.nodeSelector", {ZONE: "zb"})]
+
+def _victim(preemptor_priority: int, *more: dict) -> list[dict]:
+    """s (priority 10) spreads web pods by zone; r (web, priority -10) runs in zone b, where only
+    evicting it makes room for t (``preemptor_priority``, zone b only)."""
+    return [node("a", cpu="4").zone("za"), node("b", cpu="2").zone("zb"),
+            pod("f").label(**WEB).priority(100).req(cpu="1").on("a"),
+            pod("r").label(**WEB).priority(-10).req(cpu="2").on("b"),
+            pod("s").label(**WEB).priority(10).req(cpu="1").set("spec.topologySpreadConstraints", SPREAD),
+            pod("t").priority(preemptor_priority).req(cpu="2").set("spec.nodeSelector", {ZONE: "zb"}), *more]
+
+
+def _victim_and_db_spread() -> list[dict]:
+    """As :func:`_victim` with t at priority 0, r also labelled role=db, and u (priority 10, role=db,
+    spread by zone over role=db) on a node of its own in zone b."""
+    objs = _victim(0, node("b2", cpu="2").zone("zb"),
+                   pod("u").label(role="db").priority(10).req(cpu="1").set(
+                       "spec.topologySpreadConstraints", [{**SPREAD[0], "labelSelector": {"matchLabels": {"role": "db"}}}]))
+    objs[3]["metadata"]["labels"]["role"] = "db"
+    return objs
+
+
+VICTIM_CASES = [
+    ("a spread pod that came before the preemptor counted the victim it later evicted",
+     _victim(0), [0, -1, 0, 1], True),
+    ("the preemptor of the spread pod's own priority may come after it",
+     _victim(10), [0, -1, 0, 1], True),
+    ("a preemptor of higher priority evicted the victim before the spread pod came",
+     _victim(20), [0, -1, 0, 1], False),
+    ("two pods before the preemptor both counted the victim: one needs it there, the other gone",
+     _victim_and_db_spread(), [0, -1, 0, 1, 2], False),
+]
+
+
+@pytest.mark.parametrize("objs,placement,reachable", [c[1:] for c in VICTIM_CASES], ids=[c[0] for c in VICTIM_CASES])
+def test_a_victim_stays_until_the_first_higher_priority_pod_lands_on_its_node(objs, placement, reachable) -> None:  # type: ignore[no-untyped-def]
+    """The model counts a preemption victim for the pods that came before the first pod of higher
+    priority landed on its node, and the re-check evicts it there: exactly the placements some order
+    reaches so."""
     state = state_of(*objs)
+    config, node_of = default_config(), np.array(placement)
+    assert check_placement(state, config, node_of) != []  # batch semantics refuses each
+    assert not _admits(state, node_of, order=False)
+    model = _model(state, order=True)
+    full = accepts(model, variable_values(model, node_of))
+    assert (full is not None) == reachable
+    if full is not None:
+        value = lambda v: full[v.Index()]  # noqa: E731
+        blocks = [np.flatnonzero(model.batch.class_of == k) for k in model.order.blocks(value)]
+        evicted = model.order.evicted(value)
+        assert check_in_order(state, config, node_of, blocks, model.batch.class_of, evicted) == []
+        assert check_in_order(state, config, node_of, blocks, model.batch.class_of) != []  # r counted
+
+
+def test_kube_schedulers_run_with_a_victim_an_earlier_pods_spread_counted_is_a_solution_of_the_model() -> None:
+    """s arrives while r still runs in zone b, so it joins zone a beside f; t evicts r afterwards. At the
+    end zone a holds two web pods and b none: batch semantics refuses s, the arrival order admits the
+    run as it is (no literal for greedy mode's own run), and the re-check evicts r when t arrives."""
+    state = state_of(*_victim(0))
     config = default_config()
     node_of = GreedyScheduler(state, config, GreedyOptions(record=False)).run().snapshot.node_of
     assert node_of.tolist() == [0, -1, 0, 1]  # r evicted for t, s in zone a
     assert [v.pod for v in check_placement(state, config, node_of)] == ["default/s"]
-    assert not _admits(state, node_of, order=True)
-    model = _model(state, order=True)
-    assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None
+    assert _admits(state, node_of, order=True)
+
+
+def test_a_victim_anti_affinity_would_see_leaves_before_any_pod_arrives() -> None:
+    """A victim that a pod's required anti-affinity selects is steady: it gets no late literal (anti-
+    affinity is checked against the final cluster only), so the order never keeps it in place."""
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchLabels": WEB}}]}}
+    objs = _victim(0, pod("x").label(app="x").priority(10).set("spec.affinity", anti))
+    model = _model(state_of(*objs), order=True)
+    assert model.order.victims.steady and not model.order.victims._late
 
 
 def test_a_pod_retried_after_lower_priority_ones_is_admitted_only_as_kube_schedulers_own_run() -> None:

@@ -448,6 +448,19 @@ class InterPodAffinity:
                 out += [Interaction(c, tuple(matched), self.state.label(t.topology_key).codes) for t in resolved]
         return out
 
+    def arrival_steady_victims(self, model: BatchModel, classes: list[PodClass]) -> set[int]:
+        """Running classes whose preemption victims an arrival order keeps out from the start: required
+        anti-affinity, either way, would see them from another node while they wait for their preemptor,
+        and the order encodes anti-affinity against the final cluster only (:mod:`optisched.optimal.victim_times`)."""
+        out: set[int] = set()
+        for c in classes:
+            anti = self.index.terms[c.rep].required_anti
+            if anti and c.running:
+                out.add(c.index)
+            for t in anti:
+                out |= {d.index for d in self._matching(model, (self.index.resolve(t),)) if d.running}
+        return out
+
     def _encode_affinity(self, model: BatchModel, c: PodClass, terms: tuple[AffinityTerm, ...]) -> None:
         """Where the batch places a pod of ``c``, each term's domain holds another pod matching all terms
         (fixed, or of a matching class) — unless no pod but this one matches anywhere and it matches

@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .victim_times import VictimTimes, steady_victims
+
 # the rule modules build :class:`Interaction` at run time, and the model builds this module's order: so it
 # imports nothing of the package (a PodClass and a BatchModel are read by their attributes)
 PodClass = Any
@@ -61,7 +63,7 @@ class ArrivalOrder:
     """The order variables of one :class:`BatchModel`; inactive (:attr:`enabled` false) when no two
     classes interact, or past the caps."""
 
-    def __init__(self, model: BatchModel, interactions: list[Interaction]) -> None:
+    def __init__(self, model: BatchModel, interactions: list[Interaction], steady: set[int] | None = None) -> None:
         self.model = model
         self.enabled = False
         self.note = ""
@@ -71,13 +73,19 @@ class ArrivalOrder:
         self._pos: dict[int, cp_model.IntVar] = {}
         self._before: dict[tuple[int, int], cp_model.IntVar] = {}
         self._products: dict[tuple, cp_model.IntVar] = {}
+        self.victims = VictimTimes(self, steady or set())
         live = [i for i in interactions if any(d.index != i.carrier.index and model.vars[d.index].arr_vars
-                                               for d in i.others)]
+                                               for d in i.others) or self.victims.groups(i)]
         if not live:
             return
         members = {c.index: c for i in live for c in (i.carrier, *i.others)}
+        seen = {(i.carrier.index, d.index, n): (i.carrier, d) for i in live for d, n in self.victims.groups(i)}
+        for (_, _, n), (c, d) in seen.items():  # a class that may evict them at a carrier's priority needs a position
+            members.update({p.index: p for p in self.victims.above(d, n) if p.priority == c.priority})
         cost = sum(self._domains(d, i) for i in live for d in i.others
                    if d.index != i.carrier.index and d.priority == i.carrier.priority)
+        cost += sum(2 + sum(p.priority == c.priority for p in self.victims.above(d, n))
+                    for (_, _, n), (c, d) in seen.items())
         if cost > MAX_ORDER_TERMS or len(members) > MAX_ORDER_CLASSES:
             self.note = (f"arrival order not encoded: {len(members)} interacting classes, {cost} order terms "
                          f"(caps {MAX_ORDER_CLASSES} and {MAX_ORDER_TERMS}); batch semantics alone")
@@ -106,7 +114,7 @@ class ArrivalOrder:
             rule = fw.filter_rules[name]
             if hasattr(rule, "arrival_interactions"):
                 found += rule.arrival_interactions(model, classes)
-        return cls(model, found)
+        return cls(model, found, steady_victims(model))
 
     def active(self, c: PodClass) -> bool:
         """``c``'s checks have an order-aware variant (it carries a constraint others interact with)."""
@@ -116,6 +124,8 @@ class ArrivalOrder:
         """Class ``a``'s pods arrive before class ``b``'s: PrioritySort between priorities, a literal within one."""
         if a.priority != b.priority:
             return a.priority > b.priority
+        if a.index == b.index:
+            return False
         lo, hi = sorted((a.index, b.index))
         lit = self._before.get((lo, hi))
         if lit is None:
@@ -139,6 +149,8 @@ class ArrivalOrder:
                 parts = model.domain_terms([d], codes, counted)
             else:
                 parts = self._keeps(d, codes, counted)
+                for dom, term in self.victims.seen(carrier, d, codes, counted):
+                    parts.setdefault(dom, []).append(term)
                 if earlier is not False:
                     for dom, terms in model.domain_terms([d], codes, counted, arrivals_only=True).items():
                         parts.setdefault(dom, []).append(self._product(d, carrier, terms, earlier, tag, dom))
@@ -180,7 +192,20 @@ class ArrivalOrder:
             return None
         return [c.index for c in sorted(self.members, key=lambda c: (-c.priority, value(self._pos[c.index]), c.index))]
 
+    def evicted(self, value) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
+        """Parallel to :meth:`blocks`: the running pod rows whose victims leave just before each block
+        lands (the rows that stay are filtered out by the re-check); empty under batch semantics."""
+        order = self.blocks(value)
+        return [] if order is None else self.victims.evicted(value, order)
+
+    def position(self, c: PodClass, value) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+        """Where ``c`` arrives at a solution, as :meth:`blocks` sorts: (-priority, position); a class
+        without a position comes before every class of its priority that has one."""
+        pos = self._pos.get(c.index)
+        return -c.priority, (-1 if pos is None else int(value(pos)))
+
     def size(self) -> tuple[int, int]:
-        """(variables, constraints) the order added: positions, before literals, products."""
-        nv = len(self._pos) + len(self._before) + len(self._products) + int(self.ordered is not None)
-        return nv, 2 * len(self._before) + 3 * len(self._products)
+        """(variables, constraints) the order added: positions, before literals, products, victim times."""
+        nv, nc = self.victims.size()
+        nv += len(self._pos) + len(self._before) + len(self._products) + int(self.ordered is not None)
+        return nv, nc + 2 * len(self._before) + 3 * len(self._products)
