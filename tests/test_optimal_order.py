@@ -12,6 +12,7 @@ import pytest
 from builders import node, pod, state_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 
 from optisched.datasets.generate import GenerateSpec, generate
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
@@ -350,6 +351,20 @@ def _victim_and_db_spread() -> list[dict]:
     return objs
 
 
+ANTI_WEB = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": ZONE, "labelSelector": {"matchLabels": WEB}}]}}
+
+
+def _victim_and_anti(on_its_node: bool) -> list[dict]:
+    """As :func:`_victim` with t at priority 0, and x (priority 10) whose required anti-affinity selects
+    web pods: x is t itself (it evicts r on arrival), or a pod of its own on another node of zone b."""
+    if on_its_node:
+        objs = _victim(0)
+        objs[5].set("spec.affinity", ANTI_WEB)
+        return objs
+    return _victim(0, node("b2", cpu="2").zone("zb"), pod("x").priority(10).req(cpu="1").set("spec.affinity", ANTI_WEB))
+
+
 VICTIM_CASES = [
     ("a spread pod that came before the preemptor counted the victim it later evicted",
      _victim(0), [0, -1, 0, 1], True),
@@ -359,6 +374,10 @@ VICTIM_CASES = [
      _victim(20), [0, -1, 0, 1], False),
     ("two pods before the preemptor both counted the victim: one needs it there, the other gone",
      _victim_and_db_spread(), [0, -1, 0, 1, 2], False),
+    ("a preemptor whose anti-affinity selects the victim never sees it, the pods before it do",
+     _victim_and_anti(True), [0, -1, 0, 1], True),
+    ("a pod before the preemptor whose anti-affinity selects the victim cannot share its zone",
+     _victim_and_anti(False), [0, -1, 0, 1, 2], False),
 ]
 
 
@@ -394,16 +413,6 @@ def test_kube_schedulers_run_with_a_victim_an_earlier_pods_spread_counted_is_a_s
     assert _admits(state, node_of, order=True)
 
 
-def test_a_victim_anti_affinity_would_see_leaves_before_any_pod_arrives() -> None:
-    """A victim that a pod's required anti-affinity selects is steady: it gets no late literal (anti-
-    affinity is checked against the final cluster only), so the order never keeps it in place."""
-    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": ZONE, "labelSelector": {"matchLabels": WEB}}]}}
-    objs = _victim(0, pod("x").label(app="x").priority(10).set("spec.affinity", anti))
-    model = _model(state_of(*objs), order=True)
-    assert model.order.victims.steady and not model.order.victims._late
-
-
 def test_a_pod_retried_after_lower_priority_ones_is_admitted_only_as_kube_schedulers_own_run() -> None:
     """h (priority 20) needs a web pod in its zone and fails first; w (priority 10, web, spread by zone)
     lands, h is retried and joins it, then v (priority 10, web) follows h. w's zone ends with two web pods
@@ -428,3 +437,70 @@ def test_a_pod_retried_after_lower_priority_ones_is_admitted_only_as_kube_schedu
     assert not _admits(state, node_of, order=True)
     model = _model(state, order=True)
     assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None
+
+
+@st.composite
+def preempting(draw) -> list[dict]:  # type: ignore[no-untyped-def]
+    """2-3 zones of 1-2 small nodes; running web/db pods of low priorities to preempt; 2-4 workloads,
+    priorities repeated, whose spread constraints and required (anti-)affinities select web or db."""
+    zones = draw(st.integers(2, 3))
+    objs: list[dict] = [node(f"n{z}{i}", cpu=draw(st.sampled_from(["2", "3"]))).zone(f"z{z}")
+                        for z in range(zones) for i in range(draw(st.integers(1, 2)))]
+    names = [o["metadata"]["name"] for o in objs]
+    apps = st.sampled_from(["web", "db"])
+    for r in range(draw(st.integers(1, 4))):
+        objs.append(pod(f"run-{r}").label(app=draw(apps)).req(cpu=draw(st.sampled_from(["1", "2"])))
+                    .priority(draw(st.sampled_from([-10, 0, 5]))).on(draw(st.sampled_from(names))))
+    for g in range(draw(st.integers(2, 4))):
+        spec: dict = {"priority": draw(st.sampled_from([0, 10, 10, 20]))}
+        if draw(st.booleans()):
+            spec["topologySpreadConstraints"] = [{
+                "maxSkew": draw(st.integers(1, 2)), "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": draw(apps)}}}]
+        kind = draw(st.sampled_from(["podAffinity", "podAntiAffinity", None, None]))
+        if kind:
+            spec["affinity"] = {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": draw(apps)}}}]}}
+        if draw(st.integers(0, 2)) == 0:
+            spec["nodeSelector"] = {ZONE: f"z{draw(st.integers(0, zones - 1))}"}
+        app, cpu = draw(apps), draw(st.sampled_from(["500m", "1", "2"]))
+        for r in range(draw(st.integers(1, 3))):
+            p = pod(f"g{g}-{r}").label(app=app).req(cpu=cpu)
+            for k, v in spec.items():
+                p.set(f"spec.{k}", v)
+            objs.append(p)
+    return objs
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objs=preempting(), weights=st.lists(st.integers(-3, 5), min_size=40, max_size=40))
+def test_every_placement_the_model_admits_by_an_order_passes_the_re_check_with_its_victims_leaving_on_time(
+        objs: list[dict], weights: list[int]) -> None:
+    """Soundness of the arrival order with preemption victims: any solution of the model under the order
+    (a random objective over every variable picks one), decoded, passes the independent re-check — the order's classes
+    block by block, each victim leaving just before the block the model times it for, every other pod
+    against the final cluster."""
+    from optisched.optimal.check import check_answer
+    from optisched.optimal.decode import decode
+
+    state = state_of(*objs)
+    config = default_config()
+    model = _model(state, order=True)
+    if not model.order.enabled:
+        return
+    model.cp.add(model.order.ordered == 1)
+    every = [model.cp.get_int_var_from_proto_index(i) for i in range(len(model.cp.proto.variables))]
+    model.cp.maximize(sum(weights[i % len(weights)] * v for i, v in enumerate(every)))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 5.0
+    solver.parameters.num_workers = 1
+    assert solver.solve(model.cp) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    node_of = state.pod_node.copy()
+    node_of[model.batch.class_of >= 0] = -1
+    rows = model.batch.class_of >= 0
+    node_of[rows] = decode(model.batch, *model.counts(solver.value))[rows]
+    order = model.order.blocks(solver.value)
+    blocks = [np.flatnonzero(model.batch.class_of == k) for k in order]
+    never = np.full(len(node_of), -2)  # not kube-scheduler's run: every pod is checked
+    assert check_answer(state, config, node_of, never, model.batch.class_of, None, blocks,
+                        model.order.evicted(solver.value)) == []

@@ -51,12 +51,15 @@ Terms = dict[int, list[tuple[cp_model.IntVar, int]]]
 @dataclass(frozen=True)
 class Interaction:
     """``carrier``'s check (a constraint of its rule) counts the pods ``others`` place on nodes with a
-    value in ``codes`` (and ``counted``, when given): those pods change its verdict when they come first."""
+    value in ``codes`` (and ``counted``, when given): those pods change its verdict when they come first.
+    ``victims_only``: only the preemption victims among ``others`` do (a check the rule makes both ways
+    between arriving pods, as anti-affinity: :mod:`.victim_times`)."""
 
     carrier: PodClass
     others: tuple[PodClass, ...]
     codes: np.ndarray
     counted: np.ndarray | None = None
+    victims_only: bool = False
 
 
 class ArrivalOrder:
@@ -74,12 +77,13 @@ class ArrivalOrder:
         self._before: dict[tuple[int, int], cp_model.IntVar] = {}
         self._products: dict[tuple, cp_model.IntVar] = {}
         self.victims = VictimTimes(self, steady or set())
-        live = [i for i in interactions if any(d.index != i.carrier.index and model.vars[d.index].arr_vars
-                                               for d in i.others) or self.victims.groups(i)]
+        live = [i for i in interactions if self.victims.groups(i) or not i.victims_only and any(
+            d.index != i.carrier.index and model.vars[d.index].arr_vars for d in i.others)]
         if not live:
             return
-        members = {c.index: c for i in live for c in (i.carrier, *i.others)}
         seen = {(i.carrier.index, d.index, n): (i.carrier, d) for i in live for d, n in self.victims.groups(i)}
+        members = {c.index: c for i in live for c in (i.carrier, *(() if i.victims_only else i.others))}
+        members.update({d.index: d for c, d in seen.values()})
         for (_, _, n), (c, d) in seen.items():  # a class that may evict them at a carrier's priority needs a position
             members.update({p.index: p for p in self.victims.above(d, n) if p.priority == c.priority})
         cost = sum(self._domains(d, i) for i in live for d in i.others
