@@ -40,10 +40,11 @@ from .victim_times import VictimTimes, steady_victims
 PodClass = Any
 BatchModel = Any
 
-__all__ = ["MAX_ORDER_CLASSES", "MAX_ORDER_TERMS", "ArrivalOrder", "Interaction"]
+__all__ = ["MAX_ORDER_CLASSES", "MAX_ORDER_TERMS", "MAX_VICTIM_TERMS", "ArrivalOrder", "Interaction"]
 
 MAX_ORDER_TERMS = 20_000  # product variables: about 4 constraints each
 MAX_ORDER_CLASSES = 400
+MAX_VICTIM_TERMS = 5_000  # (carrier, victim group) literals and their rivals (.victim_times)
 
 Terms = dict[int, list[tuple[cp_model.IntVar, int]]]
 
@@ -77,19 +78,22 @@ class ArrivalOrder:
         self._before: dict[tuple[int, int], cp_model.IntVar] = {}
         self._products: dict[tuple, cp_model.IntVar] = {}
         self.victims = VictimTimes(self, steady or set())
-        live = [i for i in interactions if self.victims.groups(i) or not i.victims_only and any(
-            d.index != i.carrier.index and model.vars[d.index].arr_vars for d in i.others)]
+        live = self._live(interactions)
         if not live:
             return
-        seen = {(i.carrier.index, d.index, n): (i.carrier, d) for i in live for d, n in self.victims.groups(i)}
-        members = {c.index: c for i in live for c in (i.carrier, *(() if i.victims_only else i.others))}
-        members.update({d.index: d for c, d in seen.values()})
-        for (_, _, n), (c, d) in seen.items():  # a class that may evict them at a carrier's priority needs a position
-            members.update({p.index: p for p in self.victims.above(d, n) if p.priority == c.priority})
-        cost = sum(self._domains(d, i) for i in live for d in i.others
+        members = self._members(live)
+        pairs = {(i.carrier.index, d.index, n): (i.carrier, d, n) for i in live for d, n in self.victims.groups(i)}
+        victim_cost = self.victims.cost(pairs.values(), members)
+        if victim_cost > MAX_VICTIM_TERMS:
+            self.victims.off = True
+            self.note = (f"preemption victims leave before any pod arrives: {victim_cost} victim terms "
+                         f"(cap {MAX_VICTIM_TERMS})")
+            live = self._live(interactions)
+            if not live:
+                return
+            members = self._members(live)
+        cost = sum(self._domains(d, i) for i in live if not i.victims_only for d in i.others
                    if d.index != i.carrier.index and d.priority == i.carrier.priority)
-        cost += sum(2 + sum(p.priority == c.priority for p in self.victims.above(d, n))
-                    for (_, _, n), (c, d) in seen.items())
         if cost > MAX_ORDER_TERMS or len(members) > MAX_ORDER_CLASSES:
             self.note = (f"arrival order not encoded: {len(members)} interacting classes, {cost} order terms "
                          f"(caps {MAX_ORDER_CLASSES} and {MAX_ORDER_TERMS}); batch semantics alone")
@@ -101,6 +105,19 @@ class ArrivalOrder:
         n = len(self.members)
         for c in self.members:
             self._pos[c.index] = model.cp.new_int_var(0, max(0, n - 1), f"pos{c.index}")
+
+    def _live(self, interactions: list[Interaction]) -> list[Interaction]:
+        """The interactions an order changes: another class's arrivals, or victims still in place."""
+        model = self.model
+        return [i for i in interactions if self.victims.groups(i) or not i.victims_only and any(
+            d.index != i.carrier.index and model.vars[d.index].arr_vars for d in i.others)]
+
+    def _members(self, live: list[Interaction]) -> dict[int, PodClass]:
+        """The classes that get a position: every carrier, the classes whose arrivals it counts, the
+        classes of the victims it may count."""
+        members = {c.index: c for i in live for c in (i.carrier, *(() if i.victims_only else i.others))}
+        members.update({d.index: d for i in live for d, _ in self.victims.groups(i)})
+        return members
 
     def _domains(self, d: PodClass, i: Interaction) -> int:
         cv = self.model.vars[d.index]
@@ -204,9 +221,9 @@ class ArrivalOrder:
 
     def position(self, c: PodClass, value) -> tuple[int, int]:  # type: ignore[no-untyped-def]
         """Where ``c`` arrives at a solution, as :meth:`blocks` sorts: (-priority, position); a class
-        without a position comes before every class of its priority that has one."""
+        without a position comes after every class of its priority that has one."""
         pos = self._pos.get(c.index)
-        return -c.priority, (-1 if pos is None else int(value(pos)))
+        return -c.priority, (len(self.members) if pos is None else int(value(pos)))
 
     def size(self) -> tuple[int, int]:
         """(variables, constraints) the order added: positions, before literals, products, victim times."""

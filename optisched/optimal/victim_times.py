@@ -57,20 +57,21 @@ class VictimTimes:
         self.order = order
         self.model = order.model
         self.steady = steady
-        self._above: dict[tuple[int, int], list[PodClass]] = {}
+        self.off = False  # past MAX_VICTIM_TERMS: every victim leaves before any pod arrives
+        self._above: dict[tuple[int, int], list[tuple[PodClass, cp_model.IntVar, int]]] = {}
         self._late: dict[tuple[int, int], cp_model.IntVar] = {}
         self._lands: dict[tuple[int, int], cp_model.IntVar] = {}
         self._sees: dict[tuple[int, int, int], cp_model.IntVar] = {}
         self._seen: dict[tuple[int, int, int], tuple[cp_model.IntVar, int]] = {}
         self._extra = [0, 0]  # witnesses: variables, constraints
 
-    def above(self, d: PodClass, n: int) -> list[PodClass]:
-        """The classes of higher priority than ``d`` that may land on node ``n``: the first of them to
-        arrive is when ``d``'s victims there leave."""
+    def above(self, d: PodClass, n: int) -> list[tuple[PodClass, cp_model.IntVar, int]]:
+        """(class, arrival variable, upper bound) of the classes of higher priority than ``d`` that may
+        land on node ``n``: the first of them to arrive is when ``d``'s victims there leave."""
         hit = self._above.get((d.index, n))
         if hit is None:
-            hit = self._above[(d.index, n)] = list({c.index: c for c, _, _ in self.model.node_arrivals()[n]
-                                                    if c.priority > d.priority}.values())
+            hit = self._above[(d.index, n)] = [(c, v, u) for c, v, u in self.model.node_arrivals()[n]
+                                               if c.priority > d.priority]
         return hit
 
     def groups(self, i: Any) -> list[tuple[PodClass, int]]:  # an order.Interaction
@@ -79,12 +80,24 @@ class VictimTimes:
 
     def _groups(self, c: PodClass, classes: Any, codes: np.ndarray,
                 counted: np.ndarray | None) -> Iterator[tuple[PodClass, int]]:
+        if self.off:
+            return
         for d in classes:
             if d.index == c.index or not d.running or d.voluntary or d.priority >= c.priority or d.index in self.steady:
                 continue
             for n in sorted(d.running):
                 if codes[n] >= 0 and (counted is None or counted[n]) and self.above(d, n):
                     yield d, n
+
+    def _rivals(self, c: PodClass, d: PodClass, n: int, members: Any) -> list[PodClass]:
+        """The classes of ``c``'s priority in the order (``members``: class indices) that may land on
+        ``n`` first: whether ``c`` came before them is a literal. A class of that priority outside the
+        order arrives after every class in it (its own checks are against the final cluster)."""
+        return [p for p, _, _ in self.above(d, n) if p.priority == c.priority and p.index != c.index and p.index in members]
+
+    def cost(self, pairs: Any, members: Any) -> int:
+        """Order terms of the (carrier, victim class, node) ``pairs``: two each, and one per rival."""
+        return sum(2 + len(self._rivals(c, d, n, members)) for c, d, n in pairs)
 
     def seen(self, c: PodClass, d: PodClass, codes: np.ndarray,
              counted: np.ndarray | None) -> Iterator[tuple[int, tuple[cp_model.IntVar, int]]]:
@@ -110,7 +123,8 @@ class VictimTimes:
 
     def _sees_at(self, c: PodClass, d: PodClass, n: int) -> cp_model.IntVar:
         """True exactly when ``d``'s victims on ``n`` leave late and no class above ``d`` landing on
-        ``n`` comes before ``c``'s block ends (``c`` itself landing there: they left before it)."""
+        ``n`` comes before ``c``'s block ends: none of higher priority than ``c``, not ``c`` itself (they
+        left before it), each rival after it."""
         key = (c.index, d.index, n)
         lit = self._sees.get(key)
         if lit is not None:
@@ -119,24 +133,22 @@ class VictimTimes:
         lit = self._sees[key] = cp.new_bool_var(f"sees{c.index}_{d.index}_{n}")
         late = self._late_at(d, n)
         cp.add(lit <= late)
-        witnesses: list[Any] = []
-        for p in self.above(d, n):
-            lands, first = self._lands_at(p, n), self.order.before(c, p)
-            if first is True:
-                continue
-            if first is False:
-                cp.add(lit + lands <= 1)
-                witnesses.append(lands)
-                continue
-            cp.add(lit + lands - first <= 1)
+        first, ub = self.model.total([(v, u) for p, v, u in self.above(d, n)
+                                      if p.priority > c.priority or p.index == c.index])
+        if ub:
+            cp.add(first + ub * lit <= ub)
+        witnesses: list[Any] = [first]
+        for p in self._rivals(c, d, n, self.order._pos):
+            lands, before = self._lands_at(p, n), self.order.before(c, p)
+            cp.add(lit + lands - before <= 1)
             w = cp.new_bool_var(f"evicts{p.index}_{d.index}_{n}_{c.index}")
             cp.add(w <= lands)
-            cp.add(w + first <= 1)
+            cp.add(w + before <= 1)
             witnesses.append(w)
             self._extra[0] += 1
             self._extra[1] += 3
         cp.add(cp_model.LinearExpr.sum(witnesses) >= 1).only_enforce_if([late, lit.Not()])
-        self._extra[1] += 2
+        self._extra[1] += 3
         return lit
 
     def _late_at(self, d: PodClass, n: int) -> cp_model.IntVar:
@@ -145,8 +157,7 @@ class VictimTimes:
         late = self._late.get((d.index, n))
         if late is None:
             late = self._late[(d.index, n)] = self.model.cp.new_bool_var(f"late{d.index}_{n}")
-            lands = [self._lands_at(p, n) for p in self.above(d, n)]
-            self.model.cp.add(cp_model.LinearExpr.sum(lands) >= 1).only_enforce_if(late)
+            self.model.cp.add(cp_model.LinearExpr.sum([v for _, v, _ in self.above(d, n)]) >= 1).only_enforce_if(late)
         return late
 
     def _lands_at(self, p: PodClass, n: int) -> cp_model.IntVar:
@@ -170,15 +181,14 @@ class VictimTimes:
         for (di, n), late in self._late.items():
             if not value(late):
                 continue
-            d = classes[di]
-            firsts = [self.order.position(p, value) for p in self.above(d, n) if value(self._lands_at(p, n))]
+            firsts = [self.order.position(p, value) for p, v, _ in self.above(classes[di], n) if value(v)]
             k = bisect_left(keys, min(firsts)) if firsts else len(order)
             if k < len(order):
-                out[k] += d.running[n]
+                out[k] += classes[di].running[n]
         return [np.array(rows, dtype=np.int64) for rows in out]
 
     def size(self) -> tuple[int, int]:
         """(variables, constraints) of the victim times."""
         nv = len(self._late) + len(self._lands) + len(self._sees) + len(self._seen) + self._extra[0]
-        nc = len(self._late) + 2 * len(self._lands) + 3 * len(self._seen) + 2 * len(self._sees) + self._extra[1]
+        nc = len(self._late) + 2 * len(self._lands) + 2 * len(self._sees) + 3 * len(self._seen) + self._extra[1]
         return nv, nc
