@@ -413,6 +413,43 @@ def test_kube_schedulers_run_with_a_victim_an_earlier_pods_spread_counted_is_a_s
     assert _admits(state, node_of, order=True)
 
 
+def test_past_the_victim_cap_victims_leave_first_and_the_certificate_says_so(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(order_module, "MAX_VICTIM_TERMS", 1)  # the case needs 2: s sees r on b
+    state = state_of(*_victim(0))
+    model = _model(state, order=True)
+    assert model.order.victims.off and model.order.note.startswith("preemption victims leave before any pod arrives")
+    assert not _admits(state, np.array([0, -1, 0, 1]), order=True)
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+
+    r = solve_optimal(state, default_config(), OptimalOptions(time_limit=2))
+    assert any(n.startswith("preemption victims leave before any pod arrives: 2 victim terms") for n in r.certificate.notes)
+
+
+def test_a_pod_that_landed_beside_a_victim_before_its_preemptor_is_admitted_only_as_kube_schedulers_own_run() -> None:
+    """s (priority 10) needs a db pod in its zone: r (db, priority -10) runs on b, and s lands beside
+    it. t (priority 0, zone b only) then evicts r. At the end no db pod is left in zone b. The order
+    times a victim's departure at the first pod of higher priority that lands on its node, s itself
+    here, so s never sees r (docs/optimal_trust.md: node-local rules would have to count r at s's
+    arrival); only the literal for greedy mode's own run admits this."""
+    from optisched.optimal.clock import Clock
+    from optisched.optimal.hint import accept_reached
+
+    needs_db = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "db"}}}]}}
+    objs = [node("a", cpu="4").zone("za"), node("b", cpu="3").zone("zb"),
+            pod("r").label(app="db").priority(-10).req(cpu="1").on("b"),
+            pod("s").priority(10).req(cpu="1").set("spec.affinity", needs_db),
+            pod("t").priority(0).req(cpu="2").set("spec.nodeSelector", {ZONE: "zb"})]
+    state = state_of(*objs)
+    config = default_config()
+    node_of = GreedyScheduler(state, config, GreedyOptions(record=False)).run().snapshot.node_of
+    assert node_of.tolist() == [-1, 1, 1]  # s beside r, then r evicted for t
+    assert [v.pod for v in check_placement(state, config, node_of)] == ["default/s"]
+    assert not _admits(state, node_of, order=True)
+    model = _model(state, order=True)
+    assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None
+
+
 def test_a_pod_retried_after_lower_priority_ones_is_admitted_only_as_kube_schedulers_own_run() -> None:
     """h (priority 20) needs a web pod in its zone and fails first; w (priority 10, web, spread by zone)
     lands, h is retried and joins it, then v (priority 10, web) follows h. w's zone ends with two web pods
