@@ -394,7 +394,7 @@ def test_a_victim_stays_until_the_first_higher_priority_pod_lands_on_its_node(ob
     full = accepts(model, variable_values(model, node_of))
     assert (full is not None) == reachable
     if full is not None:
-        value = lambda v: full[v.Index()]  # noqa: E731
+        value = lambda v: full[v.Index()]
         blocks = [np.flatnonzero(model.batch.class_of == k) for k in model.order.blocks(value)]
         evicted = model.order.evicted(value)
         assert check_in_order(state, config, node_of, blocks, model.batch.class_of, evicted) == []

@@ -19,11 +19,14 @@ that came before, the carrier's own class, and the running pods kept (:meth:`Arr
 one literal ``ordered`` chooses the order semantics for the whole model, its negation batch semantics.
 The semantics, in a Kubernetes engineer's words, is in docs/optimal_trust.md ("Arrival order").
 
-A class of identical pods arrives as one block (its pods one after another); within the block, its pods
-are checked against the cluster at the block's end, as batch semantics checks them against the final
-cluster. The size is bounded: one product variable per (carrier, earlier class of its priority, domain);
+A preemption victim the carriers' selectors match may stay in place until the first pod of higher
+priority lands on its node, and is counted by the carriers that came before (:mod:`.victim_times`;
+anti-affinity sees it too). A class of identical pods arrives as one block (its pods one after
+another); within the block, its pods are checked against the cluster at the block's end, as batch
+semantics checks them against the final cluster. The size is bounded: one product variable per (carrier, earlier class of its priority, domain);
 above :data:`MAX_ORDER_TERMS` of them, or :data:`MAX_ORDER_CLASSES` classes in the order, the model keeps
-batch semantics alone and :attr:`ArrivalOrder.note` says so.
+batch semantics alone and :attr:`ArrivalOrder.note` says so; above :data:`MAX_VICTIM_TERMS` victim
+terms, the victims leave before any pod arrives (as under batch semantics) and the note says that.
 """
 from __future__ import annotations
 
