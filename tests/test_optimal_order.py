@@ -235,24 +235,34 @@ def interacting(draw) -> list[dict]:  # type: ignore[no-untyped-def]
     groups = draw(st.integers(2, 4))
     priorities = draw(st.permutations([0, 10, 20, 30]))[:groups]
     for g, prio in enumerate(priorities):
-        app = draw(st.sampled_from(["web", "db"]))
-        spec: dict = {"priority": prio}
-        if draw(st.booleans()):
-            spec["topologySpreadConstraints"] = [{
-                "maxSkew": draw(st.integers(1, 2)), "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(["web", "db"]))}}}]
-        if draw(st.integers(0, 3)) == 0:
-            spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(["web", "db"]))}}}]}}
-        if draw(st.integers(0, 2)) == 0:
-            spec["nodeSelector"] = {ZONE: f"z{draw(st.integers(0, zones - 1))}"}
-        cpu = draw(st.sampled_from(["500m", "1", "2"]))
-        for r in range(draw(st.integers(1, 3))):
-            p = pod(f"g{g}-{r}").label(app=app).req(cpu=cpu)
-            for k, v in spec.items():
-                p.set(f"spec.{k}", v)
-            objs.append(p)
+        objs += _workload(draw, g, prio, zones, ["podAffinity", None, None, None])
     return objs
+
+
+def _workload(draw, g: int, prio: int, zones: int, kinds: list) -> list[dict]:  # type: ignore[no-untyped-def]
+    """1-3 pods labelled web or db; half spread by zone over web or db, a required (anti-)affinity of
+    ``kinds`` selecting web or db, a third bound to one zone."""
+    apps = st.sampled_from(["web", "db"])
+    app = draw(apps)
+    spec: dict = {"priority": prio}
+    if draw(st.booleans()):
+        spec["topologySpreadConstraints"] = [{
+            "maxSkew": draw(st.integers(1, 2)), "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": draw(apps)}}}]
+    kind = draw(st.sampled_from(kinds))
+    if kind:
+        spec["affinity"] = {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": draw(apps)}}}]}}
+    if draw(st.integers(0, 2)) == 0:
+        spec["nodeSelector"] = {ZONE: f"z{draw(st.integers(0, zones - 1))}"}
+    cpu = draw(st.sampled_from(["500m", "1", "2"]))
+    out = []
+    for r in range(draw(st.integers(1, 3))):
+        p = pod(f"g{g}-{r}").label(app=app).req(cpu=cpu)
+        for k, v in spec.items():
+            p.set(f"spec.{k}", v)
+        out.append(p)
+    return out
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -489,23 +499,8 @@ def preempting(draw) -> list[dict]:  # type: ignore[no-untyped-def]
         objs.append(pod(f"run-{r}").label(app=draw(apps)).req(cpu=draw(st.sampled_from(["1", "2"])))
                     .priority(draw(st.sampled_from([-10, 0, 5]))).on(draw(st.sampled_from(names))))
     for g in range(draw(st.integers(2, 4))):
-        spec: dict = {"priority": draw(st.sampled_from([0, 10, 10, 20]))}
-        if draw(st.booleans()):
-            spec["topologySpreadConstraints"] = [{
-                "maxSkew": draw(st.integers(1, 2)), "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"app": draw(apps)}}}]
-        kind = draw(st.sampled_from(["podAffinity", "podAntiAffinity", None, None]))
-        if kind:
-            spec["affinity"] = {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": draw(apps)}}}]}}
-        if draw(st.integers(0, 2)) == 0:
-            spec["nodeSelector"] = {ZONE: f"z{draw(st.integers(0, zones - 1))}"}
-        app, cpu = draw(apps), draw(st.sampled_from(["500m", "1", "2"]))
-        for r in range(draw(st.integers(1, 3))):
-            p = pod(f"g{g}-{r}").label(app=app).req(cpu=cpu)
-            for k, v in spec.items():
-                p.set(f"spec.{k}", v)
-            objs.append(p)
+        objs += _workload(draw, g, draw(st.sampled_from([0, 10, 10, 20])), zones,
+                          ["podAffinity", "podAntiAffinity", None, None])
     return objs
 
 

@@ -116,6 +116,7 @@ class OptimalResult:
     explanations: list[Explanation] = field(default_factory=list)
     used: float = 0.0  # nominal seconds of the run's clock (deterministic work by default) spent
     order: list[np.ndarray] = field(default_factory=list)  # pod rows per class in the arrival order relied on
+    evicted: list[np.ndarray] = field(default_factory=list)  # parallel: victims in place until that block (.victim_times)
     ledger: dict[str, dict[str, float]] = field(default_factory=dict)  # per phase: work counted, CPU (.clock)
 
     def placements(self) -> dict[str, str | None]:
@@ -832,4 +833,5 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
         notes.append(f"the answer is checked in an arrival order of {len(blocks)} classes, each pod on arrival "
                      "(docs/optimal_trust.md)")
     cert = Certificate(status, tiers, time.perf_counter() - t0, source, greedy_optimal, notes)
-    return OptimalResult(state, batch, node_of, cert, greedy, violations, order=blocks if source == "solver" else [])
+    return OptimalResult(state, batch, node_of, cert, greedy, violations, order=blocks if source == "solver" else [],
+                         evicted=evicted if source == "solver" else [])
