@@ -70,7 +70,7 @@ def test_optimal_places_at_least_greedys_priority_weight_on_every_conformance_sc
     config = cluster.config or default_config()
     r = solve_optimal(state, config, OptimalOptions(time_limit=3))
     assert r.violations == []
-    assert check_answer(state, config, r.node_of, r.greedy.snapshot.node_of, blocks=r.order) == []
+    assert check_answer(state, config, r.node_of, r.greedy.snapshot.node_of, blocks=r.order, evicted=r.evicted) == []
     levels = r.batch.levels
     mine, greedy = placed_per_level(r.batch, r.node_of), placed_per_level(r.batch, r.greedy.snapshot.node_of)
     assert [mine[lv] for lv in levels] >= [greedy[lv] for lv in levels]

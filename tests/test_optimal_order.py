@@ -12,6 +12,7 @@ import pytest
 from builders import node, pod, state_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 
 from optisched.datasets.generate import GenerateSpec, generate
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
@@ -234,24 +235,34 @@ def interacting(draw) -> list[dict]:  # type: ignore[no-untyped-def]
     groups = draw(st.integers(2, 4))
     priorities = draw(st.permutations([0, 10, 20, 30]))[:groups]
     for g, prio in enumerate(priorities):
-        app = draw(st.sampled_from(["web", "db"]))
-        spec: dict = {"priority": prio}
-        if draw(st.booleans()):
-            spec["topologySpreadConstraints"] = [{
-                "maxSkew": draw(st.integers(1, 2)), "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(["web", "db"]))}}}]
-        if draw(st.integers(0, 3)) == 0:
-            spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(["web", "db"]))}}}]}}
-        if draw(st.integers(0, 2)) == 0:
-            spec["nodeSelector"] = {ZONE: f"z{draw(st.integers(0, zones - 1))}"}
-        cpu = draw(st.sampled_from(["500m", "1", "2"]))
-        for r in range(draw(st.integers(1, 3))):
-            p = pod(f"g{g}-{r}").label(app=app).req(cpu=cpu)
-            for k, v in spec.items():
-                p.set(f"spec.{k}", v)
-            objs.append(p)
+        objs += _workload(draw, g, prio, zones, ["podAffinity", None, None, None])
     return objs
+
+
+def _workload(draw, g: int, prio: int, zones: int, kinds: list) -> list[dict]:  # type: ignore[no-untyped-def]
+    """1-3 pods labelled web or db; half spread by zone over web or db, a required (anti-)affinity of
+    ``kinds`` selecting web or db, a third bound to one zone."""
+    apps = st.sampled_from(["web", "db"])
+    app = draw(apps)
+    spec: dict = {"priority": prio}
+    if draw(st.booleans()):
+        spec["topologySpreadConstraints"] = [{
+            "maxSkew": draw(st.integers(1, 2)), "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": draw(apps)}}}]
+    kind = draw(st.sampled_from(kinds))
+    if kind:
+        spec["affinity"] = {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": draw(apps)}}}]}}
+    if draw(st.integers(0, 2)) == 0:
+        spec["nodeSelector"] = {ZONE: f"z{draw(st.integers(0, zones - 1))}"}
+    cpu = draw(st.sampled_from(["500m", "1", "2"]))
+    out = []
+    for r in range(draw(st.integers(1, 3))):
+        p = pod(f"g{g}-{r}").label(app=app).req(cpu=cpu)
+        for k, v in spec.items():
+            p.set(f"spec.{k}", v)
+        out.append(p)
+    return out
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -327,25 +338,122 @@ def test_kube_schedulers_placement_with_shared_host_ports_is_a_solution_of_the_m
     assert (check_placement(state, config, node_of) == []) == reachable
 
 
-def test_a_victim_an_earlier_pods_spread_counted_is_admitted_only_as_kube_schedulers_own_run() -> None:
-    """s (priority 10) spreads web pods by zone and arrives while r (priority -10) still runs in zone b:
-    zone a then holds one web pod and b one, so s joins a. t (priority 0) evicts r afterwards. At the
-    end zone a holds two and b none: s's skew is 2. The model removes victims before any pod arrives
-    (docs/optimal_trust.md), so neither batch semantics nor an arrival order admits this placement; only
-    the literal for greedy mode's own run does, and the re-check refuses it."""
+WEB = {"app": "web"}
+
+
+def _victim(preemptor_priority: int, *more: dict) -> list[dict]:
+    """s (priority 10) spreads web pods by zone; r (web, priority -10) runs in zone b, where only
+    evicting it makes room for t (``preemptor_priority``, zone b only)."""
+    return [node("a", cpu="4").zone("za"), node("b", cpu="2").zone("zb"),
+            pod("f").label(**WEB).priority(100).req(cpu="1").on("a"),
+            pod("r").label(**WEB).priority(-10).req(cpu="2").on("b"),
+            pod("s").label(**WEB).priority(10).req(cpu="1").set("spec.topologySpreadConstraints", SPREAD),
+            pod("t").priority(preemptor_priority).req(cpu="2").set("spec.nodeSelector", {ZONE: "zb"}), *more]
+
+
+def _victim_and_db_spread() -> list[dict]:
+    """As :func:`_victim` with t at priority 0, r also labelled role=db, and u (priority 10, role=db,
+    spread by zone over role=db) on a node of its own in zone b."""
+    objs = _victim(0, node("b2", cpu="2").zone("zb"),
+                   pod("u").label(role="db").priority(10).req(cpu="1").set(
+                       "spec.topologySpreadConstraints", [{**SPREAD[0], "labelSelector": {"matchLabels": {"role": "db"}}}]))
+    objs[3]["metadata"]["labels"]["role"] = "db"
+    return objs
+
+
+ANTI_WEB = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": ZONE, "labelSelector": {"matchLabels": WEB}}]}}
+
+
+def _victim_and_anti(on_its_node: bool) -> list[dict]:
+    """As :func:`_victim` with t at priority 0, and x (priority 10) whose required anti-affinity selects
+    web pods: x is t itself (it evicts r on arrival), or a pod of its own on another node of zone b."""
+    if on_its_node:
+        objs = _victim(0)
+        objs[5].set("spec.affinity", ANTI_WEB)
+        return objs
+    return _victim(0, node("b2", cpu="2").zone("zb"), pod("x").priority(10).req(cpu="1").set("spec.affinity", ANTI_WEB))
+
+
+VICTIM_CASES = [
+    ("a spread pod that came before the preemptor counted the victim it later evicted",
+     _victim(0), [0, -1, 0, 1], True),
+    ("the preemptor of the spread pod's own priority may come after it",
+     _victim(10), [0, -1, 0, 1], True),
+    ("a preemptor of higher priority evicted the victim before the spread pod came",
+     _victim(20), [0, -1, 0, 1], False),
+    ("two pods before the preemptor both counted the victim: one needs it there, the other gone",
+     _victim_and_db_spread(), [0, -1, 0, 1, 2], False),
+    ("a preemptor whose anti-affinity selects the victim never sees it, the pods before it do",
+     _victim_and_anti(True), [0, -1, 0, 1], True),
+    ("a pod before the preemptor whose anti-affinity selects the victim cannot share its zone",
+     _victim_and_anti(False), [0, -1, 0, 1, 2], False),
+]
+
+
+@pytest.mark.parametrize("objs,placement,reachable", [c[1:] for c in VICTIM_CASES], ids=[c[0] for c in VICTIM_CASES])
+def test_a_victim_stays_until_the_first_higher_priority_pod_lands_on_its_node(objs, placement, reachable) -> None:  # type: ignore[no-untyped-def]
+    """The model counts a preemption victim for the pods that came before the first pod of higher
+    priority landed on its node, and the re-check evicts it there: exactly the placements some order
+    reaches so."""
+    state = state_of(*objs)
+    config, node_of = default_config(), np.array(placement)
+    assert check_placement(state, config, node_of) != []  # batch semantics refuses each
+    assert not _admits(state, node_of, order=False)
+    model = _model(state, order=True)
+    full = accepts(model, variable_values(model, node_of))
+    assert (full is not None) == reachable
+    if full is not None:
+        value = lambda v: full[v.Index()]
+        blocks = [np.flatnonzero(model.batch.class_of == k) for k in model.order.blocks(value)]
+        evicted = model.order.evicted(value)
+        assert check_in_order(state, config, node_of, blocks, model.batch.class_of, evicted) == []
+        assert check_in_order(state, config, node_of, blocks, model.batch.class_of) != []  # r counted
+
+
+def test_kube_schedulers_run_with_a_victim_an_earlier_pods_spread_counted_is_a_solution_of_the_model() -> None:
+    """s arrives while r still runs in zone b, so it joins zone a beside f; t evicts r afterwards. At the
+    end zone a holds two web pods and b none: batch semantics refuses s, the arrival order admits the
+    run as it is (no literal for greedy mode's own run), and the re-check evicts r when t arrives."""
+    state = state_of(*_victim(0))
+    config = default_config()
+    node_of = GreedyScheduler(state, config, GreedyOptions(record=False)).run().snapshot.node_of
+    assert node_of.tolist() == [0, -1, 0, 1]  # r evicted for t, s in zone a
+    assert [v.pod for v in check_placement(state, config, node_of)] == ["default/s"]
+    assert _admits(state, node_of, order=True)
+
+
+def test_past_the_victim_cap_victims_leave_first_and_the_certificate_says_so(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(order_module, "MAX_VICTIM_TERMS", 1)  # the case needs 2: s sees r on b
+    state = state_of(*_victim(0))
+    model = _model(state, order=True)
+    assert model.order.victims.off and model.order.note.startswith("preemption victims leave before any pod arrives")
+    assert not _admits(state, np.array([0, -1, 0, 1]), order=True)
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+
+    r = solve_optimal(state, default_config(), OptimalOptions(time_limit=2))
+    assert any(n.startswith("preemption victims leave before any pod arrives: 2 victim terms") for n in r.certificate.notes)
+
+
+def test_a_pod_that_landed_beside_a_victim_before_its_preemptor_is_admitted_only_as_kube_schedulers_own_run() -> None:
+    """s (priority 10) needs a db pod in its zone: r (db, priority -10) runs on b, and s lands beside
+    it. t (priority 0, zone b only) then evicts r. At the end no db pod is left in zone b. The order
+    times a victim's departure at the first pod of higher priority that lands on its node, s itself
+    here, so s never sees r (docs/optimal_trust.md: node-local rules would have to count r at s's
+    arrival); only the literal for greedy mode's own run admits this."""
     from optisched.optimal.clock import Clock
     from optisched.optimal.hint import accept_reached
 
-    web = {"app": "web"}
-    objs = [node("a", cpu="4").zone("za"), node("b", cpu="2").zone("zb"),
-            pod("f").label(**web).priority(100).req(cpu="1").on("a"),
-            pod("r").label(**web).priority(-10).req(cpu="2").on("b"),
-            pod("s").label(**web).priority(10).req(cpu="1").set("spec.topologySpreadConstraints", SPREAD),
+    needs_db = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "db"}}}]}}
+    objs = [node("a", cpu="4").zone("za"), node("b", cpu="3").zone("zb"),
+            pod("r").label(app="db").priority(-10).req(cpu="1").on("b"),
+            pod("s").priority(10).req(cpu="1").set("spec.affinity", needs_db),
             pod("t").priority(0).req(cpu="2").set("spec.nodeSelector", {ZONE: "zb"})]
     state = state_of(*objs)
     config = default_config()
     node_of = GreedyScheduler(state, config, GreedyOptions(record=False)).run().snapshot.node_of
-    assert node_of.tolist() == [0, -1, 0, 1]  # r evicted for t, s in zone a
+    assert node_of.tolist() == [-1, 1, 1]  # s beside r, then r evicted for t
     assert [v.pod for v in check_placement(state, config, node_of)] == ["default/s"]
     assert not _admits(state, node_of, order=True)
     model = _model(state, order=True)
@@ -376,3 +484,55 @@ def test_a_pod_retried_after_lower_priority_ones_is_admitted_only_as_kube_schedu
     assert not _admits(state, node_of, order=True)
     model = _model(state, order=True)
     assert accept_reached(model, variable_values(model, node_of), Clock.wall(), 5.0) is not None
+
+
+@st.composite
+def preempting(draw) -> list[dict]:  # type: ignore[no-untyped-def]
+    """2-3 zones of 1-2 small nodes; running web/db pods of low priorities to preempt; 2-4 workloads,
+    priorities repeated, whose spread constraints and required (anti-)affinities select web or db."""
+    zones = draw(st.integers(2, 3))
+    objs: list[dict] = [node(f"n{z}{i}", cpu=draw(st.sampled_from(["2", "3"]))).zone(f"z{z}")
+                        for z in range(zones) for i in range(draw(st.integers(1, 2)))]
+    names = [o["metadata"]["name"] for o in objs]
+    apps = st.sampled_from(["web", "db"])
+    for r in range(draw(st.integers(1, 4))):
+        objs.append(pod(f"run-{r}").label(app=draw(apps)).req(cpu=draw(st.sampled_from(["1", "2"])))
+                    .priority(draw(st.sampled_from([-10, 0, 5]))).on(draw(st.sampled_from(names))))
+    for g in range(draw(st.integers(2, 4))):
+        objs += _workload(draw, g, draw(st.sampled_from([0, 10, 10, 20])), zones,
+                          ["podAffinity", "podAntiAffinity", None, None])
+    return objs
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objs=preempting(), weights=st.lists(st.integers(-3, 5), min_size=40, max_size=40))
+def test_every_placement_the_model_admits_by_an_order_passes_the_re_check_with_its_victims_leaving_on_time(
+        objs: list[dict], weights: list[int]) -> None:
+    """Soundness of the arrival order with preemption victims: any solution of the model under the order
+    (a random objective over every variable picks one), decoded, passes the independent re-check — the order's classes
+    block by block, each victim leaving just before the block the model times it for, every other pod
+    against the final cluster."""
+    from optisched.optimal.check import check_answer
+    from optisched.optimal.decode import decode
+
+    state = state_of(*objs)
+    config = default_config()
+    model = _model(state, order=True)
+    if not model.order.enabled:
+        return
+    model.cp.add(model.order.ordered == 1)
+    every = [model.cp.get_int_var_from_proto_index(i) for i in range(len(model.cp.proto.variables))]
+    model.cp.maximize(sum(weights[i % len(weights)] * v for i, v in enumerate(every)))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 5.0
+    solver.parameters.num_workers = 1
+    assert solver.solve(model.cp) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    node_of = state.pod_node.copy()
+    node_of[model.batch.class_of >= 0] = -1
+    rows = model.batch.class_of >= 0
+    node_of[rows] = decode(model.batch, *model.counts(solver.value))[rows]
+    order = model.order.blocks(solver.value)
+    blocks = [np.flatnonzero(model.batch.class_of == k) for k in order]
+    never = np.full(len(node_of), -2)  # not kube-scheduler's run: every pod is checked
+    assert check_answer(state, config, node_of, never, model.batch.class_of, None, blocks,
+                        model.order.evicted(solver.value)) == []

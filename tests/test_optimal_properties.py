@@ -87,7 +87,7 @@ def test_the_violations_describe_the_placement_returned_not_the_repaired_copy() 
 def test_every_answer_passes_the_checker_and_beats_or_ties_greedy(seed: int) -> None:
     state, config, r = _solve(mixed_cluster(seed))
     assert r.violations == []
-    assert check_answer(state, config, r.node_of, r.greedy.snapshot.node_of, blocks=r.order) == []
+    assert check_answer(state, config, r.node_of, r.greedy.snapshot.node_of, blocks=r.order, evicted=r.evicted) == []
     levels = r.batch.levels
     mine, greedy = placed_per_level(r.batch, r.node_of), _greedy_counts(r, config)
     assert [mine[lv] for lv in levels] >= [greedy[lv] for lv in levels]

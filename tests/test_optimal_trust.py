@@ -103,7 +103,7 @@ def test_every_answer_places_at_least_kube_schedulers_pods_level_by_level(
     r = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=2, movable=movable))
     kube = r.greedy.snapshot.node_of
     assert r.violations == []
-    assert check_answer(state, config, r.node_of, kube, r.batch.class_of, blocks=r.order) == []
+    assert check_answer(state, config, r.node_of, kube, r.batch.class_of, blocks=r.order, evicted=r.evicted) == []
     mine, theirs = solve.placed_per_level(r.batch, r.node_of), solve.placed_per_level(r.batch, kube)
     assert [mine[lv] for lv in r.batch.levels] >= [theirs[lv] for lv in r.batch.levels]
     # the batch model itself takes kube-scheduler's placement as a complete solution (CP-SAT checks the

@@ -421,6 +421,8 @@ class InterPodAffinity:
             expr, ub = model.total(theirs.get(dom, []) + (mine.get(dom, []) if self_match else []))
             if ub > int(self_match):
                 model.cp.add(expr <= int(self_match)).only_enforce_if(y)
+        if model.order.enabled:
+            self._encode_anti_victims(model, c, t, codes, others)
         if not c.running:
             return
         cv = model.vars[c.index]
@@ -433,12 +435,27 @@ class InterPodAffinity:
                 if dom in kept:
                     model.cp.add(model.total(kept[dom])[0] == 0).only_enforce_if(y)
 
+    @staticmethod
+    def _encode_anti_victims(model: BatchModel, c: PodClass, t: AffinityTerm, codes: np.ndarray,
+                             others: list[PodClass]) -> None:
+        """Under an arrival order, a victim still in place when a pod arrives refuses it as a running pod
+        does: no victim that ``c``'s term matches in a domain where ``c`` arrives, and none of a running
+        ``c`` where a class its term matches arrives (:meth:`ArrivalOrder.victims`)."""
+        pairs = [(c, d) for d in others] + ([(m, c) for m in others] if c.running else [])
+        for arriving, victim in pairs:
+            seen_by = list(model.order.victims.seen(arriving, victim, codes, None))
+            where = model.presence(arriving, t.topology_key, codes) if seen_by else {}
+            for dom, (seen, _) in seen_by:
+                if dom in where:
+                    model.cp.add(seen == 0).only_enforce_if([where[dom], *model.order.when(True)])
+
     def arrival_interactions(self, model: BatchModel, classes: list[PodClass]) -> list[Interaction]:
         """Required affinity counts the classes its terms match: a pod of theirs satisfies it, or ends
         the first-pod rule, only when it came before (:mod:`optisched.optimal.order`). Anti-affinity is
         checked both ways, so the pod that comes second refuses the pair whatever the order."""
         out = []
         for c in classes:
+            out += self._anti_interactions(model, c)
             terms = self.index.terms[c.rep].required_affinity
             if not terms:
                 continue
@@ -446,6 +463,22 @@ class InterPodAffinity:
             matched = self._matching(model, resolved)
             if any(d.index != c.index for d in matched):
                 out += [Interaction(c, tuple(matched), self.state.label(t.topology_key).codes) for t in resolved]
+        return out
+
+    def _anti_interactions(self, model: BatchModel, c: PodClass) -> list[Interaction]:
+        """Required anti-affinity, either way, sees the preemption victims still in place when a pod
+        arrives (:mod:`optisched.optimal.victim_times`): ``c``'s terms the running classes they match,
+        a running ``c``'s terms the classes they match."""
+        out = []
+        for t in self.index.terms[c.rep].required_anti:
+            t = self.index.resolve(t)
+            codes = self.state.label(t.topology_key).codes
+            matched = [d for d in self._matching(model, (t,)) if d.index != c.index]
+            running = tuple(d for d in matched if d.running)
+            if running:
+                out.append(Interaction(c, running, codes, victims_only=True))
+            if c.running:
+                out += [Interaction(m, (c,), codes, victims_only=True) for m in matched]
         return out
 
     def _encode_affinity(self, model: BatchModel, c: PodClass, terms: tuple[AffinityTerm, ...]) -> None:

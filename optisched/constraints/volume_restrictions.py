@@ -111,6 +111,12 @@ class VolumeRestrictions:
                 out.append(f"{ns}/{v.persistent_volume_claim.claim_name}")
         return out, Status()
 
+    def arrival_steady_victims(self, model: object, classes: list) -> set[int]:
+        """Running classes whose preemption victims an arrival order keeps out from the start: a
+        ReadWriteOncePod claim they hold would refuse its other users on every node while they wait
+        for their preemptor (:mod:`optisched.optimal.victim_times`)."""
+        return {c.index for c in classes if c.running and self.rwop_claims(self.state.pods[c.rep])[0]}
+
     def pre_filter(self, cycle: CycleState) -> Status:
         pod = cycle.pod_obj
         if not pod.spec.volumes:

@@ -10,7 +10,8 @@ Pods that stay where the input had them are bound and not re-checked (kube never
 pod); a pod that moved is checked without NodeName (its ``nodeName`` is where it ran).
 
 An answer the model admits by an arrival order (:mod:`.order`) is checked that way for the classes in the
-order (:func:`check_in_order`): block by block, each pod against the cluster as it is when its block ends.
+order (:func:`check_in_order`): block by block, each pod against the cluster as it is when its block ends,
+preemption victims the order keeps until their preemptor's block still on their node before it.
 """
 from __future__ import annotations
 
@@ -115,19 +116,27 @@ def _check_rows(frameworks: dict[str, Framework], snap: Snapshot, rows: list[int
 
 
 def check_in_order(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, blocks: list[np.ndarray],
-                   signature_of: np.ndarray | None = None) -> list[Violation]:
+                   signature_of: np.ndarray | None = None,
+                   evicted: list[np.ndarray] | None = None) -> list[Violation]:
     """Violations of arrival semantics for the pods of ``blocks`` (pod rows; the blocks in arrival order,
     :mod:`.order`): every other pod of ``node_of`` is in place from the start, each block's pods land
     together and are each checked against the cluster as it is then, without themselves. Pods that stay
-    where the input had them are there from the start and are not checked."""
+    where the input had them are there from the start and are not checked. ``evicted`` (parallel to
+    ``blocks``): running pods that are still on their node until that block lands (preemption victims
+    leaving with their preemptor, :mod:`.victim_times`); the rows among them that stay are ignored."""
     arriving = [b[(node_of[b] >= 0) & (node_of[b] != state.pod_node[b])] for b in blocks]
     start = node_of.copy()
     for rows in arriving:
         start[rows] = -1
+    leaving = [rows[node_of[rows] != state.pod_node[rows]] for rows in evicted or []]
+    for rows in leaving:
+        start[rows] = state.pod_node[rows]
     snap = _final_snapshot(state, start)
     frameworks = {p.scheduler_name: Framework(snap, p) for p in config.profiles}
     out: list[Violation] = []
-    for rows in arriving:
+    for k, rows in enumerate(arriving):
+        for p in leaving[k].tolist() if k < len(leaving) else ():
+            snap.remove(p)
         for p in rows.tolist():
             snap.add(p, int(node_of[p]))
         out += _check_rows(frameworks, snap, rows.tolist(), node_of, signature_of)
@@ -136,7 +145,7 @@ def check_in_order(state: ClusterState, config: SchedulerConfig, node_of: np.nda
 
 def check_answer(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, reached: np.ndarray,
                  signature_of: np.ndarray | None = None, witnessed: np.ndarray | None = None,
-                 blocks: list[np.ndarray] | None = None) -> list[Violation]:
+                 blocks: list[np.ndarray] | None = None, evicted: list[np.ndarray] | None = None) -> list[Violation]:
     """Violations of an optimal-mode answer. ``reached`` is greedy mode's final placement: kube-scheduler
     reaches it cycle by cycle, every pod passing the same filters when it arrived (and preemption
     removing its victims first), so an answer equal to it is valid by that run even where a rule checked
@@ -145,7 +154,7 @@ def check_answer(state: ClusterState, config: SchedulerConfig, node_of: np.ndarr
     by batch semantics (:func:`check_placement`), but for the pods of ``witnessed`` (a bool mask over pod
     rows): independent parts of the batch (no rule links their pods to others) left at ``reached``; and
     the pods of ``blocks`` (pod rows per class, in the arrival order the model chose), checked on arrival
-    (:func:`check_in_order`)."""
+    (:func:`check_in_order`, with the victims of ``evicted`` leaving as they say)."""
     if np.array_equal(node_of, reached):
         return []
     if witnessed is not None:
@@ -154,7 +163,7 @@ def check_answer(state: ClusterState, config: SchedulerConfig, node_of: np.ndarr
     for b in blocks or []:
         others[b] = False
     out = check_placement(state, config, node_of, signature_of, others)
-    return out + (check_in_order(state, config, node_of, blocks, signature_of) if blocks else [])
+    return out + (check_in_order(state, config, node_of, blocks, signature_of, evicted) if blocks else [])
 
 
 def _check_one(fw: Framework, snap: Snapshot, pod: int, node: int, ran_before: bool) -> Violation | None:

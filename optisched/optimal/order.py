@@ -19,11 +19,14 @@ that came before, the carrier's own class, and the running pods kept (:meth:`Arr
 one literal ``ordered`` chooses the order semantics for the whole model, its negation batch semantics.
 The semantics, in a Kubernetes engineer's words, is in docs/optimal_trust.md ("Arrival order").
 
-A class of identical pods arrives as one block (its pods one after another); within the block, its pods
-are checked against the cluster at the block's end, as batch semantics checks them against the final
-cluster. The size is bounded: one product variable per (carrier, earlier class of its priority, domain);
+A preemption victim the carriers' selectors match may stay in place until the first pod of higher
+priority lands on its node, and is counted by the carriers that came before (:mod:`.victim_times`;
+anti-affinity sees it too). A class of identical pods arrives as one block (its pods one after
+another); within the block, its pods are checked against the cluster at the block's end, as batch
+semantics checks them against the final cluster. The size is bounded: one product variable per (carrier, earlier class of its priority, domain);
 above :data:`MAX_ORDER_TERMS` of them, or :data:`MAX_ORDER_CLASSES` classes in the order, the model keeps
-batch semantics alone and :attr:`ArrivalOrder.note` says so.
+batch semantics alone and :attr:`ArrivalOrder.note` says so; above :data:`MAX_VICTIM_TERMS` victim
+terms, the victims leave before any pod arrives (as under batch semantics) and the note says that.
 """
 from __future__ import annotations
 
@@ -33,15 +36,18 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .victim_times import VictimTimes, steady_victims
+
 # the rule modules build :class:`Interaction` at run time, and the model builds this module's order: so it
 # imports nothing of the package (a PodClass and a BatchModel are read by their attributes)
 PodClass = Any
 BatchModel = Any
 
-__all__ = ["MAX_ORDER_CLASSES", "MAX_ORDER_TERMS", "ArrivalOrder", "Interaction"]
+__all__ = ["MAX_ORDER_CLASSES", "MAX_ORDER_TERMS", "MAX_VICTIM_TERMS", "ArrivalOrder", "Interaction"]
 
 MAX_ORDER_TERMS = 20_000  # product variables: about 4 constraints each
 MAX_ORDER_CLASSES = 400
+MAX_VICTIM_TERMS = 5_000  # (carrier, victim group) literals and their rivals (.victim_times)
 
 Terms = dict[int, list[tuple[cp_model.IntVar, int]]]
 
@@ -49,19 +55,22 @@ Terms = dict[int, list[tuple[cp_model.IntVar, int]]]
 @dataclass(frozen=True)
 class Interaction:
     """``carrier``'s check (a constraint of its rule) counts the pods ``others`` place on nodes with a
-    value in ``codes`` (and ``counted``, when given): those pods change its verdict when they come first."""
+    value in ``codes`` (and ``counted``, when given): those pods change its verdict when they come first.
+    ``victims_only``: only the preemption victims among ``others`` do (a check the rule makes both ways
+    between arriving pods, as anti-affinity: :mod:`.victim_times`)."""
 
     carrier: PodClass
     others: tuple[PodClass, ...]
     codes: np.ndarray
     counted: np.ndarray | None = None
+    victims_only: bool = False
 
 
 class ArrivalOrder:
     """The order variables of one :class:`BatchModel`; inactive (:attr:`enabled` false) when no two
     classes interact, or past the caps."""
 
-    def __init__(self, model: BatchModel, interactions: list[Interaction]) -> None:
+    def __init__(self, model: BatchModel, interactions: list[Interaction], steady: set[int] | None = None) -> None:
         self.model = model
         self.enabled = False
         self.note = ""
@@ -71,12 +80,22 @@ class ArrivalOrder:
         self._pos: dict[int, cp_model.IntVar] = {}
         self._before: dict[tuple[int, int], cp_model.IntVar] = {}
         self._products: dict[tuple, cp_model.IntVar] = {}
-        live = [i for i in interactions if any(d.index != i.carrier.index and model.vars[d.index].arr_vars
-                                               for d in i.others)]
+        self.victims = VictimTimes(self, steady or set())
+        live = self._live(interactions)
         if not live:
             return
-        members = {c.index: c for i in live for c in (i.carrier, *i.others)}
-        cost = sum(self._domains(d, i) for i in live for d in i.others
+        members = self._members(live)
+        pairs = {(i.carrier.index, d.index, n): (i.carrier, d, n) for i in live for d, n in self.victims.groups(i)}
+        victim_cost = self.victims.cost(pairs.values(), members)
+        if victim_cost > MAX_VICTIM_TERMS:
+            self.victims.off = True
+            self.note = (f"preemption victims leave before any pod arrives: {victim_cost} victim terms "
+                         f"(cap {MAX_VICTIM_TERMS})")
+            live = self._live(interactions)
+            if not live:
+                return
+            members = self._members(live)
+        cost = sum(self._domains(d, i) for i in live if not i.victims_only for d in i.others
                    if d.index != i.carrier.index and d.priority == i.carrier.priority)
         if cost > MAX_ORDER_TERMS or len(members) > MAX_ORDER_CLASSES:
             self.note = (f"arrival order not encoded: {len(members)} interacting classes, {cost} order terms "
@@ -89,6 +108,19 @@ class ArrivalOrder:
         n = len(self.members)
         for c in self.members:
             self._pos[c.index] = model.cp.new_int_var(0, max(0, n - 1), f"pos{c.index}")
+
+    def _live(self, interactions: list[Interaction]) -> list[Interaction]:
+        """The interactions an order changes: another class's arrivals, or victims still in place."""
+        model = self.model
+        return [i for i in interactions if self.victims.groups(i) or not i.victims_only and any(
+            d.index != i.carrier.index and model.vars[d.index].arr_vars for d in i.others)]
+
+    def _members(self, live: list[Interaction]) -> dict[int, PodClass]:
+        """The classes that get a position: every carrier, the classes whose arrivals it counts, the
+        classes of the victims it may count."""
+        members = {c.index: c for i in live for c in (i.carrier, *(() if i.victims_only else i.others))}
+        members.update({d.index: d for i in live for d, _ in self.victims.groups(i)})
+        return members
 
     def _domains(self, d: PodClass, i: Interaction) -> int:
         cv = self.model.vars[d.index]
@@ -106,7 +138,7 @@ class ArrivalOrder:
             rule = fw.filter_rules[name]
             if hasattr(rule, "arrival_interactions"):
                 found += rule.arrival_interactions(model, classes)
-        return cls(model, found)
+        return cls(model, found, steady_victims(model))
 
     def active(self, c: PodClass) -> bool:
         """``c``'s checks have an order-aware variant (it carries a constraint others interact with)."""
@@ -116,6 +148,8 @@ class ArrivalOrder:
         """Class ``a``'s pods arrive before class ``b``'s: PrioritySort between priorities, a literal within one."""
         if a.priority != b.priority:
             return a.priority > b.priority
+        if a.index == b.index:
+            return False
         lo, hi = sorted((a.index, b.index))
         lit = self._before.get((lo, hi))
         if lit is None:
@@ -139,6 +173,8 @@ class ArrivalOrder:
                 parts = model.domain_terms([d], codes, counted)
             else:
                 parts = self._keeps(d, codes, counted)
+                for dom, term in self.victims.seen(carrier, d, codes, counted):
+                    parts.setdefault(dom, []).append(term)
                 if earlier is not False:
                     for dom, terms in model.domain_terms([d], codes, counted, arrivals_only=True).items():
                         parts.setdefault(dom, []).append(self._product(d, carrier, terms, earlier, tag, dom))
@@ -180,7 +216,20 @@ class ArrivalOrder:
             return None
         return [c.index for c in sorted(self.members, key=lambda c: (-c.priority, value(self._pos[c.index]), c.index))]
 
+    def evicted(self, value) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
+        """Parallel to :meth:`blocks`: the running pod rows whose victims leave just before each block
+        lands (the rows that stay are filtered out by the re-check); empty under batch semantics."""
+        order = self.blocks(value)
+        return [] if order is None else self.victims.evicted(value, order)
+
+    def position(self, c: PodClass, value) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+        """Where ``c`` arrives at a solution, as :meth:`blocks` sorts: (-priority, position); a class
+        without a position comes after every class of its priority that has one."""
+        pos = self._pos.get(c.index)
+        return -c.priority, (len(self.members) if pos is None else int(value(pos)))
+
     def size(self) -> tuple[int, int]:
-        """(variables, constraints) the order added: positions, before literals, products."""
-        nv = len(self._pos) + len(self._before) + len(self._products) + int(self.ordered is not None)
-        return nv, 2 * len(self._before) + 3 * len(self._products)
+        """(variables, constraints) the order added: positions, before literals, products, victim times."""
+        nv, nc = self.victims.size()
+        nv += len(self._pos) + len(self._before) + len(self._products) + int(self.ordered is not None)
+        return nv, nc + 2 * len(self._before) + 3 * len(self._products)

@@ -121,6 +121,7 @@ class OptimalResult:
     explanations: list[Explanation] = field(default_factory=list)
     used: float = 0.0  # nominal seconds of the run's clock (deterministic work by default) spent
     order: list[np.ndarray] = field(default_factory=list)  # pod rows per class in the arrival order relied on
+    evicted: list[np.ndarray] = field(default_factory=list)  # parallel: victims in place until that block (.victim_times)
     ledger: dict[str, dict[str, float]] = field(default_factory=dict)  # per phase: work counted, CPU (.clock)
 
     def placements(self) -> dict[str, str | None]:
@@ -452,10 +453,13 @@ def _start(m: BatchModel, solver: TierSolver, raw: np.ndarray, hint: np.ndarray,
     return reached, raw_start
 
 
-def _order_blocks(g: _Group) -> list[np.ndarray]:
-    """The pod rows of each class of the arrival order the part's answer takes (none: batch semantics)."""
+def _order_blocks(g: _Group) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The pod rows of each class of the arrival order the part's answer takes (none: batch semantics),
+    and of the victims that leave just before each (.victim_times)."""
     order = g.model.order.blocks(g.solver.value)
-    return [] if order is None else [np.flatnonzero(g.batch.class_of == k) for k in order]
+    if order is None:
+        return [], []
+    return [np.flatnonzero(g.batch.class_of == k) for k in order], g.model.order.evicted(g.solver.value)
 
 
 def _as_is(full: list[int] | None) -> tuple[list[int], None] | None:
@@ -864,6 +868,7 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
     node_of, source = fallback, "greedy"
     witnessed = np.zeros(len(node_of), dtype=bool)  # parts left at kube-scheduler's own placement
     blocks: list[np.ndarray] = []  # pod rows per class, in the arrival order the answer relies on
+    evicted: list[np.ndarray] = []  # parallel: victims still in place until that block lands
     if all(g.solver.full is not None for g in groups):
         node_of = state.pod_node.copy()
         node_of[batch.class_of >= 0] = -1
@@ -874,11 +879,12 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
                 continue
             arrivals, kept = g.model.counts(g.solver.value)
             node_of[rows] = decode(g.batch, arrivals, kept)[rows]
-            blocks += _order_blocks(g)
+            arrive, leave = _order_blocks(g)
+            blocks, evicted = blocks + arrive, evicted + leave
         source = "solver"
     phase("checking the answer with the greedy filters")
     notes += [g.model.order.note for g in groups if g.model.order.note]
-    violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed, blocks) + \
+    violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed, blocks, evicted) + \
         ([] if staged else check_budgets(batch, node_of))
     if (fallback != raw).any():
         how = "the model takes it as one more solution, the solver's start" if all(g.raw_start for g in groups) else \
@@ -911,4 +917,5 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
         notes.append(f"the answer is checked in an arrival order of {len(blocks)} classes, each pod on arrival "
                      "(docs/optimal_trust.md)")
     cert = Certificate(status, tiers, time.perf_counter() - t0, source, greedy_optimal, notes)
-    return OptimalResult(state, batch, node_of, cert, greedy, violations, order=blocks if source == "solver" else [])
+    return OptimalResult(state, batch, node_of, cert, greedy, violations, order=blocks if source == "solver" else [],
+                         evicted=evicted if source == "solver" else [])
