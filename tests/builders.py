@@ -77,6 +77,11 @@ class PodB(_Obj):
         self["spec"].setdefault("tolerations", []).append(t)
         return self
 
+    def apart(self, app: str, key: str = "kubernetes.io/hostname") -> PodB:
+        """Required pod anti-affinity against pods labelled ``app=APP`` in the same ``key`` domain."""
+        return self.set("spec.affinity", {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}]}})
+
     def set(self, path: str, value: Any) -> PodB:
         """Set any field by dotted path, e.g. ``set("spec.nodeSelector", {...})``."""
         cur = self

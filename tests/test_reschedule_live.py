@@ -44,8 +44,7 @@ def plans(draw):  # type: ignore[no-untyped-def]
                                        "ports": [{"containerPort": 9100, "hostPort": 9100}] if port else []}])
         b = b.set("metadata.creationTimestamp", f"2026-01-01T00:{j:02d}:00Z")
         if owner == "db":
-            b = b.set("spec.affinity", {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}})
+            b = b.apart("db")
         if owner == "api":
             b = b.set("spec.topologySpreadConstraints", [
                 {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",

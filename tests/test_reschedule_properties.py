@@ -29,8 +29,7 @@ def clusters(draw):  # type: ignore[no-untyped-def]
             "metadata.ownerReferences", [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
                                           "uid": owner, "controller": True}])
         if owner == "db":  # replicas that must not share a node (drifted: they may already)
-            b = b.set("spec.affinity", {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}})
+            b = b.apart("db")
         where = draw(st.one_of(st.just(-1), st.integers(0, n - 1), st.integers(0, n - 1)))
         if where >= 0 and free[where] >= cpu:
             free[where] -= cpu
