@@ -39,6 +39,16 @@ def test_consolidate_empties_one_of_three_half_full_nodes_in_two_moves():
     assert all(m.source == gone and m.target != gone for m in plan.staging.waves[0].moves)
 
 
+def test_consolidate_keeps_an_already_empty_node_cordoned_for_the_plan_so_replacements_land_on_target():
+    """LeastAllocated scores the empty n4 highest: without it cordoned, both replacements would land there
+    (a node the plan leaves empty), and no move would be kept."""
+    plan = plan_reschedule(state_of(*half_full(), node("n4")), default_config(), "consolidate", time_limit=5)
+    assert plan.staging.held == ["n4"] and plan.to_dict()["cordonDuringPlan"] == ["n4"]
+    assert plan.moves == 2 and plan.consistent and plan.staging.dropped == []
+    assert "n4" not in plan.staging.final.values()
+    assert any(line.startswith("cordon during the plan") and "n4" in line for line in plan.summary())
+
+
 def test_consolidate_by_cost_empties_the_most_expensive_node_and_reports_the_saving():
     plan = plan_reschedule(state_of(*half_full(cost=True)), default_config(), "consolidate", time_limit=5)
     assert plan.removable == ["n3"] and plan.saving == pytest.approx(0.3)

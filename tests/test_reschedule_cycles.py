@@ -39,7 +39,7 @@ def _swap_by_order() -> list:
 def _swap_by_detour(third_cpu: str) -> list:
     """a (1500m on n1, needs pool=a: n2 or n3) and b (2 cpu on n2, needs n1) swap under a budget of one
     disruption, so they cannot leave together. n3, empty, has ``third_cpu`` of room, and the target
-    leaves it empty (consolidating: a replacement may not stay there); n2, the larger, is where kube puts
+    leaves it empty (a replacement may stop there on the way only); n2, the larger, is where kube puts
     a once both n2 and n3 are free."""
     return [node("n1", cpu="2").label(pool="b"), node("n2", cpu="3").label(pool="a"),
             node("n3", cpu=third_cpu).label(pool="a"),
@@ -70,9 +70,14 @@ def test_a_swap_that_name_order_cannot_land_is_evicted_together_in_the_order_tha
     assert staging.dropped == []
 
 
+def _not_on(state, name: str):  # type: ignore[no-untyped-def]
+    """An accept step that refuses a replacement staying on ``name`` (a goal wants it free at the end)."""
+    return lambda p, n, before, after: f"lands on {name}" if n == state.node_index[name] else None
+
+
 def test_a_swap_the_budget_keeps_apart_goes_through_a_third_node_in_two_counted_moves():
     state = state_of(*_swap_by_detour(third_cpu="2"))
-    staging = stage(state, default_config(), _swapped(state), {}, idle=frozenset({"n3"}))
+    staging = stage(state, default_config(), _swapped(state), {}, accept=_not_on(state, "n3"))
     assert _legs(staging) == [[("a", "n1", "n3")], [("b", "n2", "n1")], [("a", "n3", "n2")]]
     assert all(m.predicted == m.target for w in staging.waves for m in w.moves)
     assert [c.outcome for c in staging.cycles] == ["detour"]
@@ -83,7 +88,7 @@ def test_a_swap_the_budget_keeps_apart_goes_through_a_third_node_in_two_counted_
 
 def test_a_swap_with_no_order_and_no_room_elsewhere_is_dropped_and_reported():
     state = state_of(*_swap_by_detour(third_cpu="1"))
-    staging = stage(state, default_config(), _swapped(state), {}, idle=frozenset({"n3"}))
+    staging = stage(state, default_config(), _swapped(state), {}, accept=_not_on(state, "n3"))
     assert staging.waves == []
     assert [c.outcome for c in staging.cycles] == ["dropped"]
     (first, why), *_ = staging.dropped
@@ -94,6 +99,14 @@ def test_a_swap_with_no_order_and_no_room_elsewhere_is_dropped_and_reported():
     assert body["cycles"] == [{"pods": ["default/a", "default/b"], "outcome": "dropped", "detail": why}]
     assert body["dropped"][0]["why"] == why
     assert f"cycle default/a -> default/b: dropped ({why})" in plan.summary()
+
+
+def test_no_detour_stops_on_an_empty_node_a_consolidation_keeps_cordoned():
+    state = state_of(*_swap_by_detour(third_cpu="2"))
+    staging = stage(state, default_config(), _swapped(state), {}, idle=frozenset({"n3"}))
+    assert staging.held == ["n3"] and staging.waves == []
+    assert [c.outcome for c in staging.cycles] == ["dropped"]
+    assert "n3" not in staging.final.values()
 
 
 @pytest.mark.parametrize("moves,cycle", [

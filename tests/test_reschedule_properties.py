@@ -45,7 +45,7 @@ def clusters(draw):  # type: ignore[no-untyped-def]
 def _replay_waves(state, plan) -> np.ndarray:  # type: ignore[no-untyped-def]
     """The emitted waves replayed from the input: each replacement must land on its target."""
     config = default_config()
-    cordoned = frozenset(plan.staging.cordoned)
+    cordoned = frozenset(plan.staging.cordoned) | frozenset(plan.staging.held)  # held: cordoned during the plan
     current = state.pod_node.copy()
     for wave in plan.staging.waves:
         at = state_at(state, current, cordoned)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from builders import node, pod, state_of
-from test_reschedule_cycles import _swap_by_detour, _swapped, owned
+from test_reschedule_cycles import _not_on, _swap_by_detour, _swapped, owned
 
 from optisched.greedy.scheduler import GreedyScheduler
 from optisched.profile import default_config
@@ -43,10 +43,11 @@ def test_an_accepted_landing_is_not_replayed_again(runs):
 
 
 def test_a_detour_leg_reuses_the_replay_of_its_lone_trial(runs):
-    """The detour of tests/test_reschedule_cycles.py: wave 1's replay of a alone (it lands on n3, which the
-    plan leaves empty) is also the detour's lone trial and its first leg; then one replay per wave."""
+    """The detour of tests/test_reschedule_cycles.py: wave 1's replay of a alone (it lands on n3, where the
+    accept step refuses it to stay) is also the detour's lone trial and its first leg; then one replay per
+    wave."""
     state = state_of(*_swap_by_detour(third_cpu="2"))
-    staging = stage(state, CFG, _swapped(state), {}, idle=frozenset({"n3"}))
+    staging = stage(state, CFG, _swapped(state), {}, accept=_not_on(state, "n3"))
     assert [c.outcome for c in staging.cycles] == ["detour"] and len(staging.waves) == 3
     assert staging.replays == runs[0] == 3 and staging.reused == 2
 

@@ -59,6 +59,7 @@ class ReschedulePlan:
         return {
             "goal": [str(g) for g in self.goals],
             "cordon": self.staging.cordoned,
+            "cordonDuringPlan": self.staging.held,
             "waves": [{"evictions": [{"pod": m.key, "from": m.source, "to": m.target, "predicted": m.predicted,
                                       "reason": m.reason} for m in w.moves], "budgets": w.budgets}
                       for w in self.staging.waves],
@@ -91,6 +92,8 @@ class ReschedulePlan:
                 lines.append(f"  {k}: {b[k]} -> {a[k]}")
         if self.staging.cordoned:
             lines.append(f"cordon first: {', '.join(self.staging.cordoned)}")
+        if self.staging.held:
+            lines.append(f"cordon during the plan, uncordon after its last wave (empty already): {_some(self.staging.held)}")
         proven = {True: ", the fewest for the budgets", False: ", not proven the fewest", None: ""}[self.staging.minimal]
         lines.append(f"moves: {self.moves} in {len(self.staging.waves)} wave(s){proven}")
         for i, w in enumerate(self.staging.waves):
@@ -113,6 +116,12 @@ class ReschedulePlan:
 
 def on_target(m: Move) -> bool:
     return m.predicted == m.target or (m.target is None and m.predicted != m.source)
+
+
+def _some(names: list[str], shown: int = 10) -> str:
+    """The first ``shown`` names, then how many more (the whole list is in ``plan.json``)."""
+    more = f" and {len(names) - shown} more ({len(names)} nodes)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _fmt(x: object) -> str:

@@ -156,6 +156,8 @@ def _lead(plan: ReschedulePlan) -> str:
             f"predicted on their target: <b>{on}/{len(evicted)}</b>")
     if plan.staging.cordoned:
         text += f"; cordon first: {e(', '.join(plan.staging.cordoned))}"
+    if plan.staging.held:
+        text += f"; cordoned during the plan (empty already): {len(plan.staging.held)} node(s)"
     return f'<p class="lead">{text}.</p>'
 
 

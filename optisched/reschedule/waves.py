@@ -74,6 +74,7 @@ class Staging:
     notes: list[str] = field(default_factory=list)
     final: dict[str, str | None] = field(default_factory=dict)  # every pod's predicted node at the end
     cordoned: list[str] = field(default_factory=list)  # nodes to cordon before the first wave
+    held: list[str] = field(default_factory=list)  # empty nodes cordoned during the plan, uncordoned after it
     cycles: list[CycleReport] = field(default_factory=list)  # moves waiting on each other, and what was done
     replays: int = 0  # kube-scheduler replays run: one per eviction order tried (each wave, its re-plans, cycles)
     reused: int = 0  # replays answered from one already run for the same wave and eviction order
@@ -236,7 +237,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     built afresh (:func:`.replays.full_replay`, the reference the incremental path is tested against)."""
     budgets = budgets or Budgets()
     t0 = time.perf_counter()
-    staging = Staging(cordoned=sorted(emptied))
+    staging = Staging(cordoned=sorted(emptied), held=sorted(idle))
     names = state.node_names
     current = state.pod_node.copy()
     moved = np.flatnonzero((current >= 0) & (target != current)).tolist()
@@ -247,7 +248,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     pending = {p: int(target[p]) for p in np.flatnonzero(current < 0).tolist()}
     ledger = PDBLedger(state, (current >= 0).tolist())
     caps = _workload_caps(state, budgets.max_unavailable_per_workload)
-    base = cordon(state, emptied)
+    base = cordon(state, emptied | idle)
     live = LiveCluster(base, config) if incremental and remaining else None
     gone = np.zeros(len(state.pods), dtype=bool)
     plan: dict[str, int] = {}
