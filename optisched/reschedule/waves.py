@@ -250,6 +250,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     base = cordon(state, emptied)
     live = LiveCluster(base, config) if incremental and remaining else None
     gone = np.zeros(len(state.pods), dtype=bool)
+    requeued: tuple[int, ...] = ()  # pods preempted by a kept wave, re-created by their controllers
     plan: dict[str, int] = {}
     while remaining:
         if not plan:  # the first wave, or the last one went otherwise than planned: plan the rest
@@ -259,7 +260,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         wave, used = _pick(state, [m for m in remaining if plan[m.key] == nxt], ledger, caps)
         first = wave[0] if wave else remaining[0]
         planned = len(wave)
-        replays = Replays(base, config, current, gone, pending, live)
+        replays = Replays(base, config, current, gone, pending, live, requeued)
         landing, why_out = _settle(replays, wave, emptied, staging, idle, accept)
         if not wave:
             wave, landing, why = _unstick(state, replays, first, remaining, emptied, ledger, caps, staging, budgets)
@@ -281,11 +282,12 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
             staging.notes.append(f"{key}: waits for a later wave ({why} in wave {len(staging.waves) + 1})")
         _, used = _pick(state, wave, ledger, caps)
         staging.waves.append(Wave(wave, used))
-        current, gone = landing.after, landing.gone
+        current, gone, requeued = landing.after, landing.gone, landing.requeued
         pending = {p: t for p, t in pending.items() if current[p] < 0}
+        _drop_preempted(remaining, current, landing, staging)
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
     if not staging.waves and pending:
-        replays = Replays(base, config, current, gone, pending, live)
+        replays = Replays(base, config, current, gone, pending, live, requeued)
         staging.final.update(replays([]).landed)
         _tally(staging, replays)
     staging.seconds = time.perf_counter() - t0
@@ -343,6 +345,16 @@ def _plan(state: ClusterState, moves: list[Move], ledger: PDBLedger, caps: dict[
                               [_owner(state, p) for p in rows], ledger.budgets_of, ledger.allowed, caps, current,
                               placed_at, state.pod_requests, state.allocatable, pack)
     return {"": int(schedule.proven), **{m.key: w for m, w in zip(moves, schedule.wave_of)}}
+
+
+def _drop_preempted(remaining: list[Move], current: np.ndarray, landing: Trial, staging: Staging) -> None:
+    """Drop the moves left of pods the kept wave's replay preempted: kube-scheduler deleted them (its
+    DefaultPreemption, kubernetes v1.35.4 ``pkg/scheduler/framework/preemption/preemption.go``), so there
+    is nothing left to evict; an owned one's replacement is placed as a new pod by the next wave."""
+    for m in [m for m in remaining if current[m.pod] < 0]:
+        what = "gone (no controller)" if landing.gone[m.pod] else "re-created by its controller"
+        staging.dropped.append((m, f"preempted on arrival of a pod in wave {len(staging.waves)}; {what}"))
+        remaining.remove(m)
 
 
 def _tally(staging: Staging, replays: Replays) -> None:
