@@ -13,6 +13,7 @@ reference) or is a trial on the one :class:`.live.LiveCluster` the staging keeps
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -21,7 +22,9 @@ from ..preemption.landing import owned, predict_landing
 from ..profile import SchedulerConfig
 from .live import Evicted, LiveCluster, Trial, preempted
 
-__all__ = ["Replays", "Trial", "full_replay"]
+M = TypeVar("M", bound=Evicted)
+
+__all__ = ["Replays", "Trial", "full_replay", "last_replays", "preempted_moves"]
 
 
 def full_replay(base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
@@ -32,7 +35,8 @@ def full_replay(base: ClusterState, config: SchedulerConfig, current: np.ndarray
     (:func:`optisched.preemption.landing.predict_landing`, a delta on ``base``'s arrays)."""
     node_of = current.copy()
     for p, t in pending.items():
-        node_of[p] = t
+        if current[p] < 0:  # a pod placed since is not moved by its target
+            node_of[p] = t
     for m in wave:
         node_of[m.pod] = base.node_index[m.target] if m.target is not None else -1
     landing = predict_landing(base, config, node_of, [m.key for m in wave], current, gone, requeued)
@@ -85,3 +89,32 @@ class Replays:
         if self.live.applied != tuple(m.pod for m in wave):
             self._run(wave)
         self.live.keep()
+
+
+def preempted_moves(remaining: Sequence[M], current: np.ndarray, gone: np.ndarray,
+                    wave: int) -> list[tuple[M, str]]:
+    """The moves left, with why each is dropped, of pods the kept ``wave``'s replay preempted (no longer
+    on a node at ``current``): kube-scheduler deleted them (DefaultPreemption, kubernetes v1.35.4
+    ``pkg/scheduler/framework/preemption/preemption.go``), so there is nothing left to evict; an owned
+    one's replacement is placed as a new pod by the next replay."""
+    return [(m, f"preempted on arrival of a pod in wave {wave}; "
+                + ("gone (no controller)" if gone[m.pod] else "re-created by its controller"))
+            for m in remaining if current[m.pod] < 0]
+
+
+def last_replays(replays: Replays) -> tuple[np.ndarray, int, int]:
+    """The placement once kube-scheduler has placed what the waves leave to it, by replays without an
+    eviction from ``replays``' start: the pods still pending, and the pods the replay before preempted,
+    which their controllers re-create as new pods; again while a replay preempts pods not yet re-created
+    (each such chain goes down in priority, so it ends). Also the replays run and answered again."""
+    tried: set[int] = set()
+    runs = reused = 0
+    while True:
+        trial = replays([])
+        replays.keep([])
+        runs, reused = runs + replays.count, reused + replays.hits
+        tried.update(replays.requeued)
+        if not set(trial.requeued) - tried:
+            return trial.after, runs, reused
+        pending = {p: t for p, t in replays.pending.items() if trial.after[p] < 0}
+        replays = Replays(replays.base, replays.config, trial.after, trial.gone, pending, replays.live, trial.requeued)

@@ -38,7 +38,7 @@ from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .cycles import CycleReport, resolve_cycle
 from .live import LiveCluster
-from .replays import Replays, Trial
+from .replays import Replays, Trial, last_replays, preempted_moves
 from .wave_pack import schedule_moves
 
 __all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
@@ -284,12 +284,13 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         staging.waves.append(Wave(wave, used))
         current, gone, requeued = landing.after, landing.gone, landing.requeued
         pending = {p: t for p, t in pending.items() if current[p] < 0}
-        _drop_preempted(remaining, current, landing, staging)
+        for m, why in preempted_moves(remaining, current, gone, len(staging.waves)):
+            staging.dropped.append((m, why))
+            remaining.remove(m)
+    if (pending and not staging.waves) or requeued:
+        current, runs, reused = last_replays(Replays(base, config, current, gone, pending, live, requeued))
+        staging.replays, staging.reused = staging.replays + runs, staging.reused + reused
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
-    if not staging.waves and pending:
-        replays = Replays(base, config, current, gone, pending, live, requeued)
-        staging.final.update(replays([]).landed)
-        _tally(staging, replays)
     staging.seconds = time.perf_counter() - t0
     return staging
 
@@ -345,16 +346,6 @@ def _plan(state: ClusterState, moves: list[Move], ledger: PDBLedger, caps: dict[
                               [_owner(state, p) for p in rows], ledger.budgets_of, ledger.allowed, caps, current,
                               placed_at, state.pod_requests, state.allocatable, pack)
     return {"": int(schedule.proven), **{m.key: w for m, w in zip(moves, schedule.wave_of)}}
-
-
-def _drop_preempted(remaining: list[Move], current: np.ndarray, landing: Trial, staging: Staging) -> None:
-    """Drop the moves left of pods the kept wave's replay preempted: kube-scheduler deleted them (its
-    DefaultPreemption, kubernetes v1.35.4 ``pkg/scheduler/framework/preemption/preemption.go``), so there
-    is nothing left to evict; an owned one's replacement is placed as a new pod by the next wave."""
-    for m in [m for m in remaining if current[m.pod] < 0]:
-        what = "gone (no controller)" if landing.gone[m.pod] else "re-created by its controller"
-        staging.dropped.append((m, f"preempted on arrival of a pod in wave {len(staging.waves)}; {what}"))
-        remaining.remove(m)
 
 
 def _tally(staging: Staging, replays: Replays) -> None:
