@@ -111,20 +111,20 @@ def test_a_move_of_a_pod_preempted_by_an_earlier_wave_is_dropped(incremental):
 
 
 @PATHS
-@pytest.mark.parametrize("moved,victim,final,replays", [
-    (("default/m2",), owned("v", "rv"), "n2", 2),
-    (("default/m2",), pod("v"), None, 1),
-    ((), owned("v", "rv"), "n2", 2),
-    ((), pod("v"), None, 1),
+@pytest.mark.parametrize("moved,bare,final,replays", [
+    (("default/m2",), False, "n2", 2),
+    (("default/m2",), True, None, 1),
+    ((), False, "n2", 2),
+    ((), True, None, 1),
 ], ids=["an owned victim of the last wave is placed after it, where a new pod goes",
         "a bare victim of the last wave is gone at the end",
         "with no wave at all, an owned victim of the pending pods is placed as a new pod",
         "with no wave at all, a bare victim of the pending pods is gone"])
-def test_what_the_last_replay_preempts_is_placed_or_gone_at_the_end(incremental, moved, victim, final, replays):
+def test_what_the_last_replay_preempts_is_placed_or_gone_at_the_end(incremental, moved, bare, final, replays):
     """After the waves kube-scheduler goes on: the replacement of a pod preempted by the last replay is
     scheduled like any new pod by one more replay (n2, the emptiest with room). Without it an owned
     victim was left pending and, with no wave, any victim left on the node it was preempted from."""
-    state, target = _cluster(victim)
+    state, target = _cluster(pod("v") if bare else owned("v", "rv"))
     for key in {"default/m1", "default/m2"} - set(moved):
         target[state.pod_index[key]] = state.node_index["n1"]
     staging = stage(state, CFG, target, {}, incremental=incremental)

@@ -51,7 +51,8 @@ class Landing:
 
 
 def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarray, gone: np.ndarray | None = None,
-                     evicted: Sequence[str] = (), requeued: Sequence[int] = ()) -> tuple[ClusterState, list[str], np.ndarray]:
+                     evicted: Sequence[str] = (),
+                     requeued: Sequence[int] = ()) -> tuple[ClusterState, list[str], np.ndarray]:
     """The cluster with the pods at ``current`` (node row per pod row, -1 pending) once the pods that
     leave their node for ``node_of`` are evicted (re-created pending when owned), without the ``gone``
     rows (bare pods evicted or preempted before); the keys of the pods to be placed (every pending pod,

@@ -132,7 +132,8 @@ class LiveCluster:
         self._recreate(undo, [v for v in victims if self.owned[v]])  # deleted by preemption, created after
         after_gone = gone.copy()
         after_gone[[m.pod for m in wave if not self.owned[m.pod]]] = True
-        return preempted(Trial(landed, preempts, node_of.copy(), after_gone, tuple(requeued)), victims, self.owned)
+        trial = Trial(landed, preempts, node_of.copy(), after_gone, tuple(requeued))
+        return preempted(trial, victims, self.owned)
 
     def _recreate(self, undo: _Undo, rows: list[int]) -> None:
         """Give each of ``rows`` its replacement's object, created in that order after those made so far."""

@@ -58,7 +58,8 @@ class Replays:
     hold that start), else each built afresh."""
 
     def __init__(self, base: ClusterState, config: SchedulerConfig, current: np.ndarray, gone: np.ndarray,
-                 pending: dict[int, int], live: LiveCluster | None = None, requeued: tuple[int, ...] = ()) -> None:
+                 pending: dict[int, int], live: LiveCluster | None = None,
+                 requeued: tuple[int, ...] = ()) -> None:
         self.base, self.config, self.current, self.gone, self.pending = base, config, current, gone, pending
         self.requeued = requeued
         self.live = live
@@ -117,4 +118,5 @@ def last_replays(replays: Replays) -> tuple[np.ndarray, int, int]:
         if not set(trial.requeued) - tried:
             return trial.after, runs, reused
         pending = {p: t for p, t in replays.pending.items() if trial.after[p] < 0}
-        replays = Replays(replays.base, replays.config, trial.after, trial.gone, pending, replays.live, trial.requeued)
+        replays = Replays(replays.base, replays.config, trial.after, trial.gone, pending, replays.live,
+                          trial.requeued)
