@@ -26,11 +26,14 @@ def owned(name: str, owner: str):  # type: ignore[no-untyped-def]
 
 
 @st.composite
-def plans(draw):  # type: ignore[no-untyped-def]
-    """A cluster of 3 to 5 nodes in two zones, 4 to 14 pods of one priority (so nothing preempts: the
-    two paths differ only where preemption reads start times and node order), spread, anti-affinity, host
+def plans(draw, preempting: bool = False):  # type: ignore[no-untyped-def]
+    """A cluster of 3 to 5 nodes in two zones, 4 to 14 pods of one priority, spread, anti-affinity, host
     ports (never two holders of a port on one node: there an eviction frees it, below), a budget of one
-    disruption, some pods pending; a random target and maybe a node to empty."""
+    disruption, some pods pending; a random target and maybe a node to empty. Maybe (``preempting``:
+    always, with the budget and one pod per workload and wave, so that waves follow) one pending pod of
+    higher priority that takes a whole node it is pinned to: it preempts every pod there in the first
+    replay, where both paths start from the input; no other pod can preempt (the paths differ where
+    preemption reads start times and node order, below), so the victims are what later waves read."""
     n = draw(st.integers(3, 5))
     objs: list = [node(f"n{i}", cpu="4").zone(f"z{i % 2}") for i in range(n)]
     free = [4000] * n
@@ -55,17 +58,21 @@ def plans(draw):  # type: ignore[no-untyped-def]
             ported[where] |= port
             b = b.on(f"n{where}")
         objs.append(b)
-    if draw(st.booleans()):
+    if preempting or draw(st.booleans()):
+        pinned = {"kubernetes.io/hostname": f"n{draw(st.integers(0, n - 1))}"}
+        objs.append(pod("preemptor").req(cpu="4").priority(100).set("spec.nodeSelector", pinned))
+    if preempting or draw(st.booleans()):
         objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                      "metadata": {"name": "web", "namespace": "default"},
                      "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}})
     state = state_of(*objs)
-    target = np.array([draw(st.integers(-1, n - 1)) if draw(st.booleans()) else int(state.pod_node[p])
+    lowest = 0 if preempting else -1  # preempting: no pod left without a node (those moves are dropped)
+    target = np.array([draw(st.integers(lowest, n - 1)) if draw(st.booleans()) else int(state.pod_node[p])
                        for p in range(len(state.pods))], dtype=np.int64)
     emptied = frozenset({"n0"}) if draw(st.booleans()) else frozenset()
     if emptied:
         target[target == 0] = 1
-    return state, target, emptied, draw(st.sampled_from([None, "1"]))
+    return state, target, emptied, "1" if preempting else draw(st.sampled_from([None, "1"]))
 
 
 def _outcome(staging) -> tuple:  # type: ignore[no-untyped-def]
@@ -78,11 +85,22 @@ def _outcome(staging) -> tuple:  # type: ignore[no-untyped-def]
 @given(plans())
 def test_the_live_setup_stages_every_plan_as_the_replays_built_afresh_do(case):
     """Not ``homeless``: a replacement left pending by a wave is the other difference on purpose (below)."""
-    state, target, emptied, per_workload = case
+    _assert_same_staging(*case)
+
+
+def _assert_same_staging(state, target, emptied, per_workload) -> None:  # type: ignore[no-untyped-def]
     budgets = Budgets(max_unavailable_per_workload=per_workload)
     fresh = stage(state, CFG, target, {}, budgets, emptied, incremental=False)
     live = stage(state, CFG, target, {}, budgets, emptied)
     assert _outcome(live) == _outcome(fresh)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plans(preempting=True))
+def test_pods_preempted_by_a_kept_wave_are_staged_as_the_replays_built_afresh_do(case):
+    """A victim of the preemptor is gone (bare) or re-created as a new pod (owned) in both paths, and a
+    move planned for it later is dropped in both."""
+    _assert_same_staging(*case)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -51,12 +51,15 @@ class Landing:
 
 
 def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarray, gone: np.ndarray | None = None,
-                     evicted: Sequence[str] = ()) -> tuple[ClusterState, list[str], np.ndarray]:
+                     evicted: Sequence[str] = (),
+                     requeued: Sequence[int] = ()) -> tuple[ClusterState, list[str], np.ndarray]:
     """The cluster with the pods at ``current`` (node row per pod row, -1 pending) once the pods that
     leave their node for ``node_of`` are evicted (re-created pending when owned), without the ``gone``
-    rows (bare pods evicted before); the keys of the pods to be placed (every pending pod, then every
-    re-created one, in eviction order: ``evicted``, keys in the order the evictions are issued, the others
-    after them in row order) and, per row of the new state, its row in ``state``.
+    rows (bare pods evicted or preempted before); the keys of the pods to be placed (every pending pod,
+    then every re-created one, in eviction order: ``evicted``, keys in the order the evictions are issued,
+    the others after them in row order) and, per row of the new state, its row in ``state``. ``requeued``:
+    pending rows whose controller re-created them before these evictions (owned pods an earlier replay's
+    preemption deleted), in the order created: each is a replacement too, created before this call's.
 
     A delta on the compiled arrays, not a recompile: the rows kept stay in order and the replacements
     follow in eviction order, exactly as compiling the pod list would order them, so the replay (the
@@ -64,8 +67,10 @@ def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarr
     moved = (current >= 0) & (node_of != current)
     owned = _owned(state)
     keep = ~moved if gone is None else ~moved & ~gone
+    keep[list(requeued)] = False
     rank = {k: i for i, k in enumerate(evicted)}
-    again = sorted(np.flatnonzero(moved & owned).tolist(), key=lambda p: (rank.get(state.pods[p].key, len(rank)), p))
+    again = list(requeued) + sorted(np.flatnonzero(moved & owned).tolist(),
+                                    key=lambda p: (rank.get(state.pods[p].key, len(rank)), p))
     rows = np.concatenate([np.flatnonzero(keep), np.asarray(again, dtype=np.int64)])
     evicted_at, keys = _stamp_and_keys(state)
     pods = [state.pods[p] for p in rows[:int(keep.sum())].tolist()]
@@ -125,15 +130,16 @@ def _aware(t: datetime) -> datetime:
 
 def predict_landing(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray,
                     evicted: Sequence[str] = (), current: np.ndarray | None = None,
-                    gone: np.ndarray | None = None) -> Landing:
+                    gone: np.ndarray | None = None, requeued: Sequence[int] = ()) -> Landing:
     """Replay ``node_of``'s evictions and let greedy mode place the rest (see the module docstring).
     ``evicted``: the order the evictions are issued in (pod keys), which is the replacements' queue order
     within a priority; by default, row order. ``current``: where the pods are now (default: as ``state``
-    has them), ``gone``: rows no longer in the cluster (a plan's later waves replay on the same compiled
-    ``state``)."""
+    has them), ``gone``: rows no longer in the cluster, ``requeued``: pending rows re-created by their
+    controller before these evictions, in that order (a plan's later waves replay on the same compiled
+    ``state``: the pods an earlier wave's preemption deleted)."""
     node_of = np.asarray(node_of)
     current = state.pod_node if current is None else np.asarray(current)
-    after, keys, origin = _after_evictions(state, node_of, current, gone, evicted)
+    after, keys, origin = _after_evictions(state, node_of, current, gone, evicted, requeued)
     names = state.node_names
     target = {k: (names[n] if (n := int(node_of[state.pod_index[k]])) >= 0 else None) for k in keys}
     result = GreedyScheduler(after, config, GreedyOptions(record=False)).run()

@@ -20,7 +20,8 @@ with the input). Both give the same landings unless preemption reads the differe
 node choice go by start time and list order), a replacement is left pending by a wave (``fit-pending``
 evicting a pod to make room), or an evicted pod frees a host port another pod on its node holds too
 (``HostPortInfo.Remove`` deletes the entry, as the live snapshot's NodePorts index does): see
-``docs/reschedule.md``.
+``docs/reschedule.md``. A pod a kept wave's replay preempts is deleted by kube-scheduler: both paths
+re-create an owned victim as a new pod created then, and count a bare one gone (:func:`preempted`).
 
 A replacement takes its original's row (same key, same spec): the rows of the live state are the
 input's, so placements read in the input's rows directly.
@@ -50,14 +51,32 @@ class Evicted(Protocol):
 
 @dataclass(frozen=True)
 class Trial:
-    """One replay's answer: where each pod placed lands (key -> node, None: pending), per replacement
-    that preempts on arrival one pod it evicts, and the placement after it in the input's rows (-1:
-    pending or gone) with the rows gone from the cluster (bare pods evicted: nothing re-creates them)."""
+    """One replay's answer: where each pod placed lands (key -> node, None: pending), per pod that
+    preempts on arrival one pod it evicts, and the placement after it in the input's rows (-1: pending or
+    gone) with the rows gone from the cluster (bare pods evicted or preempted: nothing re-creates them)
+    and the pods preempted so far that their controllers re-created, pending, in the order created."""
 
     landed: dict[str, str | None]
     preempts: dict[str, str]
     after: np.ndarray
     gone: np.ndarray
+    requeued: tuple[int, ...] = ()
+
+
+def preempted(trial: Trial, victims: Sequence[int], owned: np.ndarray) -> Trial:
+    """``trial`` once its preemptions' ``victims`` (rows, in the order deleted) are gone from the API:
+    kube-scheduler deletes each victim (kubernetes v1.35.4
+    ``pkg/scheduler/framework/preemption/preemption.go``, ``Evaluator.prepareCandidate``), so a bare
+    victim is gone for good, and an owned one comes back as a new pod its controller creates then, after
+    the replacements created before it. The next wave queues it with the pending pods by priority, then
+    the time it was queued (``pkg/scheduler/framework/plugins/queuesort/priority_sort.go``, ``Less``): after
+    the older pods of its priority. Pods re-created earlier (``trial.requeued``) and still pending keep
+    their place before it."""
+    gone = trial.gone.copy()
+    gone[[v for v in victims if not owned[v]]] = True
+    hit = set(victims)
+    again = tuple(r for r in trial.requeued if trial.after[r] < 0 and r not in hit)
+    return replace(trial, gone=gone, requeued=again + tuple(v for v in victims if owned[v]))
 
 
 @dataclass
@@ -66,6 +85,7 @@ class _Undo:
     start_time: np.ndarray
     cycle_no: int
     objects: dict[int, Pod]  # rows whose object the trial replaced, as they were
+    made: int = 0  # replacements the trial created (evicted pods, then preempted ones)
 
 
 class LiveCluster:
@@ -87,9 +107,11 @@ class LiveCluster:
         self.applied: tuple[int, ...] | None = None  # the eviction order of the trial in place, if any
         self._undo: _Undo | None = None
 
-    def trial(self, wave: Sequence[Evicted], current: np.ndarray, gone: np.ndarray) -> Trial:
+    def trial(self, wave: Sequence[Evicted], current: np.ndarray, gone: np.ndarray,
+              requeued: Sequence[int] = ()) -> Trial:
         """Evict ``wave`` (in that order) from the placement ``current`` (``gone``: rows no longer in the
-        cluster) and replay; the trial stays in place until the next one or :meth:`keep`."""
+        cluster; ``requeued``: pending rows re-created after a preemption, their objects already new ones)
+        and replay; the trial stays in place until the next one or :meth:`keep`."""
         self.undo()
         snap, sched = self.snapshot, self.sched
         assert snap.journal is not None and np.array_equal(snap.node_of, current), "the live cluster drifted"
@@ -97,9 +119,7 @@ class LiveCluster:
         for m in wave:  # the evictions, in the order issued (NodeInfo.RemovePod)
             snap.remove(m.pod)
         again = [m.pod for m in wave if self.owned[m.pod]]
-        for k, p in enumerate(again):  # re-created in eviction order, after every pod of the input
-            undo.objects[p] = self.state.pods[p]
-            self.state.pods[p] = replacement(self.original[p], self.latest, self.created + k)
+        self._recreate(undo, again)  # re-created in eviction order, after every pod of the input
         queue = np.flatnonzero((current < 0) & ~gone).tolist() + again
         sched.restart()
         self.state.pod_node[:] = snap.node_of
@@ -108,9 +128,19 @@ class LiveCluster:
         names, node_of, rows = self.state.node_names, snap.node_of, self.state.pods
         landed = {rows[p].key: (names[n] if (n := int(node_of[p])) >= 0 else None) for p in queue}
         preempts = {rows[by].key: rows[v].key for v, (by, _) in result.preempted.items()}
+        victims = list(result.preempted)
+        self._recreate(undo, [v for v in victims if self.owned[v]])  # deleted by preemption, created after
         after_gone = gone.copy()
         after_gone[[m.pod for m in wave if not self.owned[m.pod]]] = True
-        return Trial(landed, preempts, node_of.copy(), after_gone)
+        trial = Trial(landed, preempts, node_of.copy(), after_gone, tuple(requeued))
+        return preempted(trial, victims, self.owned)
+
+    def _recreate(self, undo: _Undo, rows: list[int]) -> None:
+        """Give each of ``rows`` its replacement's object, created in that order after those made so far."""
+        for p in rows:
+            undo.objects.setdefault(p, self.state.pods[p])
+            self.state.pods[p] = replacement(self.original[p], self.latest, self.created + undo.made)
+            undo.made += 1
 
     def undo(self) -> None:
         """Take the trial in place back (the snapshot, its rules' indexes, start times, pod objects)."""
@@ -130,5 +160,5 @@ class LiveCluster:
         assert self.snapshot.journal is not None
         del self.snapshot.journal[:]
         if self._undo is not None:
-            self.created += len(self._undo.objects)
+            self.created += self._undo.made
         self._undo, self.applied = None, None

@@ -38,7 +38,7 @@ from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .cycles import CycleReport, resolve_cycle
 from .live import LiveCluster
-from .replays import Replays, Trial
+from .replays import Replays, Trial, last_replays, preempted_moves
 from .wave_pack import schedule_moves
 
 __all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
@@ -251,6 +251,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     base = cordon(state, emptied | idle)
     live = LiveCluster(base, config) if incremental and remaining else None
     gone = np.zeros(len(state.pods), dtype=bool)
+    requeued: tuple[int, ...] = ()  # pods preempted by a kept wave, re-created by their controllers
     plan: dict[str, int] = {}
     while remaining:
         if not plan:  # the first wave, or the last one went otherwise than planned: plan the rest
@@ -260,7 +261,7 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         wave, used = _pick(state, [m for m in remaining if plan[m.key] == nxt], ledger, caps)
         first = wave[0] if wave else remaining[0]
         planned = len(wave)
-        replays = Replays(base, config, current, gone, pending, live)
+        replays = Replays(base, config, current, gone, pending, live, requeued)
         landing, why_out = _settle(replays, wave, emptied, staging, idle, accept)
         if not wave:
             wave, landing, why = _unstick(state, replays, first, remaining, emptied, ledger, caps, staging, budgets)
@@ -282,13 +283,15 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
             staging.notes.append(f"{key}: waits for a later wave ({why} in wave {len(staging.waves) + 1})")
         _, used = _pick(state, wave, ledger, caps)
         staging.waves.append(Wave(wave, used))
-        current, gone = landing.after, landing.gone
+        current, gone, requeued = landing.after, landing.gone, landing.requeued
         pending = {p: t for p, t in pending.items() if current[p] < 0}
+        for m, why in preempted_moves(remaining, current, gone, len(staging.waves)):
+            staging.dropped.append((m, why))
+            remaining.remove(m)
+    if (pending and not staging.waves) or requeued:
+        current, runs, reused = last_replays(Replays(base, config, current, gone, pending, live, requeued))
+        staging.replays, staging.reused = staging.replays + runs, staging.reused + reused
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
-    if not staging.waves and pending:
-        replays = Replays(base, config, current, gone, pending, live)
-        staging.final.update(replays([]).landed)
-        _tally(staging, replays)
     staging.seconds = time.perf_counter() - t0
     return staging
 
