@@ -30,6 +30,10 @@ from .waves import Budgets, stage
 
 __all__ = ["plan_reschedule"]
 
+# the share of ``--time-limit`` kept for the staging (waves and kube-scheduler replays), which the target's
+# solve does not count: at 5,000 nodes / 50,000 pods a consolidate plan's staging took 20 s, 7 % of 300 s
+STAGING_RESERVE = 0.15
+
 
 def _reasons(state: ClusterState, target: np.ndarray, goals: list[Goal], emptied: set[str],
              bad: dict[int, str]) -> dict[int, str]:
@@ -116,8 +120,8 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     for (``--for``; all or none), instead of every pending pod; ``thresholds``: ``balance``'s
     (thresholds, targetThresholds) in percent, LowNodeUtilization's arguments; ``soft``: ``repair``
     repairs the preferences too, as a tier after the required rules. ``pareto``: also the goal at move
-    budgets 0, 1, 2, 4, ... (:mod:`.pareto`; the plan's solve then has half of ``time_limit``, the sweep
-    the rest)."""
+    budgets 0, 1, 2, 4, ... (:mod:`.pareto`; the plan's solve then has half of its share, the sweep the
+    rest). The target's solve has ``time_limit`` less :data:`STAGING_RESERVE`, the staging the rest."""
     if pareto and gang:
         raise InputError("--pareto and --for do not go together (a gang is all or none: compare budgets with "
                          "--max-moves instead)")
@@ -134,8 +138,9 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     balance = thresholds if thresholds is not None and Goal.BALANCE in parsed else None
     start = GoalStarts(state, config, parsed, policy, counted, soft, balance) if not gang else None
     targets = balance[1] if balance is not None else None
+    solving = time_limit * (1 - STAGING_RESERVE)
     target, result = solve_target(state, config, parsed, budgets, policy,
-                                  time_limit / 2 if pareto else time_limit, seed, gang, notes, soft, start, targets)
+                                  solving / 2 if pareto else solving, seed, gang, notes, soft, start, targets)
     notes += start.lines() if start is not None else []
     spent = time.perf_counter() - started
     names = state.node_names
