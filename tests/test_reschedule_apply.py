@@ -268,7 +268,7 @@ def test_held_nodes_are_uncordoned_after_the_last_wave(held_plan, serve):
     assert cluster.log == [("PATCH", "n3"), ("PATCH", "n4"), ("POST", "web-31"), ("POST", "web-32"),
                            ("PATCH", "n4")]
     assert cluster.patches[-1] == ("n4", UNCORDON, STRATEGIC)
-    assert cluster.unschedulable() == ["n3"] and report.uncordoned == ["n4"]
+    assert cluster.unschedulable() == ["n3"] and report.uncordoned == ["n4"] and report.left_cordoned == ["n3"]
     assert "uncordoned n4" in report.lines()
 
 
@@ -283,7 +283,7 @@ def test_held_nodes_are_uncordoned_when_the_run_stops(held_plan, serve, answers,
     report = _run(held_plan, cluster, serve, retry_for=0.2)
     assert report.stopped is not None and why in report.stopped and report.failed
     assert cluster.log[-1] == ("PATCH", "n4") and cluster.patches[-1] == ("n4", UNCORDON, STRATEGIC)
-    assert cluster.unschedulable() == ["n3"] and report.uncordoned == ["n4"]
+    assert cluster.unschedulable() == ["n3"] and report.uncordoned == ["n4"] and report.left_cordoned == ["n3"]
     assert "left cordoned: n3 (kubectl uncordon to undo)" in report.lines()
 
 
@@ -311,7 +311,7 @@ def test_a_node_that_cannot_be_cordoned_stops_the_run_before_any_eviction(held_p
     report = _run(held_plan, cluster, serve)
     assert report.stopped == f"cannot cordon node {failing}: the patch answered 500 Internal Server Error"
     assert cluster.posts == [] and report.evicted == [] and report.waves_done == 0
-    assert report.uncordoned == undone and cluster.unschedulable() == []
+    assert report.uncordoned == undone and report.left_cordoned == [] and cluster.unschedulable() == []
 
 
 def test_a_held_node_that_cannot_be_uncordoned_is_reported(held_plan, serve):

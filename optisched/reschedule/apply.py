@@ -43,6 +43,7 @@ class ApplyReport:
     found_cordoned: list[str] = field(default_factory=list)  # nodes of the plan unschedulable already
     uncordoned: list[str] = field(default_factory=list)  # nodes this run cordoned, then uncordoned
     uncordon_failed: list[tuple[str, str]] = field(default_factory=list)  # (node, why)
+    left_cordoned: list[str] = field(default_factory=list)  # nodes this run cordoned for good (emptied)
 
     @property
     def failed(self) -> bool:
@@ -60,9 +61,8 @@ class ApplyReport:
         if self.uncordoned:
             out.append(f"uncordoned {', '.join(self.uncordoned)}")
         out += [f"{why}: left cordoned (kubectl uncordon {node})" for node, why in self.uncordon_failed]
-        kept = [n for n in self.cordoned if n not in self.uncordoned and n not in dict(self.uncordon_failed)]
-        if kept:
-            out.append(f"left cordoned: {', '.join(kept)}" + (
+        if self.left_cordoned:
+            out.append(f"left cordoned: {', '.join(self.left_cordoned)}" + (
                 " (kubectl uncordon to undo)" if self.stopped else " (emptied, for an autoscaler to remove)"))
         return out
 
@@ -151,6 +151,7 @@ def apply_plan(plan: ReschedulePlan, api: Any, *, retry_for: float = 60.0, wait_
         report.stopped = f"wave {report.waves_done + 1}: the API server answered {api_error(e)}"
     finally:
         _uncordon(api, [n for n in report.cordoned if n in staging.held], report)
+        report.left_cordoned = [n for n in report.cordoned if n not in staging.held]
     return report
 
 
