@@ -598,7 +598,7 @@ def reschedule(
         report = apply_live(plan, kubeconfig, context)
         for line in report.lines():
             out.print(Text(line), highlight=False, soft_wrap=True)
-        if report.stopped:
+        if report.failed:
             raise typer.Exit(1)
 
 

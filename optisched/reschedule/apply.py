@@ -10,6 +10,12 @@ until each evicted pod's controller has a replacement bound to a node (a new pod
 uid); a replacement on another node than predicted, or a new pod of another controller, stops the run
 with what differs. Nothing is evicted after a stop. A pod the plan moves twice (a detour through a third
 node, :mod:`.cycles`) is evicted the second time under its replacement's name.
+
+Before the first eviction the plan's ``cordoned`` and ``held`` nodes are cordoned (:mod:`.cordons`), as
+every replay that predicted the landings assumed; a node that cannot be cordoned stops the run before
+any eviction, with the nodes already cordoned uncordoned again. After the last wave, or a stop, the
+``held`` nodes this run cordoned are uncordoned; the ``cordoned`` ones stay cordoned (``kubectl drain``
+leaves a drained node cordoned, and cluster-autoscaler's scale-down removes it) and are reported.
 """
 from __future__ import annotations
 
@@ -20,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cordons import api_error, set_unschedulable, uncordon_all
 from .plan import ReschedulePlan
-from .waves import Move
+from .waves import Move, Staging
 
 __all__ = ["ApplyReport", "apply_live", "apply_plan"]
 
@@ -32,12 +39,31 @@ class ApplyReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (pod, why)
     waves_done: int = 0
     stopped: str | None = None  # why the run stopped early
+    cordoned: list[str] = field(default_factory=list)  # nodes this run cordoned
+    found_cordoned: list[str] = field(default_factory=list)  # nodes of the plan unschedulable already
+    uncordoned: list[str] = field(default_factory=list)  # nodes this run cordoned, then uncordoned
+    uncordon_failed: list[tuple[str, str]] = field(default_factory=list)  # (node, why)
+    left_cordoned: list[str] = field(default_factory=list)  # nodes this run cordoned for good (emptied)
+
+    @property
+    def failed(self) -> bool:
+        """The run stopped early or left a node cordoned that it meant to uncordon."""
+        return bool(self.stopped or self.uncordon_failed)
 
     def lines(self) -> list[str]:
-        out = [f"applied {self.waves_done} wave(s), {len(self.evicted)} eviction(s)"]
+        out = [f"cordoned {', '.join(self.cordoned)}"] if self.cordoned else []
+        if self.found_cordoned:
+            out.append(f"unschedulable already, left as found: {', '.join(self.found_cordoned)}")
+        out.append(f"applied {self.waves_done} wave(s), {len(self.evicted)} eviction(s)")
         out += [f"skipped {pod}: {why}" for pod, why in self.skipped]
         if self.stopped:
             out.append(f"stopped: {self.stopped}")
+        if self.uncordoned:
+            out.append(f"uncordoned {', '.join(self.uncordoned)}")
+        out += [f"{why}: left cordoned (kubectl uncordon {node})" for node, why in self.uncordon_failed]
+        if self.left_cordoned:
+            out.append(f"left cordoned: {', '.join(self.left_cordoned)}" + (
+                " (kubectl uncordon to undo)" if self.stopped else " (emptied, for an autoscaler to remove)"))
         return out
 
 
@@ -106,13 +132,53 @@ def _compare(wave: list[Move], evicted: list[str], owner_of: dict[str, str | Non
 
 def apply_plan(plan: ReschedulePlan, api: Any, *, retry_for: float = 60.0, wait_for: float = 300.0,
                poll: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> ApplyReport:
-    """Evict ``plan``'s waves through ``api`` (a kubernetes ``CoreV1Api``); see the module docstring."""
+    """Cordon, evict ``plan``'s waves through ``api`` (a kubernetes ``CoreV1Api``), uncordon; see the
+    module docstring. Nothing is touched when the plan has no wave."""
+    from kubernetes.client.rest import ApiException  # type: ignore[import-not-found]
+    from urllib3.exceptions import HTTPError
+
+    report = ApplyReport()
+    staging = plan.staging
+    if not staging.waves:
+        return report
+    report.stopped = _cordon(api, staging, report)
+    if report.stopped:  # nothing evicted: every node as it was found
+        _uncordon(api, report.cordoned, report)
+        return report
+    try:
+        _run_waves(plan, api, report, retry_for, wait_for, poll, sleep)
+    except (ApiException, HTTPError) as e:
+        report.stopped = f"wave {report.waves_done + 1}: the API server answered {api_error(e)}"
+    finally:
+        _uncordon(api, [n for n in report.cordoned if n in staging.held], report)
+        report.left_cordoned = [n for n in report.cordoned if n not in staging.held]
+    return report
+
+
+def _cordon(api: Any, staging: Staging, report: ApplyReport) -> str | None:
+    """Cordon every node the plan's replays held unschedulable; why it failed, if it did."""
+    for name in dict.fromkeys(staging.cordoned + staging.held):
+        changed, why = set_unschedulable(api, name, True)
+        if why:
+            return why
+        (report.cordoned if changed else report.found_cordoned).append(name)
+    return None
+
+
+def _uncordon(api: Any, names: list[str], report: ApplyReport) -> None:
+    done, failed = uncordon_all(api, names)
+    report.uncordoned += done
+    report.uncordon_failed += failed
+
+
+def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, retry_for: float, wait_for: float,
+               poll: float, sleep: Callable[[float], None]) -> None:
+    """Evict wave by wave into ``report``; ``report.stopped`` says why it stopped early."""
     from kubernetes import client  # type: ignore[import-not-found]
 
     def body_of(name: str, ns: str) -> Any:
         return client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
 
-    report = ApplyReport()
     live: dict[str, str] = {}  # a pod the plan moves again (a detour's second leg) -> its replacement's name
     for wave in plan.staging.waves:
         before = _pods(api)
@@ -128,17 +194,16 @@ def apply_plan(plan: ReschedulePlan, api: Any, *, retry_for: float = 60.0, wait_
             else:
                 report.evicted += evicted
                 report.stopped = why[6:]
-                return report
+                return
         report.evicted += evicted
         owners = Counter(owner_of[k] for k in evicted if owner_of[k] is not None)
         new, why = _wait(api, before, owners, wait_for, poll, sleep)
         why = why or _compare(wave.moves, evicted, owner_of, new or {})
         if why:
             report.stopped = f"wave {report.waves_done + 1}: {why}"
-            return report
+            return
         live.update(_replacements(wave.moves, evicted, owner_of, new or {}))
         report.waves_done += 1
-    return report
 
 
 def _replacements(wave: list[Move], evicted: list[str], owner_of: dict[str, str | None],
