@@ -129,6 +129,24 @@ def test_nothing_moves_when_nothing_can_make_room(objs):
     assert starts.start("placed[priority=0]", state.pod_node, np.ones(len(state.pods), dtype=bool)) is None
 
 
+def replica(k: int):  # type: ignore[no-untyped-def]
+    """A replica of one 4-GPU ReplicaSet of priority 0 (identical pods but for the name)."""
+    return pod(f"big-{k}").set("metadata.ownerReferences", [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                             "name": "big", "uid": "big", "controller": True}]) \
+        .label(app="big").priority(0).req(cpu="100m", **{GPU: "4"})
+
+
+@pytest.mark.parametrize("held,placed,moves", [
+    ((1, 1, 3, 3), {"big-0": "g1", "big-1": "g2"}, {"h10": "g3", "h20": "g4"}),
+    ((2, 3, 3, 3), {"big-0": "g1"}, {"h10": "g2", "h11": "g3"}),
+], ids=["two replicas each get a node emptied of its one pod", "the second replica stays pending once no room is left"])
+def test_replicas_are_placed_one_by_one_while_moves_make_room(held, placed, moves):
+    state = state_of(*gpu_nodes(*held), replica(0), replica(1))
+    out, defragmented = _start(state)
+    assert _moves(state, out) == {**placed, **moves}  # a replica left pending is not listed
+    assert len(defragmented) == len(placed)
+
+
 def test_a_start_that_leaves_a_pod_homeless_or_breaks_a_filter_is_not_offered():
     state = state_of(*gpu_nodes(2, 3, 3), big())
     g1, big_row = state.node_index["g1"], state.pod_index["default/big"]

@@ -9,11 +9,12 @@ move to nodes with a free GPU. When no preemption candidate's victims all find a
 * **candidate nodes**, over all nodes at once: the pod's filters reject the node as ``Unschedulable``
   (a move can change it; ``UnschedulableAndUnresolvable`` — taints, node affinity, node name — no move
   does: kubernetes/kubernetes v1.35 ``pkg/scheduler/framework/preemption/preemption.go``
-  ``nodesWherePreemptionMightHelp``), and the pod's requests fit there once every pod that may leave is
-  gone (capacity first). They are tried fewest moves first by capacity (per resource, how many of the
-  node's largest movable pods free the shortfall; the most over resources), then in node order, at most
-  as many as ``calculateNumCandidates`` (same file) asks for, and only while one could beat the best
-  found;
+  ``nodesWherePreemptionMightHelp``), the pod's requests fit there once every pod that may leave is
+  gone, and the other nodes' free room together holds what must leave (capacity first). They are
+  tried fewest moves first by capacity (per resource, how many of the node's largest movable pods free
+  the shortfall; the most over resources), then by the lowest priority that may leave them, then in
+  node order, at most as many as ``calculateNumCandidates`` (same file) asks for, and only while one
+  could beat the best found;
 * **victims on a node** (the dry run with the real filters, ``SelectVictimsOnNode`` over every
   priority): every pod that may leave is taken off; when the pod then passes the filters there, each is
   put back, the most important first (higher priority, then smaller, then earlier start), and stays
@@ -84,16 +85,31 @@ def fewest_to_free(placer: Placer, p: int, gone: np.ndarray) -> np.ndarray:
 
 
 def _candidates(placer: Placer, p: int, may_leave: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The candidate nodes for ``p`` in the order tried, and their lower bounds (module docstring)."""
-    fp = placer.filtered(p, np.ones(placer.state.num_nodes, dtype=bool))
+    """The candidate nodes for ``p`` in the order tried, and per node a lower bound on its key
+    (:meth:`Defrag.key`'s first two: victims, and the lowest priority among the pods that may leave it)."""
+    state, snap = placer.state, placer.snapshot
+    fp = placer.filtered(p, np.ones(state.num_nodes, dtype=bool))
     if fp is None:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    might = np.zeros(placer.state.num_nodes, dtype=bool)
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.int64)
+    might = np.zeros(state.num_nodes, dtype=bool)
     might[fp.evaluated[fp.fail_code == int(Code.UNSCHEDULABLE)]] = True
-    nodes = np.flatnonzero(might & ~short(placer, p, may_leave))
-    bound = fewest_to_free(placer, p, may_leave)[nodes]
-    order = np.argsort(bound, kind="stable")
+    spare = np.maximum(state.allocatable - snap.requested, 0)
+    need = np.maximum(snap.requested + state.pod_requests[p] - state.allocatable, 0)
+    room = (spare.sum(axis=0) - spare >= need).all(axis=1)  # the other nodes can take what must leave
+    nodes = np.flatnonzero(might & room & ~short(placer, p, may_leave))
+    rows = np.flatnonzero((snap.node_of >= 0) & may_leave)
+    lowest = np.full(state.num_nodes, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(lowest, snap.node_of[rows], state.pod_priority[rows].astype(np.int64))
+    bound = np.stack([fewest_to_free(placer, p, may_leave)[nodes], lowest[nodes]], axis=1)
+    order = np.lexsort((nodes, bound[:, 1], bound[:, 0]))
     return nodes[order], bound[order]
+
+
+def _beaten(best: Defrag, low: tuple[int, int], priority: np.ndarray) -> bool:
+    """No node whose key is at least ``low`` (victims, lowest priority) can beat ``best``: more victims, a
+    higher lowest priority, or as many at the priority of all of ``best``'s (the sum no lower)."""
+    count, top, total = best.key(priority)
+    return low > (count, top) or (low == (count, top) and total == count * top)
 
 
 def _victims(placer: Placer, p: int, n: int, movable: list[int], start_time: np.ndarray) -> list[int] | None:
@@ -172,7 +188,7 @@ def defragment(placer: Placer, p: int, may_leave: np.ndarray, accept: Accept | N
     best: Defrag | None = None
     try:
         for n, low in zip(nodes[:limit].tolist(), bound[:limit].tolist()):
-            if best is not None and low > len(best.victims):
+            if best is not None and _beaten(best, (low[0], low[1]), prio):
                 break
             found = _try(placer, p, n, may_leave, accept, start_time)
             if found is not None and (best is None or found.key(prio) < best.key(prio)):

@@ -22,6 +22,7 @@ from ..greedy.framework_runner import Framework
 from ..greedy.scheduler import start_times
 from ..model.state import ClusterState
 from ..optimal.check import check_placement
+from ..optimal.classes import signature
 from ..preemption.default_preemption import Candidate, DefaultPreemption
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
@@ -98,14 +99,22 @@ def fit_pending_start(state: ClusterState, config: SchedulerConfig, may_leave: n
     ledger = PDBLedger(state, (placer.snapshot.node_of >= 0).tolist())
     everywhere = np.ones(state.num_nodes, dtype=bool)
     defragmented = []
+    failed: set[tuple] = set()  # signatures of pods nothing made room for since the last placement
     for p in sorted(pods, key=lambda q: (-int(state.pod_priority[q]), q)):
         fw = placer.frameworks.get(state.pods[p].spec.scheduler_name)
-        if fw is None or placer.place(p, everywhere) >= 0:
+        if fw is None or (shape := signature(state.pods[p])) in failed:
+            continue
+        if placer.place(p, everywhere) >= 0:
+            failed.clear()
             continue
         preemption = DefaultPreemption(placer.snapshot, fw.profile.preemption, start_time, ledger)
-        if not _make_room(placer, p, may_leave, preemption, accept) and \
-                defragment(placer, p, may_leave, accept, start_time, preemption.num_candidates(state.num_nodes)):
+        if _make_room(placer, p, may_leave, preemption, accept):
+            failed.clear()
+        elif defragment(placer, p, may_leave, accept, start_time, preemption.num_candidates(state.num_nodes)):
+            failed.clear()
             defragmented.append(p)
+        else:
+            failed.add(shape)
     return placer.snapshot.node_of.copy(), defragmented
 
 
