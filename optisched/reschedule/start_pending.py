@@ -11,7 +11,8 @@ victims, lower-priority pods the eviction policy lets leave, are then re-placed 
 same filters (a move, not an eviction); when one finds no node, the next candidate is tried. When no
 candidate works, pods of any priority that may leave are moved instead (:mod:`.start_defrag`: the
 fewest and least important whose moves make room, the defragmentation per-node preemption cannot do),
-and a pod nothing makes room for stays pending.
+and a pod nothing makes room for stays pending (as do the pods identical to it, by optimal mode's
+class signature, until another pod is placed: they would be refused the same way).
 """
 from __future__ import annotations
 
