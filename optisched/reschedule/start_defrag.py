@@ -157,20 +157,22 @@ def _try(placer: Placer, p: int, n: int, may_leave: np.ndarray, accept: Accept |
     while True:
         mark = len(snap.journal)
         victims = _victims(placer, p, n, [q for q in snap.pods_on[n] if may_leave[q] and q not in kept], start_time)
+        if not victims:
+            snap.rollback(mark)
+            return None
+        snap.add(p, n)
         moves: list[tuple[int, int]] = []
         stuck = None
-        if victims:
-            snap.add(p, n)
-            for v in by_size(placer.state, victims):
-                to = placer.place(v, away, accept)
-                if to < 0:
-                    stuck = v
-                    break
-                moves.append((v, to))
-        done = bool(victims) and stuck is None and _holds(placer, [p, *victims])
+        for v in by_size(placer.state, victims):
+            to = placer.place(v, away, accept)
+            if to < 0:
+                stuck = v
+                break
+            moves.append((v, to))
+        done = stuck is None and _holds(placer, [p, *victims])
         snap.rollback(mark)
         if done:
-            return Defrag(n, tuple(victims), tuple(moves))  # type: ignore[arg-type]
+            return Defrag(n, tuple(victims), tuple(moves))
         if stuck is None:
             return None
         kept.append(stuck)
