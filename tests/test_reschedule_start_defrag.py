@@ -94,11 +94,23 @@ def _stuck() -> list:
     return [*objs, big(2, 50)]
 
 
+def _gpu_heavy() -> list:
+    """g1 is full: c (2 GPUs, listed first), a and b (1 GPU each), all alike but for the GPUs; g2 has 4
+    GPUs free but too little cpu for big (2 GPUs, 2 cpu). Put back smaller first (GPUs counted), a and
+    b stay and c alone moves to g2; by cpu and memory alone the three tie and c, first, would stay,
+    moving a and b."""
+    return [node("g1").alloc(**{GPU: "4"}), node("g2").alloc(**{GPU: "4"}), owned("c", gpus=2).on("g1"),
+            owned("a").on("g1"), owned("b").on("g1"), pod("anchor").req(cpu="3800m").on("g2"),
+            owned("big", 0, 2).req(cpu="2", **{GPU: "2"})]
+
+
 @pytest.mark.parametrize("objs,moves,stays", [
     (_pinned(), {"big": "g2", "h20": "g3", "h21": "g1", "h22": "g1"}, "h10"),
     (_stuck(), {"big": "g1", "h12": "g2"}, "h10"),
+    (_gpu_heavy(), {"big": "g1", "c": "g2"}, "a"),
 ], ids=["a pod the policy keeps is never moved: three pods of another node move instead",
-        "a pod with no other node to go to is not chosen: a more important one moves instead"])
+        "a pod with no other node to go to is not chosen: a more important one moves instead",
+        "one 2-GPU pod moves rather than two 1-GPU pods"])
 def test_defragmentation_moves_only_pods_that_may_leave_and_have_somewhere_to_go(objs, moves, stays):
     state = state_of(*objs)
     out, _ = _start(state)

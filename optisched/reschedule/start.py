@@ -46,7 +46,7 @@ from ..profile import SchedulerConfig
 from .violations import daemon_only
 
 __all__ = ["Accept", "Placer", "by_size", "consolidation_start", "duplicate_check", "repair_start", "settled", "shares",
-           "sizes", "utilization"]
+           "utilization"]
 
 
 Accept = Callable[["Placer", int], bool]  # (the placer, with the pod placed) -> whether it may stay there
@@ -127,16 +127,11 @@ def utilization(state: ClusterState, node_of: np.ndarray, counted: np.ndarray) -
     return share.max(axis=1) if share.shape[1] else np.zeros(state.num_nodes)
 
 
-def sizes(state: ClusterState, rows: list[int]) -> np.ndarray:
-    """float [len(rows)]: each pod's cpu and memory requests over the largest node's, summed."""
+def by_size(state: ClusterState, rows: list[int]) -> list[int]:
+    """Largest first (cpu and memory shares of the largest node), then row order: first-fit decreasing."""
     cols = [state.resource_col(r) for r in ("cpu", "memory") if r in state.resources]
     top = np.maximum(state.allocatable[:, cols].max(axis=0), 1) if cols else np.ones(0)
-    return (state.pod_requests[rows][:, cols] / top).sum(axis=1) if cols else np.zeros(len(rows))
-
-
-def by_size(state: ClusterState, rows: list[int]) -> list[int]:
-    """Largest first (:func:`sizes`), then row order: first-fit decreasing."""
-    size = sizes(state, rows)
+    size = (state.pod_requests[rows][:, cols] / top).sum(axis=1) if cols else np.zeros(len(rows))
     return [rows[i] for i in sorted(range(len(rows)), key=lambda i: (-float(size[i]), rows[i]))]
 
 

@@ -17,8 +17,9 @@ move to nodes with a free GPU. When no preemption candidate's victims all find a
   could beat the best found;
 * **victims on a node** (the dry run with the real filters, ``SelectVictimsOnNode`` over every
   priority): every pod that may leave is taken off; when the pod then passes the filters there, each is
-  put back, the most important first (higher priority, then smaller, then earlier start), and stays
-  when the pod still passes; the others are the victims;
+  put back, the most important first (higher priority, then smaller: its requests over the node's
+  allocatable, every resource summed, GPUs included; then earlier start), and stays when the pod
+  still passes; the others are the victims;
 * **re-placed**: the pod goes on the node, and each victim, largest first, to the most allocated other
   node where the filters pass (and the caller's ``accept``). Only the filters put a pod on a node, so no
   move displaces another pod. A victim no node takes is not chosen: it stays, and the victims are
@@ -36,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..framework import Code
-from .start import Accept, Placer, by_size, sizes
+from ..model.state import ClusterState
+from .start import Accept, Placer
 
 __all__ = ["Defrag", "defragment", "short"]
 
@@ -112,6 +114,14 @@ def _beaten(best: Defrag, low: tuple[int, int], priority: np.ndarray) -> bool:
     return low > (count, top) or (low == (count, top) and total == count * top)
 
 
+def _shares(state: ClusterState, rows: list[int], n: int) -> np.ndarray:
+    """float [len(rows)]: each pod's requests over node ``n``'s allocatable, summed over the resources
+    it has (GPUs included, where :func:`.start.by_size` counts cpu and memory only)."""
+    alloc = state.allocatable[n].astype(float)
+    has = alloc > 0
+    return (state.pod_requests[rows][:, has] / alloc[has]).sum(axis=1)
+
+
 def _victims(placer: Placer, p: int, n: int, movable: list[int], start_time: np.ndarray) -> list[int] | None:
     """Take ``movable`` off ``n``; None when ``p`` still fails the filters there, else put back the most
     important first each that leaves ``p`` passing, and return the rest (left off ``n``)."""
@@ -122,7 +132,7 @@ def _victims(placer: Placer, p: int, n: int, movable: list[int], start_time: np.
         snap.remove(q)
     if not len(placer.feasible(p, only)):
         return None
-    size = dict(zip(movable, sizes(state, movable).tolist()))
+    size = dict(zip(movable, _shares(state, movable, n).tolist()))
     victims = []
     for q in sorted(movable, key=lambda q: (-int(state.pod_priority[q]), size[q], float(start_time[q]), q)):
         snap.add(q, n)
@@ -163,7 +173,8 @@ def _try(placer: Placer, p: int, n: int, may_leave: np.ndarray, accept: Accept |
         snap.add(p, n)
         moves: list[tuple[int, int]] = []
         stuck = None
-        for v in by_size(placer.state, victims):
+        share = _shares(placer.state, victims, n)
+        for v in [victims[i] for i in sorted(range(len(victims)), key=lambda i: (-float(share[i]), victims[i]))]:
             to = placer.place(v, away, accept)
             if to < 0:
                 stuck = v
