@@ -36,7 +36,7 @@ import numpy as np
 
 from ..descheduler.duplicates import owner_keys, upper_average
 from ..framework import Code, CycleState
-from ..greedy.framework_runner import Framework
+from ..greedy.framework_runner import FilterPass, Framework
 from ..metrics.cost import node_costs
 from ..metrics.resources import requested_per_node
 from ..model.snapshot import Snapshot
@@ -65,21 +65,26 @@ class Placer:
         self._alloc = np.where(alloc > 0, alloc, np.inf)
         self._cols = [state.resource_col(r) for r in ("cpu", "memory") if r in state.resources]
 
-    def feasible(self, p: int, allowed: np.ndarray) -> np.ndarray:
-        """The node rows of ``allowed`` (bool [N]) where the filters let pod ``p`` go now (none when
-        ``p``'s scheduler is not configured or its PreFilter rejects it)."""
+    def filtered(self, p: int, allowed: np.ndarray) -> FilterPass | None:
+        """The filters' pass for pod ``p`` over the node rows of ``allowed`` (bool [N]) that its PreFilter
+        leaves; None when ``p``'s scheduler is not configured or its PreFilter rejects it."""
         fw = self.frameworks.get(self.state.pods[p].spec.scheduler_name)
         if fw is None:
-            return np.zeros(0, dtype=np.int64)
+            return None
         cycle = CycleState(p, self.snapshot, fw.profile)
         status, _, skipped = fw.pre_filter(cycle)
         if status.code != Code.SUCCESS:
-            return np.zeros(0, dtype=np.int64)
+            return None
         if self.state.pod_node[p] >= 0:  # a running pod's replacement has no nodeName (as optimal/check.py)
             skipped = skipped | {"NodeName"}
         mask = allowed if status.nodes is None else allowed & status.nodes
-        rows = np.flatnonzero(mask)
-        return fw.filter(cycle, rows, skipped).feasible if len(rows) else rows
+        return fw.filter(cycle, np.flatnonzero(mask), skipped)
+
+    def feasible(self, p: int, allowed: np.ndarray) -> np.ndarray:
+        """The node rows of ``allowed`` (bool [N]) where the filters let pod ``p`` go now (none when
+        ``p``'s scheduler is not configured or its PreFilter rejects it)."""
+        fp = self.filtered(p, allowed)
+        return np.zeros(0, dtype=np.int64) if fp is None else fp.feasible
 
     def fullest(self, nodes: np.ndarray, emptiest: bool = False) -> int:
         """The most (``emptiest``: least) allocated of ``nodes`` (cpu and memory shares summed; ties: the

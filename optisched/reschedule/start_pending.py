@@ -1,4 +1,5 @@
-"""``fit-pending``'s start: kube-scheduler's preemption, each victim moved instead of evicted.
+"""``fit-pending``'s start: kube-scheduler's preemption, each victim moved instead of evicted; else
+defragmentation moves of any priority.
 
 For a placement tier (the pods of one priority on a node) the start is the answer so far with its
 pending pods of that priority placed, in kube-scheduler's queue order (priority, then input order):
@@ -7,8 +8,11 @@ make room (kubernetes/kubernetes v1.35 ``pkg/scheduler/framework/preemption/pree
 ``SelectVictimsOnNode`` on each candidate node, ``pickOneNodeForPreemption`` among them: greedy mode's
 own :class:`optisched.preemption.default_preemption.DefaultPreemption` on the start's snapshot). Its
 victims, lower-priority pods the eviction policy lets leave, are then re-placed on other nodes by the
-same filters (a move, not an eviction: the defragmentation per-node preemption cannot do); when one
-finds no node, the next candidate is tried, and a pod nothing makes room for stays pending.
+same filters (a move, not an eviction); when one finds no node, the next candidate is tried. When no
+candidate works, pods of any priority that may leave are moved instead (:mod:`.start_defrag`: the
+fewest and least important whose moves make room, the defragmentation per-node preemption cannot do),
+and a pod nothing makes room for stays pending (as do the pods identical to it, by optimal mode's
+class signature, until another pod is placed: they would be refused the same way).
 """
 from __future__ import annotations
 
@@ -18,22 +22,21 @@ from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
 from ..greedy.scheduler import start_times
 from ..model.state import ClusterState
+from ..optimal.check import check_placement
+from ..optimal.classes import signature
 from ..preemption.default_preemption import Candidate, DefaultPreemption
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .start import Accept, Placer, by_size
+from .start_defrag import defragment, short
 
-__all__ = ["fit_pending_start"]
+__all__ = ["fit_pending_start", "start_breaks"]
 
 
 def _hopeless(placer: Placer, p: int, may_leave: np.ndarray) -> np.ndarray:
     """bool [N]: nodes where ``p`` does not fit even with every lower-priority pod that may leave gone
     (capacity only: the other filters are left to the dry run)."""
-    state, snap = placer.state, placer.snapshot
-    gone = np.flatnonzero((snap.node_of >= 0) & may_leave & (state.pod_priority < state.pod_priority[p]))
-    freed = np.zeros_like(snap.requested)
-    np.add.at(freed, snap.node_of[gone], state.pod_requests[gone])
-    return (snap.requested - freed + state.pod_requests[p] > state.allocatable).any(axis=1)
+    return short(placer, p, may_leave & (placer.state.pod_priority < placer.state.pod_priority[p]))
 
 
 def _candidates(placer: Placer, fw: Framework, p: int, may_leave: np.ndarray,
@@ -88,18 +91,46 @@ def _make_room(placer: Placer, p: int, may_leave: np.ndarray, preemption: Defaul
 
 
 def fit_pending_start(state: ClusterState, config: SchedulerConfig, may_leave: np.ndarray, node_of: np.ndarray,
-                      pods: list[int], accept: Accept | None = None) -> np.ndarray:
+                      pods: list[int], accept: Accept | None = None) -> tuple[np.ndarray, list[int]]:
     """The placement reached from ``node_of`` by placing ``pods`` (pending there) as the module docstring
-    says; ``may_leave``: the running pods that may move; ``accept``: where a victim may go besides the
-    filters."""
+    says, and the pods of ``pods`` placed by defragmentation; ``may_leave``: the running pods that may
+    move; ``accept``: where a moved pod may go besides the filters."""
     placer = Placer(state, config, node_of)
     start_time, _ = start_times(state)
     ledger = PDBLedger(state, (placer.snapshot.node_of >= 0).tolist())
     everywhere = np.ones(state.num_nodes, dtype=bool)
+    defragmented = []
+    failed: set[tuple] = set()  # signatures of pods nothing made room for since the last placement
     for p in sorted(pods, key=lambda q: (-int(state.pod_priority[q]), q)):
         fw = placer.frameworks.get(state.pods[p].spec.scheduler_name)
-        if fw is None or placer.place(p, everywhere) >= 0:
+        if fw is None or (shape := signature(state.pods[p])) in failed:
             continue
-        _make_room(placer, p, may_leave, DefaultPreemption(placer.snapshot, fw.profile.preemption, start_time, ledger),
-                   accept)
-    return placer.snapshot.node_of.copy()
+        if placer.place(p, everywhere) >= 0:
+            failed.clear()
+            continue
+        preemption = DefaultPreemption(placer.snapshot, fw.profile.preemption, start_time, ledger)
+        if _make_room(placer, p, may_leave, preemption, accept):
+            failed.clear()
+        elif defragment(placer, p, may_leave, accept, start_time, preemption.num_candidates(state.num_nodes)):
+            failed.clear()
+            defragmented.append(p)
+        else:
+            failed.add(shape)
+    return placer.snapshot.node_of.copy(), defragmented
+
+
+def start_breaks(state: ClusterState, config: SchedulerConfig, node_of: np.ndarray, out: np.ndarray) -> str | None:
+    """Why ``out``, a start found from ``node_of``, may not be offered: a pod ``node_of`` places left
+    without a node, or a pod the filters reject in ``out`` (batch semantics, as optimal mode checks its
+    answers: :func:`optisched.optimal.check.check_placement`) that they did not reject in ``node_of``;
+    None when it may."""
+    homeless = np.flatnonzero((node_of >= 0) & (out < 0))
+    if len(homeless):
+        return f"{state.pods[int(homeless[0])].key} left without a node"
+    bad = check_placement(state, config, out)
+    changed = out != node_of
+    fresh = [v for v in bad if changed[state.pod_index[v.pod]]]
+    if bad and not fresh:
+        before = {v.pod for v in check_placement(state, config, node_of)}
+        fresh = [v for v in bad if v.pod not in before]
+    return str(fresh[0]) if fresh else None

@@ -40,7 +40,7 @@ from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
 from .goals import OBJECTIVE, Goal, empty_nodes
 from .start import Accept, Placer, consolidation_start, duplicate_check, repair_start, settled, shares
-from .start_pending import fit_pending_start
+from .start_pending import fit_pending_start, start_breaks
 from .violations import daemon_only, landing_violations, violating
 
 __all__ = ["GoalStarts", "balance_start", "goal_start"]
@@ -154,14 +154,20 @@ class GoalStarts:
         if not pods:
             return None
         may_leave = self.policy.verdicts(state).may_leave & rows & (state.pod_node >= 0)
-        out = settled(state, self.config, fit_pending_start(state, self.config, may_leave, node_of, pods), home=node_of)
+        found, defragmented = fit_pending_start(state, self.config, may_leave, node_of, pods)
+        out = settled(state, self.config, found, home=node_of)
         placed = int(np.count_nonzero(out[pods] >= 0))
         if not placed:
             return None
         moved = int(np.count_nonzero((state.pod_node >= 0) & (node_of >= 0) & (out != node_of)))
-        self._say(tier, f"start of fit-pending: {placed} of {len(pods)} unplaced pod(s) of priority {level} placed, "
-                        f"kube-scheduler's preemption making room by {moved} move(s)")
-        return out
+        by = "kube-scheduler's preemption"
+        if (k := int(np.count_nonzero(out[defragmented] >= 0))):
+            by = f"{by} and defragmentation ({k} pod(s) placed by moving pods of any priority)"
+        line = f"start of fit-pending: {placed} of {len(pods)} unplaced pod(s) of priority {level} placed, " \
+               f"{by} making room by {moved} move(s)"
+        broken = start_breaks(state, self.config, node_of, out)
+        self._say(tier, line if broken is None else f"{line}; not offered: {broken}")
+        return out if broken is None else None
 
     def start(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
         if tier.startswith("placed[priority="):
