@@ -132,3 +132,15 @@ def test_find_cycle_finds_a_ring_of_four_and_not_of_five():
     ring = [Move(i, f"p{i}", f"n{i}", f"n{i + 1}", "") for i in range(10)]
     assert [m.key for m in find_cycle(ring[0], ring + [Move(99, "back", "n3", "n0", "")])] == ["p0", "p1", "p2", "back"]
     assert find_cycle(ring[0], ring + [Move(99, "back", "n4", "n0", "")]) is None
+
+
+def test_past_the_deadline_a_move_taken_out_of_a_wave_is_dropped_not_tried_again():
+    """The swap that eviction order resolves when there is time (one wave, both on target); past the
+    staging's deadline no cycle is resolved: each move is dropped with why its replay refused it."""
+    state = state_of(*_swap_by_order())
+    staging = stage(state, default_config(), _swapped(state), {}, deadline=0.0)
+    assert staging.cycles == [] and staging.waves == []
+    late = "; not tried again: the time limit was reached"
+    assert sorted((m.key, why) for m, why in staging.dropped) == [
+        ("default/a", "loop: lands back on n2" + late), ("default/b", "replacement predicted to stay pending" + late)]
+    assert staging.final == {p.key: state.node_names[int(n)] for p, n in zip(state.pods, state.pod_node)}

@@ -217,3 +217,30 @@ def test_fit_pending_start_puts_back_a_pod_the_answer_so_far_evicted():
     assert (_where(state, start, "big"), _where(state, start, "a")) == ("n1", "n2")
     assert starts.lines() == [("start of fit-pending: 1 of 1 unplaced pod(s) of priority 0 placed, kube-scheduler's "
                               "preemption making room by 0 move(s)")]
+
+
+def test_the_first_goals_preview_is_what_its_tier_is_offered_from_the_same_placement(monkeypatch):
+    """The preview (run before optimal mode builds its model, so a large model keeps the nodes it moves
+    pods to as candidates) is the start the tier gets when the answer so far is the placement it was
+    run from: the simulator runs once; a part of the model gets the moves of its own pods only."""
+    import optisched.reschedule.tier_start as ts
+    from optisched.optimal.goal_tier import previews
+
+    state = state_of(*_half_full())
+    starts = _starts(state, [Goal.CONSOLIDATE])
+    runs = []
+    real = ts.goal_start
+    monkeypatch.setattr(ts, "goal_start", lambda *a, **k: runs.append(1) or real(*a, **k))
+    (preview,) = previews(starts, state.pod_node)
+    assert len(np.unique(preview[preview >= 0])) == 2 and len(runs) == 1
+    every = np.ones(len(state.pods), dtype=bool)
+    assert np.array_equal(starts.start("objective:pack", state.pod_node.copy(), every), preview) and len(runs) == 1
+    moved = np.flatnonzero(preview != state.pod_node)
+    part = np.zeros(len(state.pods), dtype=bool)
+    part[moved[0]] = True
+    only = starts.start("objective:pack", state.pod_node.copy(), part)
+    assert only is not None and np.flatnonzero(only != state.pod_node).tolist() == [moved[0]] and len(runs) == 1
+    other = state.pod_node.copy()
+    other[moved[0]] = -1
+    starts.start("objective:pack", other, every)
+    assert len(runs) == 2  # another placement: run again

@@ -35,9 +35,11 @@ def _best(room: np.ndarray, k: int) -> np.ndarray:
 
 
 def choose_candidates(batch: Batch, allowed: np.ndarray, start: np.ndarray, per_class: int, seed: int,
-                      domain_keys: dict[int, list[str]]) -> dict[int, np.ndarray]:
+                      domain_keys: dict[int, list[str]], also: tuple[np.ndarray, ...] = ()) -> dict[int, np.ndarray]:
     """Candidate node rows per class index. ``allowed`` [C, N] is the model's domain, ``start`` a node
-    per pod row, ``domain_keys`` the topology keys each class's constraints spread over."""
+    per pod row, ``domain_keys`` the topology keys each class's constraints spread over; ``also``: more
+    placements (a node per pod row) whose nodes stay candidates too, where the model allows them (a
+    goal's start, which the model can only take where it has the variables)."""
     state = batch.state
     rng = np.random.default_rng(seed)
     used = np.zeros_like(state.allocatable)
@@ -51,6 +53,8 @@ def choose_candidates(batch: Batch, allowed: np.ndarray, start: np.ndarray, per_
             continue  # the class keeps every node it may use
         rows = c.pending + [p for pods in c.running.values() for p in pods]
         keep = {int(start[p]) for p in rows if start[p] >= 0}
+        for other in also:
+            keep.update(int(n) for n in other[rows].tolist() if n >= 0 and allowed[c.index, n])
         req = state.pod_requests[c.rep]
         every = rooms.get(req.tobytes())
         if every is None:

@@ -34,7 +34,7 @@ from .clock import Clock, model_terms
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .explain import Explanation, explain_unplaced
-from .goal_tier import TierStarts, prepare_goal
+from .goal_tier import TierStarts, prepare_goal, previews
 from .hint import accept_reached, accepts, repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout, stopper
 from .neighbourhood import NodeSearch
@@ -347,7 +347,7 @@ def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions
             # kube-scheduler's own nodes stay candidates where batch semantics refused some: an arrival
             # order may admit its placement, which is then the start
             candidates = choose_candidates(batch, usable, raw if refused else hint, per_class, options.seed,
-                                           domain_keys(batch))
+                                           domain_keys(batch), previews(options.start, hint))
             clock.work("candidate", len(batch.classes))
     profile = config.profiles[0]
     spread = getattr(profile, "spread", None)

@@ -150,7 +150,8 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     idle = {names[n] for n in np.flatnonzero(empty_nodes(state, target)).tolist()} - emptied \
         if Goal.CONSOLIDATE in parsed else set()
     staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed,
-                    frozenset(idle), accept=landing_check(state, config, parsed, target, counted, soft, targets))
+                    frozenset(idle), accept=landing_check(state, config, parsed, target, counted, soft, targets),
+                    deadline=started + time_limit)
     staging.notes = notes + staging.notes
     if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")

@@ -113,6 +113,8 @@ class GoalStarts:
     thresholds: tuple[dict[str, int], dict[str, int]] | None = None
     said: dict[str, str] = field(default_factory=dict)
     _over: Callable[[list[int], int], bool] | None = field(default=None, init=False, repr=False)  # made once
+    # the first goal's start from the placement the solve starts from, with its line (:meth:`preview`)
+    _previewed: tuple[Goal, bytes, np.ndarray | None, str | None] | None = field(default=None, init=False, repr=False)
 
     def _goal(self, tier: str) -> Goal | None:
         for g in self.goals:
@@ -176,13 +178,35 @@ class GoalStarts:
         if goal is None or goal == Goal.FIT_PENDING:
             return None
         earlier = self.goals[:self.goals.index(goal)]
-        keep = self._keep(earlier, node_of)
-        may_leave = self.policy.verdicts(self.state).may_leave & rows
-        out, line = goal_start(self.state, self.config, goal, may_leave, node_of, self.counted, self.soft,
-                               self.thresholds, keep.allowed, keep.accept if keep.checks else None)
+        seen = self._previewed
+        if seen is not None and seen[0] == goal and seen[1] == np.asarray(node_of, dtype=np.int64).tobytes():
+            # the preview's placement: a part of the model takes the moves of its own pods (``rows``)
+            out, line = (None, None) if seen[2] is None or np.array_equal(seen[2][rows], node_of[rows]) \
+                else (np.where(rows, seen[2], node_of), seen[3])
+        else:
+            out, line = self._goal_start(goal, node_of, rows)
         if line is not None:
             after = [str(g) for g in earlier if g != Goal.FIT_PENDING]
             self._say(tier, line if not after else line.replace("start:", f"start of {goal} (after {', '.join(after)}):", 1))
+        return out
+
+    def _goal_start(self, goal: Goal, node_of: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray | None, str | None]:
+        keep = self._keep(self.goals[:self.goals.index(goal)], node_of)
+        may_leave = self.policy.verdicts(self.state).may_leave & rows
+        return goal_start(self.state, self.config, goal, may_leave, node_of, self.counted, self.soft,
+                          self.thresholds, keep.allowed, keep.accept if keep.checks else None)
+
+    def preview(self, node_of: np.ndarray) -> np.ndarray | None:
+        """The first goal's start from ``node_of``, the placement the solve starts from, before its model
+        is built: a large model keeps the nodes it moves pods to as candidates
+        (:func:`optisched.optimal.goal_tier.previews`), and the goal's tier is offered it again when the
+        answer so far is still ``node_of`` (no pending pod placed elsewhere, nothing evicted)."""
+        goal = next((g for g in self.goals if g != Goal.FIT_PENDING), None)
+        if goal is None:
+            return None
+        node_of = np.asarray(node_of, dtype=np.int64)
+        out, line = self._goal_start(goal, node_of, np.ones(len(node_of), dtype=bool))
+        self._previewed = (goal, node_of.tobytes(), out, line)
         return out
 
     def _say(self, tier: str, line: str) -> None:

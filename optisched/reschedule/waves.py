@@ -222,7 +222,7 @@ def _settle(replays: Replays, wave: list[Move], emptied: frozenset[str], staging
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
           budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
           idle: frozenset[str] = frozenset(), pack: bool = True, accept: Accept | None = None,
-          incremental: bool = True) -> Staging:
+          incremental: bool = True, deadline: float | None = None) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
@@ -234,7 +234,10 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     for all budgets at once (:mod:`.wave_pack`); else waves filled first-fit in queue order. ``accept``:
     whether the goals still hold where a replacement lands elsewhere than its target (:mod:`.accept`).
     ``incremental``: every replay on one greedy setup kept across the waves (:mod:`.live`); else each
-    built afresh (:func:`.replays.full_replay`, the reference the incremental path is tested against)."""
+    built afresh (:func:`.replays.full_replay`, the reference the incremental path is tested against).
+    ``deadline`` (``time.perf_counter()``): past it, the moves a wave takes out are dropped, not tried in
+    a later wave, and cycles are no longer resolved (:func:`_drop_late`); the waves kept stay
+    scheduler-consistent."""
     budgets = budgets or Budgets()
     t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied), held=sorted(idle))
@@ -263,6 +266,11 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         planned = len(wave)
         replays = Replays(base, config, current, gone, pending, live, requeued)
         landing, why_out = _settle(replays, wave, emptied, staging, idle, accept)
+        late = deadline is not None and time.perf_counter() > deadline
+        if not wave and late:  # no time left to resolve cycles or plan again: the wave's moves are dropped
+            _tally(staging, replays)
+            _drop_late(staging, remaining, why_out or {first.key: "no wave can take it within the budgets"})
+            continue
         if not wave:
             wave, landing, why = _unstick(state, replays, first, remaining, emptied, ledger, caps, staging, budgets)
             plan, staging.minimal = {}, False  # the moves left are planned again (a detour adds a leg)
@@ -279,7 +287,9 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         for m in wave:
             m.predicted = landing.landed.get(m.key)
             remaining.remove(m)
-        for key, why in why_out.items():
+        if late:
+            _drop_late(staging, remaining, why_out)
+        for key, why in ({} if late else why_out).items():
             staging.notes.append(f"{key}: waits for a later wave ({why} in wave {len(staging.waves) + 1})")
         _, used = _pick(state, wave, ledger, caps)
         staging.waves.append(Wave(wave, used))
@@ -294,6 +304,15 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
     staging.seconds = time.perf_counter() - t0
     return staging
+
+
+def _drop_late(staging: Staging, remaining: list[Move], why_out: dict[str, str]) -> None:
+    """Past the staging's deadline, the moves a wave took out (``why_out``: key -> why) are dropped
+    instead of waiting for a later wave: each re-plan replays the moves left again, and a move taken out
+    of a wave that kept nothing would be taken out again from the same cluster."""
+    for m in [m for m in remaining if m.key in why_out]:
+        staging.dropped.append((m, f"{why_out[m.key]}; not tried again: the time limit was reached"))
+        remaining.remove(m)
 
 
 def _unstick(state: ClusterState, replays: Replays, first: Move, remaining: list[Move], emptied: frozenset[str],
