@@ -33,6 +33,9 @@ __all__ = ["plan_reschedule"]
 # the share of ``--time-limit`` kept for the staging (waves and kube-scheduler replays), which the target's
 # solve does not count: at 5,000 nodes / 50,000 pods a consolidate plan's staging took 20 s, 7 % of 300 s
 STAGING_RESERVE = 0.15
+# and the share kept after the staging's deadline for the summary's metrics of the predicted end state
+# (3 s at 1,000 nodes / 20,000 pods)
+SUMMARY_RESERVE = 0.05
 
 
 def _reasons(state: ClusterState, target: np.ndarray, goals: list[Goal], emptied: set[str],
@@ -151,7 +154,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
         if Goal.CONSOLIDATE in parsed else set()
     staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed,
                     frozenset(idle), accept=landing_check(state, config, parsed, target, counted, soft, targets),
-                    deadline=started + time_limit)
+                    deadline=started + (1 - SUMMARY_RESERVE) * time_limit)
     staging.notes = notes + staging.notes
     if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")
