@@ -93,7 +93,7 @@ def plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rows = sorted(rows, key=lambda r: (r["nodes"], r["goal"]))
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.6))
     labels = [f"{r['nodes']} nodes / {r['pods']} pods, {r['goal']}" for r in rows]
     left = [0.0] * len(rows)
     for key, color in (("target", "tab:blue"), ("staging", "tab:orange"), ("rest", "tab:gray")):
@@ -101,8 +101,8 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.barh(labels, widths, left=left, color=color, label=key)
         left = [a + b for a, b in zip(left, widths)]
     ax.scatter([r["limit"] for r in rows], labels, marker="|", s=400, color="black", label="time limit", zorder=3)
-    ax.set_xlabel("seconds (a machine shared with other runs)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_xlabel("seconds (2 cores)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

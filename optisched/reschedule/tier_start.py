@@ -211,6 +211,8 @@ class GoalStarts:
 
     def _say(self, tier: str, line: str) -> None:
         """The summary's line for ``tier``; the parts of a model solved apart add theirs to it."""
+        if tier in self.said and line in self.said[tier].split("; "):
+            return  # a part of the model offered the same start (the preview's) says it once
         self.said[tier] = f"{self.said[tier]}; {line}" if tier in self.said else line
 
     def outcome(self, tier: str, what: str) -> None:
