@@ -502,6 +502,13 @@ class Node(KubeObject):
         return {**self.status.capacity, **self.status.allocatable}
 
 
+def cordoned(nodes: list[Node], names: set[str] | frozenset[str]) -> list[Node]:
+    """``nodes`` with those named in ``names`` marked unschedulable, as ``kubectl cordon`` leaves them
+    (``spec.unschedulable: true``); the others are the same objects."""
+    return [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
+            if n.metadata.name in names else n for n in nodes]
+
+
 # ---------------------------------------------------------------- others
 class PriorityClass(KubeObject):
     kind: str = "PriorityClass"

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..model.objects import cordoned as cordoned_nodes
 from ..model.pdb import scaled_value
 from ..model.state import ClusterState, compile_cluster
 from ..preemption.pdb import PDBLedger
@@ -86,8 +87,7 @@ def state_at(state: ClusterState, node_of: np.ndarray, cordoned: frozenset[str] 
     """The input cluster with every pod bound as ``node_of`` says (-1: pending), and the ``cordoned``
     nodes marked unschedulable (``kubectl cordon``)."""
     names = state.node_names
-    nodes = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
-             if n.metadata.name in cordoned else n for n in state.cluster.nodes]
+    nodes = cordoned_nodes(state.cluster.nodes, cordoned)
     pods = []
     for p, pod in enumerate(state.pods):
         n = int(node_of[p])
@@ -161,8 +161,7 @@ def cordon(state: ClusterState, cordoned: frozenset[str]) -> ClusterState:
     only the nodes and their mask change (the pods' rows and arrays are shared)."""
     if not cordoned:
         return state
-    nodes = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
-             if n.metadata.name in cordoned else n for n in state.cluster.nodes]
+    nodes = cordoned_nodes(state.cluster.nodes, cordoned)
     mask = state.unschedulable | np.isin(np.array(state.node_names, dtype=object), list(cordoned))
     return replace(state, cluster=replace(state.cluster, nodes=nodes), unschedulable=mask, memo={})
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..descheduler.run import replayed_cluster
 from ..errors import InputError
+from ..model.objects import cordoned
 from ..model.state import ClusterState, compile_cluster
 from ..policy.eviction import MIRROR
 from ..preemption.landing import predict_landing
@@ -104,8 +105,7 @@ def _refusal(state: ClusterState, p: int, flags: DrainFlags) -> tuple[str, str] 
 
 
 def _cordoned(state: ClusterState, names: set[str]) -> ClusterState:
-    nodes = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
-             if n.metadata.name in names else n for n in state.cluster.nodes]
+    nodes = cordoned(state.cluster.nodes, names)
     return compile_cluster(replace(state.cluster, nodes=nodes))
 
 

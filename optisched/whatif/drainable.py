@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 
+from ..model.objects import cordoned
 from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, solve_optimal
 from ..profile import SchedulerConfig
@@ -32,8 +33,7 @@ __all__ = ["Drainable", "OptimalSide", "largest_drainable", "optimal_side"]
 def _without(state: ClusterState, nodes: set[str], evicted: set[str], keep_pending: bool) -> ClusterState:
     """``nodes`` cordoned, the ``evicted`` pods pending again (bare ones gone), other pending pods kept or not."""
     cluster = state.cluster
-    node_objs = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
-                 if n.metadata.name in nodes else n for n in cluster.nodes]
+    node_objs = cordoned(cluster.nodes, nodes)
     pods = []
     for p in state.pods:
         if p.key in evicted:
