@@ -39,9 +39,17 @@ USAGE_ERRORS = [
 ]
 
 
+def _module(*args: str) -> subprocess.CompletedProcess:
+    """``python -m optisched``, for an environment without the console script on PATH."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
+    return subprocess.run([sys.executable, "-m", "optisched", *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize("run", [_script, _module], ids=["the console script", "python -m optisched"])
 @pytest.mark.parametrize(("args", "says"), USAGE_ERRORS)
-def test_usage_error_prints_one_line_and_exits_2(args: list[str], says: str) -> None:
-    run = _script(*args)
+def test_usage_error_prints_one_line_and_exits_2(args: list[str], says: str, run) -> None:  # type: ignore[no-untyped-def]
+    run = run(*args)
     assert run.returncode == 2, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr
