@@ -45,13 +45,18 @@ def _reopen() -> list:
             owned("f", "f").req(cpu="2").on("n2")]
 
 
+def _asked(state, goals: list[Goal], tier: str):  # type: ignore[no-untyped-def]
+    """The goals' starts, and the start ``tier`` gets from the input's placement, every pod free to move."""
+    starts = _starts(state, goals)
+    return starts, starts.start(tier, state.pod_node, np.ones(len(state.pods), dtype=bool))
+
+
 def test_repair_after_consolidate_puts_no_pod_on_a_node_the_answer_leaves_empty():
     state = state_of(*_reopen())
-    rows = np.ones(len(state.pods), dtype=bool)
-    alone = _starts(state, [Goal.REPAIR]).start("objective:repair", state.pod_node, rows)
+    _, alone = _asked(state, [Goal.REPAIR], "objective:repair")
     assert _where(state, alone, "w") == "n3"
-    starts = _starts(state, [Goal.CONSOLIDATE, Goal.REPAIR])
-    assert starts.start("objective:repair", state.pod_node, rows) is None  # w has nowhere else to go
+    _, after = _asked(state, [Goal.CONSOLIDATE, Goal.REPAIR], "objective:repair")
+    assert after is None  # w has nowhere else to go
 
 
 def _spread() -> list:
@@ -71,11 +76,9 @@ def _spread() -> list:
 
 def test_consolidate_after_repair_makes_no_move_that_creates_a_violation():
     state = state_of(*_spread())
-    rows = np.ones(len(state.pods), dtype=bool)
-    alone = _starts(state, [Goal.CONSOLIDATE]).start("objective:pack", state.pod_node, rows)
+    _, alone = _asked(state, [Goal.CONSOLIDATE], "objective:pack")
     assert _where(state, alone, "p") == "n1"
-    starts = _starts(state, [Goal.REPAIR, Goal.CONSOLIDATE])
-    after = starts.start("objective:pack", state.pod_node, rows)
+    starts, after = _asked(state, [Goal.REPAIR, Goal.CONSOLIDATE], "objective:pack")
     assert _where(state, after, "p") == "n2"
     assert starts.lines() == [("start of consolidate (after repair): cluster-autoscaler's scale-down simulation "
                               "empties 1 node(s) (n3)")]
