@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -182,6 +183,14 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
     return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan leaves empty"
 
 
+class Guard(Protocol):
+    """Whether a wave's predicted end state is no worse than the cluster left alone (:mod:`.monotone`)."""
+
+    def worse(self, node_of: np.ndarray) -> str | None: ...
+
+    def empty(self, node_of: np.ndarray) -> np.ndarray: ...
+
+
 # accept(pod row, landing node row, placement before the wave, predicted placement after it): why the
 # landing breaks a goal there (None: it may be kept); see .accept
 Accept = Callable[[int, int, np.ndarray, np.ndarray], str | None]
@@ -221,7 +230,7 @@ def _settle(replays: Replays, wave: list[Move], emptied: frozenset[str], staging
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
           budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
           idle: frozenset[str] = frozenset(), pack: bool = True, accept: Accept | None = None,
-          incremental: bool = True, deadline: float | None = None) -> Staging:
+          incremental: bool = True, deadline: float | None = None, guard: Guard | None = None) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
@@ -236,7 +245,9 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     built afresh (:func:`.replays.full_replay`, the reference the incremental path is tested against).
     ``deadline`` (``time.perf_counter()``): past it, the moves a wave takes out are dropped, not tried in
     a later wave, and cycles are no longer resolved (:func:`_drop_late`); the waves kept stay
-    scheduler-consistent."""
+    scheduler-consistent. ``guard``: every wave's predicted end state must be no worse than the cluster
+    left alone (:mod:`.monotone`); a wave that is not waits for the moves that put a node in use, and
+    when that is not enough the plan ends before it, its moves left dropped (:func:`_guarded`)."""
     budgets = budgets or Budgets()
     t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied), held=sorted(idle))
@@ -281,6 +292,15 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         elif len(wave) < planned:
             plan, staging.minimal = {}, False
         assert landing is not None
+        if guard is not None:
+            wave, landing, cut = _guarded(replays, wave, landing, guard, emptied | idle, staging, accept, why_out)
+            if landing is None:
+                _tally(staging, replays)
+                _cut(staging, remaining, f"wave {len(staging.waves) + 1} would leave the cluster worse than left "
+                     f"alone ({cut})")
+                break
+            if len(wave) < planned:
+                plan, staging.minimal = {}, False
         replays.keep(wave)
         _tally(staging, replays)
         for m in wave:
@@ -303,6 +323,38 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
     staging.seconds = time.perf_counter() - t0
     return staging
+
+
+def _guarded(replays: Replays, wave: list[Move], landing: Trial, guard: Guard, held: frozenset[str],
+             staging: Staging, accept: Accept | None,
+             why_out: dict[str, str]) -> tuple[list[Move], Trial | None, str | None]:
+    """``wave`` and its replay when its end state is no worse than left alone; else the wave without the
+    moves to a node empty when it starts (they wait: a later wave may empty more nodes first, as
+    cluster-autoscaler never opens a node to empty another), replayed again, when that one is no worse;
+    else no wave and why the cluster would be worse."""
+    worse = guard.worse(landing.after)
+    if worse is None:
+        return wave, landing, None
+    empty = guard.empty(replays.current)
+    index = replays.base.node_index
+    openers = [m for m in wave if m.target is not None and empty[index[m.target]]]
+    rest = [m for m in wave if m not in openers]
+    if not openers or not rest:
+        return [], None, worse
+    for m in openers:
+        why_out[m.key] = f"it would put {m.target} in use before other nodes are emptied ({worse})"
+    trial, more = _settle(replays, rest, held, staging, frozenset(), accept)
+    why_out.update(more)
+    if trial is None or not rest or (again := guard.worse(trial.after)) is not None:
+        return [], None, worse if trial is None or not rest else again
+    wave[:] = rest
+    return wave, trial, None
+
+
+def _cut(staging: Staging, remaining: list[Move], why: str) -> None:
+    """The plan ends here: every move left is dropped, with ``why``."""
+    staging.dropped += [(m, f"not carried out: {why}") for m in remaining]
+    remaining.clear()
 
 
 def _drop_late(staging: Staging, remaining: list[Move], why_out: dict[str, str]) -> None:
