@@ -31,7 +31,7 @@ from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
 from optisched.preemption.landing import predict_landing
 from optisched.profile import default_config
-from optisched.reschedule import plan_reschedule, solve
+from optisched.reschedule import plan_reschedule, rounds
 from optisched.reschedule.waves import stage
 
 
@@ -42,12 +42,12 @@ def row(state, config, goal: str, limit: float, seed: int, calls: list | None = 
             calls.append((a, kw))
         return stage(*a, **kw)
 
-    solve.stage = captured  # type: ignore[assignment]
+    rounds.stage = captured  # type: ignore[assignment]
     t0 = time.perf_counter()
     try:
         plan = plan_reschedule(state, config, goal, time_limit=limit, seed=seed)
     finally:
-        solve.stage = stage  # type: ignore[assignment]
+        rounds.stage = stage  # type: ignore[assignment]
     total = time.perf_counter() - t0
     tier = next((t for t in plan.certificate.tiers if t.name.startswith("objective:")), None)
     return {"nodes": state.num_nodes, "pods": int((state.pod_node >= 0).sum()), "goal": goal, "limit": limit,

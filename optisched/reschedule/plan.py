@@ -11,6 +11,7 @@ from ..optimal.solve import Certificate
 from ..preemption.plan import eviction_document
 from .goals import Goal, Metrics
 from .pareto import ParetoCurve
+from .reach import Reach, side_effects
 from .waves import Move, Staging
 
 __all__ = ["ReschedulePlan"]
@@ -28,6 +29,13 @@ class ReschedulePlan:
     saving: float | None = None  # hourly cost of those nodes
     versus: Any = None  # :class:`.versus.Versus` with --compare-descheduler: the descheduler beside the plan
     pareto: ParetoCurve | None = None  # --pareto: the goal at move budgets 0, 1, 2, 4, ... up to this plan
+    reach: list[Reach] = field(default_factory=list)  # per goal: how much of it the plan reaches (.reach)
+    final_certificate: Certificate | None = None  # the last re-plan's solve, when the target was solved again
+
+    @property
+    def reached(self) -> bool:
+        """Every goal is reached against the first target (``--fail-on-unreached`` exits 1 otherwise)."""
+        return all(r.reached for r in self.reach)
 
     @property
     def moves(self) -> int:
@@ -67,6 +75,7 @@ class ReschedulePlan:
             "placements": self.staging.final,
             "before": self.before.to_dict(), "after": self.after.to_dict(),
             "removableNodes": self.removable, "hourlySaving": self.saving,
+            "reach": [r.to_dict() for r in self.reach], "goalReached": self.reached,
             "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
             "cycles": [c.to_dict() for c in self.staging.cycles],
             "notes": self.staging.notes,
@@ -105,6 +114,9 @@ class ReschedulePlan:
         if self.removable:
             saving = f", saving {self.saving:.3f}/h" if self.saving is not None else ""
             lines.append(f"removable nodes: {', '.join(self.removable)}{saving}")
+        lines += [r.line() for r in self.reach]
+        if effects := side_effects(self.goals, self.before, self.after):
+            lines.append(f"worse on what no goal of the plan is about: {'; '.join(effects)}")
         lines += [f"dropped {m.key} ({m.source} -> {m.target}): {why}" for m, why in self.staging.dropped]
         lines += [c.line() for c in self.staging.cycles]
         lines += self.staging.notes
