@@ -158,7 +158,8 @@ def _lead(plan: ReschedulePlan) -> str:
         text += f"; cordon first: {e(', '.join(plan.staging.cordoned))}"
     if plan.staging.held:
         text += f"; cordoned during the plan (empty already): {len(plan.staging.held)} node(s)"
-    return f'<p class="lead">{text}.</p>'
+    reach = "".join(f"<br>{e(r.line())}" for r in plan.reach)
+    return f'<p class="lead">{text}.{reach}</p>'
 
 
 def _consolidation(state: ClusterState, plan: ReschedulePlan) -> list[str]:
