@@ -34,13 +34,15 @@ from typing import Protocol
 import numpy as np
 
 from ..model.objects import cordoned as cordoned_nodes
-from ..model.pdb import scaled_value
 from ..model.state import ClusterState, compile_cluster
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .cycles import CycleReport, resolve_cycle
 from .live import LiveCluster
 from .replays import Replays, Trial, last_replays, preempted_moves
+from .wave_limits import owner as _owner
+from .wave_limits import pick as _pick
+from .wave_limits import workload_caps as _workload_caps
 from .wave_pack import schedule_moves
 
 __all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
@@ -97,45 +99,6 @@ def state_at(state: ClusterState, node_of: np.ndarray, cordoned: frozenset[str] 
             pod = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
         pods.append(pod)
     return compile_cluster(replace(state.cluster, pods=pods, nodes=nodes))
-
-
-def _owner(state: ClusterState, p: int) -> str | None:
-    refs = state.pods[p].metadata.owner_references
-    ctl = [o for o in refs if o.controller] or list(refs)
-    return f"{state.pods[p].metadata.namespace or 'default'}/{ctl[0].kind}/{ctl[0].name}" if ctl else None
-
-
-def _workload_caps(state: ClusterState, budget: str | None) -> dict[str, int]:
-    """Per owner: the pods a wave may take (rounded down as a Deployment's maxUnavailable, at least 1)."""
-    if budget is None:
-        return {}
-    sizes: dict[str, int] = {}
-    for p in range(len(state.pods)):
-        if (o := _owner(state, p)) is not None:
-            sizes[o] = sizes.get(o, 0) + 1
-    value: int | str = budget if budget.endswith("%") else int(budget)
-    return {o: max(1, scaled_value(value, n, round_up=False)) for o, n in sizes.items()}
-
-
-def _pick(state: ClusterState, moves: list[Move], ledger: PDBLedger,
-          caps: dict[str, int]) -> tuple[list[Move], dict[str, int]]:
-    """The moves, in order, that fit one wave's PodDisruptionBudgets and per-workload limits."""
-    used_pdb: dict[int, int] = {}
-    used_owner: dict[str, int] = {}
-    wave = []
-    for m in moves:
-        pdbs = ledger.budgets_of(m.pod)
-        owner = _owner(state, m.pod)
-        if any(used_pdb.get(b, 0) >= ledger.allowed[b] for b in pdbs):
-            continue
-        if owner in caps and used_owner.get(owner, 0) >= caps[owner]:
-            continue
-        for b in pdbs:
-            used_pdb[b] = used_pdb.get(b, 0) + 1
-        if owner is not None:
-            used_owner[owner] = used_owner.get(owner, 0) + 1
-        wave.append(m)
-    return wave, {ledger.names[b]: n for b, n in used_pdb.items()}
 
 
 def _capped(state: ClusterState, moves: list[Move], budgets: Budgets, staging: Staging,
