@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from builders import run_cli, state_of
+from builders import node, pod, run_cli, state_of
 from conftest import REPO, datasets_dir, require
 from helpers.drifted import drifted
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +22,9 @@ from optisched.model.loader import cluster_from_objects
 from optisched.model.state import ClusterState, compile_cluster
 from optisched.preemption.landing import predict_landing
 from optisched.profile import default_config
-from optisched.reschedule import Budgets, plan_reschedule
+from optisched.reschedule import Budgets, plan_reschedule, stage
+from optisched.reschedule.goals import Goal
+from optisched.reschedule.monotone import Measures, left_alone
 from optisched.reschedule.start import shares
 from optisched.reschedule.violations import violations
 from optisched.reschedule.waves import state_at
@@ -61,8 +63,8 @@ def _waves(state: ClusterState, plan) -> list[np.ndarray]:  # type: ignore[no-un
 def _used(state: ClusterState, node_of: np.ndarray) -> np.ndarray:
     """bool [N]: nodes holding a pod that is not a DaemonSet pod (counted here, not by the plan's code)."""
     used = np.zeros(state.num_nodes, dtype=bool)
-    for p, pod in enumerate(state.pods):
-        if node_of[p] >= 0 and not any(o.kind == "DaemonSet" for o in pod.metadata.owner_references):
+    for p, obj in enumerate(state.pods):
+        if node_of[p] >= 0 and not any(o.kind == "DaemonSet" for o in obj.metadata.owner_references):
             used[node_of[p]] = True
     return used
 
@@ -201,8 +203,51 @@ def test_fail_on_unreached_exits_1_when_a_budget_keeps_the_plan_from_its_target(
     assert code == 1 and "does not reach its target on repair" in err
 
 
-def test_fail_on_unreached_exits_0_when_the_plan_reaches_its_target(capsys):
+def test_fail_on_unreached_exits_0_when_the_plan_reaches_its_target(tmp_path, capsys):
     example = REPO / "datasets" / "examples" / "reschedule-consolidate.yaml"
     code, out, _ = run_cli(["reschedule", str(example), "--goal", "consolidate", "--time-limit", "5",
-                            "--fail-on-unreached"], capsys)
+                            "--fail-on-unreached", "--output", str(tmp_path / "plan.json")], capsys)
     assert code == 0 and "consolidate: 0.6 -> 0.3 hourly cost (target 0.3, bound 0.3): reached" in out
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    assert doc["goalReached"] and doc["sideEffects"] == ["violations[Duplicates]: 0 -> 2"]
+
+
+def _web(name: str, on: str) -> dict:
+    return pod(name).req(cpu="1").label(app="web").set("metadata.ownerReferences", [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "web", "controller": True}]).on(on)
+
+
+def test_a_consolidation_that_must_open_a_node_empties_one_in_the_same_wave():
+    """n1 holds web-a and web-b, n2 web-c, n3 is empty and takes all three; the budget lets one web pod
+    go per wave. Queue order moves web-a first: n3 in use while n1 and n2 still are (3 nodes used where
+    2 were). With the guard the staging moves web-c first, which empties n2."""
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}
+    state = state_of(node("n1"), node("n2"), node("n3", cpu="8"), _web("web-a", "n1"), _web("web-b", "n1"),
+                     _web("web-c", "n2"), pdb)
+    config = default_config()
+    target = np.full(len(state.pods), state.node_index["n3"], dtype=np.int64)
+    measures = Measures(state, config, [Goal.CONSOLIDATE], np.ones(len(state.pods), bool), False, None,
+                        left_alone(state, config))
+    emptied = frozenset({"n1", "n2"})
+    unguarded = stage(state, config, target, {}, emptied=emptied)
+    assert [m.key for m in unguarded.waves[0].moves] == ["default/web-a"]  # what the guard is for
+    staging = stage(state, config, target, {}, emptied=emptied, guard=measures)
+    waves = [[m.key for m in w.moves] for w in staging.waves]
+    assert waves == [["default/web-c"], ["default/web-a"], ["default/web-b"]] and not staging.dropped
+
+
+def test_a_wave_no_order_can_make_no_worse_ends_the_plan_before_it():
+    """n1 holds web-a and web-b, both to the empty n3, one per wave: whatever goes first puts n3 in use
+    while n1 still is. The plan ends before that wave and says why."""
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}
+    state = state_of(node("n1"), node("n3", cpu="8"), _web("web-a", "n1"), _web("web-b", "n1"), pdb)
+    config = default_config()
+    target = np.full(len(state.pods), state.node_index["n3"], dtype=np.int64)
+    measures = Measures(state, config, [Goal.CONSOLIDATE], np.ones(len(state.pods), bool), False, None,
+                        left_alone(state, config))
+    staging = stage(state, config, target, {}, emptied=frozenset({"n1"}), guard=measures)
+    assert not staging.waves and len(staging.dropped) == 2
+    assert all("wave 1 would leave the cluster worse than left alone (nodesUsed 1 -> 2)" in why
+               for _, why in staging.dropped)

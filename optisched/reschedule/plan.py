@@ -76,6 +76,7 @@ class ReschedulePlan:
             "before": self.before.to_dict(), "after": self.after.to_dict(),
             "removableNodes": self.removable, "hourlySaving": self.saving,
             "reach": [r.to_dict() for r in self.reach], "goalReached": self.reached,
+            "sideEffects": side_effects(self.goals, self.before, self.after),
             "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
             "cycles": [c.to_dict() for c in self.staging.cycles],
             "notes": self.staging.notes,

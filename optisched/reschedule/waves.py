@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -209,8 +210,9 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     ``deadline`` (``time.perf_counter()``): past it, the moves a wave takes out are dropped, not tried in
     a later wave, and cycles are no longer resolved (:func:`_drop_late`); the waves kept stay
     scheduler-consistent. ``guard``: every wave's predicted end state must be no worse than the cluster
-    left alone (:mod:`.monotone`); a wave that is not waits for the moves that put a node in use, and
-    when that is not enough the plan ends before it, its moves left dropped (:func:`_guarded`)."""
+    left alone (:mod:`.monotone`); a wave that is not is tried without the moves that put a node in use,
+    then as whole nodes' moves, and when neither is no worse the plan ends before it, its moves left
+    dropped (:func:`_guarded`)."""
     budgets = budgets or Budgets()
     t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied), held=sorted(idle))
@@ -256,7 +258,8 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
             plan, staging.minimal = {}, False
         assert landing is not None
         if guard is not None:
-            wave, landing, cut = _guarded(replays, wave, landing, guard, emptied | idle, staging, accept, why_out)
+            wave, landing, cut = _guarded(replays, wave, landing, guard, emptied | idle, staging, accept, why_out,
+                                          partial(_emptying, state, remaining, ledger, caps, list(wave)))
             if landing is None:
                 _tally(staging, replays)
                 _cut(staging, remaining, f"wave {len(staging.waves) + 1} would leave the cluster worse than left "
@@ -289,12 +292,13 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
 
 
 def _guarded(replays: Replays, wave: list[Move], landing: Trial, guard: Guard, held: frozenset[str],
-             staging: Staging, accept: Accept | None,
-             why_out: dict[str, str]) -> tuple[list[Move], Trial | None, str | None]:
-    """``wave`` and its replay when its end state is no worse than left alone; else the wave without the
-    moves to a node empty when it starts (they wait: a later wave may empty more nodes first, as
-    cluster-autoscaler never opens a node to empty another), replayed again, when that one is no worse;
-    else no wave and why the cluster would be worse."""
+             staging: Staging, accept: Accept | None, why_out: dict[str, str],
+             emptying: Callable[[], list[Move]]) -> tuple[list[Move], Trial | None, str | None]:
+    """``wave`` and its replay when its end state is no worse than left alone; else the first of these
+    that is, replayed: the wave without its moves to a node empty when it starts (they wait: a later wave
+    may empty more nodes first, as cluster-autoscaler never opens a node to empty another), then
+    ``emptying`` (whole nodes' moves within the budgets, :func:`_emptying`); else no wave and why the
+    cluster would be worse."""
     worse = guard.worse(landing.after)
     if worse is None:
         return wave, landing, None
@@ -302,16 +306,33 @@ def _guarded(replays: Replays, wave: list[Move], landing: Trial, guard: Guard, h
     index = replays.base.node_index
     openers = [m for m in wave if m.target is not None and empty[index[m.target]]]
     rest = [m for m in wave if m not in openers]
-    if not openers or not rest:
-        return [], None, worse
-    for m in openers:
-        why_out[m.key] = f"it would put {m.target} in use before other nodes are emptied ({worse})"
-    trial, more = _settle(replays, rest, held, staging, frozenset(), accept)
-    why_out.update(more)
-    if trial is None or not rest or (again := guard.worse(trial.after)) is not None:
-        return [], None, worse if trial is None or not rest else again
-    wave[:] = rest
-    return wave, trial, None
+    for first in (True, False):
+        option = (rest if openers else []) if first else emptying()
+        trial, more = _settle(replays, option, held, staging, frozenset(), accept) if option else (None, {})
+        if trial is None or not option or guard.worse(trial.after) is not None:
+            continue
+        if first:
+            why_out.update({m.key: f"it would put {m.target} in use before other nodes are emptied ({worse})"
+                            for m in openers})
+        why_out.update(more)
+        wave[:] = option
+        return wave, trial, None
+    return [], None, worse
+
+
+def _emptying(state: ClusterState, remaining: list[Move], ledger: PDBLedger, caps: dict[str, int],
+              wave: list[Move]) -> list[Move]:
+    """A wave of whole nodes' moves: the moves left off each source node, fewest first, each node's taken
+    only when all of them fit the wave's budgets (a consolidation that must open a node empties one in
+    the same wave); [] when it would be ``wave`` again."""
+    by_source: dict[str, list[Move]] = {}
+    for m in remaining:
+        by_source.setdefault(m.source, []).append(m)
+    out: list[Move] = []
+    for group in sorted(by_source.values(), key=len):
+        if len(_pick(state, out + group, ledger, caps)[0]) == len(out) + len(group):
+            out += group
+    return [] if [m.key for m in out] == [m.key for m in wave] else out
 
 
 def _cut(staging: Staging, remaining: list[Move], why: str) -> None:
