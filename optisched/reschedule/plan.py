@@ -11,7 +11,7 @@ from ..optimal.solve import Certificate
 from ..preemption.plan import eviction_document
 from .goals import Goal, Metrics
 from .pareto import ParetoCurve
-from .reach import Reach, side_effects
+from .reach import Reach
 from .waves import Move, Staging
 
 __all__ = ["ReschedulePlan"]
@@ -31,6 +31,7 @@ class ReschedulePlan:
     pareto: ParetoCurve | None = None  # --pareto: the goal at move budgets 0, 1, 2, 4, ... up to this plan
     reach: list[Reach] = field(default_factory=list)  # per goal: how much of it the plan reaches (.reach)
     final_certificate: Certificate | None = None  # the last re-plan's solve, when the target was solved again
+    side_effects: list[str] = field(default_factory=list)  # worse than left alone on what no goal is about
 
     @property
     def reached(self) -> bool:
@@ -76,7 +77,7 @@ class ReschedulePlan:
             "before": self.before.to_dict(), "after": self.after.to_dict(),
             "removableNodes": self.removable, "hourlySaving": self.saving,
             "reach": [r.to_dict() for r in self.reach], "goalReached": self.reached,
-            "sideEffects": side_effects(self.goals, self.before, self.after),
+            "sideEffects": self.side_effects,
             "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
             "cycles": [c.to_dict() for c in self.staging.cycles],
             "notes": self.staging.notes,
@@ -116,8 +117,8 @@ class ReschedulePlan:
             saving = f", saving {self.saving:.3f}/h" if self.saving is not None else ""
             lines.append(f"removable nodes: {', '.join(self.removable)}{saving}")
         lines += [r.line() for r in self.reach]
-        if effects := side_effects(self.goals, self.before, self.after):
-            lines.append(f"worse on what no goal of the plan is about: {'; '.join(effects)}")
+        if self.side_effects:
+            lines.append(f"worse on what no goal of the plan is about: {'; '.join(self.side_effects)}")
         lines += [f"dropped {m.key} ({m.source} -> {m.target}): {why}" for m, why in self.staging.dropped]
         lines += [c.line() for c in self.staging.cycles]
         lines += self.staging.notes

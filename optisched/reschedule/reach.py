@@ -99,7 +99,8 @@ def reach(measures: Measures, target: np.ndarray, final: np.ndarray, certificate
 
 
 def side_effects(goals: list[Goal], before: Metrics, after: Metrics) -> list[str]:
-    """The measures no goal of the plan is about that the plan makes worse, as ``name: a -> b``."""
+    """The measures no goal of the plan is about that the plan makes worse than ``before`` (the cluster
+    left alone: its pending pods placed), as ``name: a -> b``."""
     b, a = before.to_dict(), after.to_dict()
     worse = []
     if Goal.CONSOLIDATE not in goals and a["nodesUsed"] > b["nodesUsed"]:

@@ -26,7 +26,6 @@ from ..report.page import e, figure, is_number, page, table
 from ..version import KUBE_VERSION
 from .goals import Goal
 from .plan import ReschedulePlan, on_target
-from .reach import side_effects
 from .report_plots import plot_node_utilization, plot_pareto, plot_waves
 
 __all__ = ["REPORT_FILES", "check_reschedule_report", "write_reschedule_report"]
@@ -160,8 +159,8 @@ def _lead(plan: ReschedulePlan) -> str:
     if plan.staging.held:
         text += f"; cordoned during the plan (empty already): {len(plan.staging.held)} node(s)"
     reach = "".join(f"<br>{e(r.line())}" for r in plan.reach)
-    if effects := side_effects(plan.goals, plan.before, plan.after):
-        reach += f"<br>worse on what no goal of the plan is about: {e('; '.join(effects))}"
+    if plan.side_effects:
+        reach += f"<br>worse on what no goal of the plan is about: {e('; '.join(plan.side_effects))}"
     return f'<p class="lead">{text}.{reach}</p>'
 
 

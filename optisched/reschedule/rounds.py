@@ -7,7 +7,9 @@ with the dropped pods pinned to their nodes, starting from the end state of the 
 again, until a staging keeps every move (at most :data:`ROUNDS` solves, within the time limit). When time
 runs out first, the last staging's end state is staged as the target (no solve): the waves are then
 replayed with exactly the nodes that plan empties cordoned, so ``cordon`` is what the emitted plan
-empties and every prediction was made with the cordons a run sets.
+empties and every prediction was made with the cordons a run sets. Should that staging still cordon a
+node it leaves in use (it dropped moves again and no time is left), the node is cordoned for the plan's
+duration only (``cordonDuringPlan``), as its replays held it.
 """
 from __future__ import annotations
 
@@ -101,12 +103,30 @@ def final_rows(state: ClusterState, staging: Staging) -> np.ndarray:
                      for p in state.pods], dtype=np.int64)
 
 
-def exact(state: ClusterState, staging: Staging) -> bool:
-    """The staging kept every move, and the nodes it cordons are the ones its end state empties."""
+def emptied_by(state: ClusterState, staging: Staging) -> set[str]:
+    """The nodes the staging's end state empties that were not empty before it."""
     was_empty = empty_nodes(state, state.pod_node)
     end = empty_nodes(state, final_rows(state, staging))
-    emptied = {state.node_names[n] for n in np.flatnonzero(end & ~was_empty).tolist()}
-    return not staging.dropped and emptied == set(staging.cordoned)
+    return {state.node_names[n] for n in np.flatnonzero(end & ~was_empty).tolist()}
+
+
+def exact(state: ClusterState, staging: Staging) -> bool:
+    """The staging kept every move, and the nodes it cordons are the ones its end state empties."""
+    return not staging.dropped and emptied_by(state, staging) == set(staging.cordoned)
+
+
+def _hold(state: ClusterState, staging: Staging) -> None:
+    """Out of time with a staging that cordons nodes its end state does not empty: those stay cordoned
+    for the plan's duration only (its replays held them so), and ``cordon`` is what it empties."""
+    emptied = emptied_by(state, staging)
+    if emptied == set(staging.cordoned):
+        return
+    extra = sorted(set(staging.cordoned) - emptied)
+    staging.cordoned = sorted(emptied & set(staging.cordoned))
+    staging.held = sorted(set(staging.held) | set(extra))
+    if extra:
+        staging.notes.append(f"cordoned during the plan though it does not empty them (its replays held them "
+                             f"so; no time was left to stage it again): {', '.join(extra)}")
 
 
 def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: Solve, end: float,
@@ -114,7 +134,8 @@ def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: So
     """Stage ``target``; while the staging drops moves and at least ``least`` seconds are left before
     ``end`` (``time.perf_counter()``), solve again with every dropped pod pinned, from the kept waves' end
     state, for half the time left, and stage that; then, while the last staging is not :func:`exact`,
-    stage its own end state."""
+    stage its own end state (once, then again while time is left); a staging that still cordons a node
+    it does not empty holds it for the plan's duration instead (:func:`_hold`)."""
     state = rounds.state
     done = Realized(rounds.stage(target, _share(end)), target, result)
     pinned: dict[str, tuple[Move, str]] = {}
@@ -130,12 +151,16 @@ def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: So
             target, result = kept, done.result
         done = Realized(rounds.stage(target, _share(end), _kept_reasons(done.staging) if target is kept else None),
                         target, result, list(pinned.values()), done.solves + 1)
-    while not exact(state, done.staging) and done.restages < RESTAGES:
+    while not exact(state, done.staging) and (done.restages == 0 or (done.restages < RESTAGES
+                                                                     and time.perf_counter() < end)):
         for m, why in done.staging.dropped:
             pinned.setdefault(m.key, (m, why))
         kept = final_rows(state, done.staging)
         staging = rounds.stage(kept, max(end, time.perf_counter() + 1.0), _kept_reasons(done.staging))
         done = Realized(staging, kept, done.result, list(pinned.values()), done.solves, done.restages + 1)
+    _hold(state, done.staging)
+    if done.staging.dropped:  # what the waves realize is their own end state
+        done.target = final_rows(state, done.staging)
     done.pinned = [pinned[k] for k in pinned if all(m.key != k for m, _ in done.staging.dropped)]
     return done
 

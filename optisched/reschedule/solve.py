@@ -23,7 +23,7 @@ from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, uti
 from .monotone import Measures, left_alone
 from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
-from .reach import reach
+from .reach import reach, side_effects
 from .rounds import Rounds, final_rows, realize
 from .scope import narrowed
 from .tier_start import GoalStarts
@@ -158,6 +158,9 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
                           [names[n] for n in removable],
                           node_saving(node_costs(state), removable))
     plan.reach = reach(measures, first, final, result.certificate, staging.dropped)
+    alone = plan.before if np.array_equal(measures.baseline, state.pod_node) else \
+        metrics(state, measures.baseline, pending, config, counted, soft)
+    plan.side_effects = side_effects(parsed, alone, plan.after)
     plan.final_certificate = done.result.certificate
     if pareto:
         plan.pareto = sweep(state, parsed, target, result.certificate, lambda k, seconds: solve_target(
