@@ -2,14 +2,15 @@
 
 A target whose moves the staging drops (budgets, refused landings, cycles, the deadline, a wave that
 would leave the cluster worse than left alone) is no longer a plan: the moves kept were chosen for an end
-state that is not reached, and the nodes it empties are not all emptied. So the target is solved again
-with the dropped pods pinned to their nodes, starting from the end state of the waves kept, and staged
-again, until a staging keeps every move (at most :data:`ROUNDS` solves, within the time limit). When time
-runs out first, the last staging's end state is staged as the target (no solve): the waves are then
-replayed with exactly the nodes that plan empties cordoned, so ``cordon`` is what the emitted plan
-empties and every prediction was made with the cordons a run sets. Should that staging still cordon a
-node it leaves in use (it dropped moves again and no time is left), the node is cordoned for the plan's
-duration only (``cordonDuringPlan``), as its replays held it.
+state that is not reached, and the nodes it empties are not all emptied. So, while time is left, the
+target is solved again with the dropped pods pinned to their nodes, starting from the end state of the
+waves kept, and staged again (at most :data:`ROUNDS` solves), and the best of these stagings is kept.
+Its waves are consistent with its replays, which held the first target's emptied nodes cordoned: when
+a staging again fits in the time left, the kept end state is staged as its own target (no solve), so
+the replays hold exactly the nodes that plan empties; otherwise, or when that staging realizes less, the
+nodes it cordons but leaves in use are cordoned for the plan's duration only (``cordonDuringPlan``), as
+its replays held them. Either way ``cordon`` is what the emitted plan empties and every prediction was
+made with the cordons a run sets.
 """
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ class Realized:
     pinned: list[tuple[Move, str]] = field(default_factory=list)  # dropped in an earlier round, with why
     solves: int = 1
     restages: int = 0
+    kept: int = 1  # the solve whose staging the waves are (1: the first target's)
 
 
 @dataclass
@@ -131,14 +133,16 @@ def _hold(state: ClusterState, staging: Staging) -> None:
 
 def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: Solve, end: float,
             least: float) -> Realized:
-    """Stage ``target``; while the staging drops moves and at least ``least`` seconds are left before
-    ``end`` (``time.perf_counter()``), solve again with every dropped pod pinned, from the kept waves' end
-    state, for half the time left, and stage that; then, while the last staging is not :func:`exact`,
-    stage its own end state (once, then again while time is left); a staging that still cordons a node
-    it does not empty holds it for the plan's duration instead (:func:`_hold`)."""
+    """Stage ``target`` (until ``least`` seconds before ``end``, ``time.perf_counter()``); while the
+    staging drops moves and at least ``least`` seconds are left, solve again with every dropped pod
+    pinned, from the kept waves' end state, for half the time left, and stage that, keeping the best
+    staging of the rounds (:func:`_score`); then, while the kept staging is not :func:`exact` and a
+    staging again fits before ``end``, stage its own end state, unless that realizes less; a staging
+    that still cordons a node it does not empty holds it for the plan's duration (:func:`_hold`)."""
     state = rounds.state
-    done = Realized(rounds.stage(target, _share(end)), target, result)
+    done = Realized(rounds.stage(target, end - least), target, result)
     pinned: dict[str, tuple[Move, str]] = {}
+    best = done
     while done.staging.dropped and done.solves < ROUNDS:
         left = end - time.perf_counter()
         if left < least:
@@ -150,19 +154,31 @@ def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: So
         if rounds.measures.rank(target) > rounds.measures.rank(kept):  # the solve found less than the waves kept
             target, result = kept, done.result
         done = Realized(rounds.stage(target, _share(end), _kept_reasons(done.staging) if target is kept else None),
-                        target, result, list(pinned.values()), done.solves + 1)
-    while not exact(state, done.staging) and (done.restages == 0 or (done.restages < RESTAGES
-                                                                     and time.perf_counter() < end)):
+                        target, result, list(pinned.values()), done.solves + 1, 0, done.solves + 1)
+        best = min(best, done, key=lambda r: _score(rounds, r))
+    if best is not done:  # a later round's staging, shorter of time, realized less than an earlier one
+        pinned = {m.key: (m, why) for m, why in best.pinned}  # the pins its target was solved with
+        done = Realized(best.staging, best.target, best.result, best.pinned, done.solves, 0, best.kept)
+    while not exact(state, done.staging) and done.restages < RESTAGES and \
+            end - time.perf_counter() > 1.5 * done.staging.seconds:  # a staging again fits before the end
         for m, why in done.staging.dropped:
             pinned.setdefault(m.key, (m, why))
         kept = final_rows(state, done.staging)
-        staging = rounds.stage(kept, max(end, time.perf_counter() + 1.0), _kept_reasons(done.staging))
-        done = Realized(staging, kept, done.result, list(pinned.values()), done.solves, done.restages + 1)
+        again = Realized(rounds.stage(kept, end, _kept_reasons(done.staging)), kept, done.result,
+                         list(pinned.values()), done.solves, done.restages + 1, done.kept)
+        if _score(rounds, again)[0] > _score(rounds, done)[0]:  # it dropped moves the first one kept
+            break
+        done = again
     _hold(state, done.staging)
     if done.staging.dropped:  # what the waves realize is their own end state
         done.target = final_rows(state, done.staging)
     done.pinned = [pinned[k] for k in pinned if all(m.key != k for m, _ in done.staging.dropped)]
     return done
+
+
+def _score(rounds: Rounds, done: Realized) -> tuple:
+    """How good a round's staging is: its end state on the goals, then fewer moves dropped."""
+    return rounds.measures.rank(final_rows(rounds.state, done.staging)), len(done.staging.dropped)
 
 
 def _kept_reasons(staging: Staging) -> dict[int, str]:

@@ -24,7 +24,7 @@ from .monotone import Measures, left_alone
 from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
 from .reach import reach, side_effects
-from .rounds import Rounds, final_rows, realize
+from .rounds import Realized, Rounds, final_rows, realize
 from .scope import narrowed
 from .tier_start import GoalStarts
 from .violations import violating
@@ -143,7 +143,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     done = realize(rounds, target, result, again, started + (1 - SUMMARY_RESERVE) * time_limit,
                    REPLAN_LEAST * time_limit)
     staging = done.staging
-    staging.notes = notes + _round_notes(done.solves, done.restages, len(done.pinned)) + staging.notes
+    staging.notes = notes + _round_notes(done) + staging.notes
     if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")
     final = final_rows(state, staging)
@@ -169,12 +169,13 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     return plan
 
 
-def _round_notes(solves: int, restages: int, pinned: int) -> list[str]:
+def _round_notes(done: Realized) -> list[str]:
     """The summary's line on the re-plans (:mod:`.rounds`), when there were any."""
-    if solves == 1 and not restages:
+    if done.solves == 1 and not done.restages:
         return []
-    parts = [f"solved {solves} time(s)"] if solves > 1 else []
-    parts += [f"staged its own end state {restages} time(s)"] if restages else []
-    line = (f"re-planned: the staging dropped moves, so the target was {' and '.join(parts)}, "
-            f"{pinned} pod(s) pinned to their node; the waves realize the last target")
+    parts = [f"solved {done.solves - 1} more time(s) with the dropped pods pinned"] if done.solves > 1 else []
+    parts += [f"its end state staged as its own target {done.restages} time(s)"] if done.restages else []
+    which = "the first target's" if done.kept == 1 else f"those of solve {done.kept}"
+    line = (f"re-planned: the staging dropped moves; {', '.join(parts)}; the waves are {which}, "
+            f"{len(done.pinned)} pod(s) of earlier stagings left on their node")
     return [line]
