@@ -36,17 +36,23 @@ class Reach:
     target: float
     bound: float | None
     reached: bool
-    dropped: dict[str, int]  # why the target's moves not carried out were dropped -> how many
+    dropped: dict[str, int]  # why the target's moves not carried out were dropped -> how many (and, for
+    # fit-pending, "left pending by kube-scheduler": pending pods the target places that stay pending)
 
     def line(self) -> str:
+        """``goal: before -> after UNIT (target T, bound B): reached``, or ``not reached`` and why."""
         bound = "" if self.bound is None else f", bound {_fmt(self.bound)}"
         head = (f"{self.goal}: {_fmt(self.before)} -> {_fmt(self.after)} {UNIT[self.measure]} "
                 f"(target {_fmt(self.target)}{bound}): ")
         if self.reached:
             return head + "reached"
-        n = sum(self.dropped.values())
-        why = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items(), key=lambda kv: -kv[1]))
-        return head + "not reached" + (f" - {n} move(s) dropped: {why}" if n else "")
+        moves = {k: v for k, v in self.dropped.items() if k != "left pending by kube-scheduler"}
+        n = sum(moves.values())
+        why = [f"{n} move(s) dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(moves.items(),
+                                                                                key=lambda kv: -kv[1]))] if n else []
+        if left := self.dropped.get("left pending by kube-scheduler"):
+            why.append(f"{left} pending pod(s) the target places left pending by kube-scheduler")
+        return head + "not reached" + (" - " + "; ".join(why) if why else "")
 
     def to_dict(self) -> dict:
         return {"goal": self.goal, "measure": self.measure, "before": self.before, "after": self.after,
@@ -87,6 +93,9 @@ def reach(measures: Measures, target: np.ndarray, final: np.ndarray, certificate
     ``dropped`` every move of the plan's rounds that was not carried out, with why."""
     start, end, aim = measures.start, measures.of(final), measures.of(target)
     kinds = dict(Counter(drop_kind(why) for _, why in dropped))
+    pending = measures.state.pod_node < 0
+    if Goal.FIT_PENDING in measures.goals and (left := int(np.count_nonzero(pending & (target >= 0) & (final < 0)))):
+        kinds["left pending by kube-scheduler"] = left
     out = []
     for goal in measures.goals:
         k, before = goal_value(goal, start)

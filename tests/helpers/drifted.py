@@ -20,16 +20,19 @@ def _owned(p, kind: str, name: str):  # type: ignore[no-untyped-def]
 
 
 def drifted(nodes: int, seed: int = 0, empty: int = 0, pdb: str | None = "1", taint: int = 0,
-            anti: bool = False, bare: bool = True, pending: int = 0) -> list[dict]:
+            anti: bool = False, bare: bool = True, pending: int = 0, pdb_all: bool = False,
+            small: bool = False) -> list[dict]:
     """The objects (see the module docstring). ``empty``: nodes holding only their agent; ``pdb``: the
-    budget's ``maxUnavailable`` over ``web`` (a count or a percent; None: no budget); ``taint``: nodes
+    budget's ``maxUnavailable`` over ``web`` (``pdb_all``: over every app; a count or a percent; None: no
+    budget); the empty nodes are of the largest size (``small``: the others of the smallest, so the best
+    consolidation opens an empty node); ``taint``: nodes
     tainted ``maintenance=soon:NoSchedule``; ``anti``: ``api`` gets required hostname anti-affinity, and
     every other used node two such replicas; ``pending``: pods of 3 to 6 cpu waiting for a node."""
     rng = random.Random(seed)
     objs: list[dict] = []
     free: list[int] = []
     for i in range(nodes):
-        cpu, mem = SIZES[rng.randrange(len(SIZES))]
+        cpu, mem = (SIZES[0] if small else SIZES[rng.randrange(len(SIZES))]) if i < nodes - empty else SIZES[-1]
         n = node(f"node-{i:03d}", cpu=str(cpu), memory=mem).zone(f"z{i % 3}")
         if 2 <= i < 2 + taint:
             n = n.taint("maintenance", "soon")
@@ -67,11 +70,13 @@ def drifted(nodes: int, seed: int = 0, empty: int = 0, pdb: str | None = "1", ta
         p = _owned(pod(f"big-{j}").req(cpu=f"{rng.randrange(3, 7)}", memory="2Gi").label(app="big"), "ReplicaSet",
                    "big")
         objs.append(p.build())
+    every = {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["node-agent"]}]}
     if pdb is not None:
         value: int | str = pdb if pdb.endswith("%") else int(pdb)
         objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                      "metadata": {"name": "web", "namespace": "default"},
-                     "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": value}})
+                     "spec": {"selector": every if pdb_all else {"matchLabels": {"app": "web"}},
+                              "maxUnavailable": value}})
     if bare and nodes > 1:
         objs.append(pod("debug-shell").req(cpu="100m").on("node-000").build())
         p = _owned(pod("scratch-0").req(cpu="250m").label(app="scratch"), "ReplicaSet", "scratch")
