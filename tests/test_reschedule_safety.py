@@ -6,6 +6,7 @@ use more nodes than before, cordon nodes they did not empty and stop repairs par
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from optisched.profile import default_config
 from optisched.reschedule import Budgets, plan_reschedule, stage
 from optisched.reschedule.goals import Goal
 from optisched.reschedule.monotone import Measures, left_alone
+from optisched.reschedule.rounds import Rounds, realize
 from optisched.reschedule.start import shares
 from optisched.reschedule.violations import violations
 from optisched.reschedule.waves import state_at
@@ -266,3 +268,38 @@ def test_a_wave_no_order_can_make_no_worse_ends_the_plan_before_it():
     assert not staging.waves and len(staging.dropped) == 2
     assert all("wave 1 would leave the cluster worse than left alone (nodesUsed 1 -> 2)" in why
                for _, why in staging.dropped)
+
+
+def _blocked(goal: Goal = Goal.REPAIR):  # type: ignore[no-untyped-def]
+    """n1 (tainted after its pod started) holds web-a, whose budget allows no disruption: a target that
+    moves web-a to n2 empties n1, and no wave can carry it out."""
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 0}}
+    state = state_of(node("n1").taint("maintenance", "soon"), node("n2"), _web("web-a", "n1"), pdb)
+    config = default_config()
+    counted = np.ones(len(state.pods), bool)
+    measures = Measures(state, config, [goal], counted, False, None, left_alone(state, config))
+    target = np.full(len(state.pods), state.node_index["n2"], dtype=np.int64)
+    return state, Rounds(state, config, [goal], Budgets(), counted, False, None, {}, measures), target
+
+
+def _never(*_):  # type: ignore[no-untyped-def]
+    raise AssertionError("no time for a solve was left")
+
+
+def test_a_staging_that_drops_moves_is_staged_again_so_it_cordons_only_what_it_empties():
+    state, rounds, target = _blocked()
+    done = realize(rounds, target, None, _never, time.perf_counter() + 60, least=1e9)  # type: ignore[arg-type]
+    assert done.restages == 1 and not done.staging.waves
+    assert done.staging.cordoned == [] and done.staging.held == [] and not done.staging.dropped
+    assert [m.key for m, _ in done.pinned] == ["default/web-a"]
+    assert np.array_equal(done.target, state.pod_node)
+
+
+def test_without_time_to_stage_again_a_cordoned_node_left_in_use_is_held_for_the_plan_only():
+    state, rounds, target = _blocked()
+    done = realize(rounds, target, None, _never, time.perf_counter(), least=1e9)  # type: ignore[arg-type]
+    assert done.restages == 0 and not done.staging.waves and len(done.staging.dropped) == 1
+    assert done.staging.cordoned == [] and done.staging.held == ["n1"]
+    assert any(n.startswith("cordoned during the plan though it does not empty them") for n in done.staging.notes)
+    assert np.array_equal(done.target, state.pod_node)
