@@ -30,7 +30,7 @@ class ReschedulePlan:
     versus: Any = None  # :class:`.versus.Versus` with --compare-descheduler: the descheduler beside the plan
     pareto: ParetoCurve | None = None  # --pareto: the goal at move budgets 0, 1, 2, 4, ... up to this plan
     reach: list[Reach] = field(default_factory=list)  # per goal: how much of it the plan reaches (.reach)
-    final_certificate: Certificate | None = None  # the last re-plan's solve, when the target was solved again
+    final_certificate: Certificate | None = None  # the solve of the re-plan whose staging was kept, if not the first
     side_effects: list[str] = field(default_factory=list)  # worse than left alone on what no goal is about
 
     @property
@@ -82,6 +82,7 @@ class ReschedulePlan:
             "cycles": [c.to_dict() for c in self.staging.cycles],
             "notes": self.staging.notes,
             "certificate": self.certificate.to_dict(),
+            **({"replanCertificate": self.final_certificate.to_dict()} if self.final_certificate else {}),
             **({"pareto": self.pareto.to_dict()} if self.pareto is not None else {}),
         } | ({"compareDescheduler": self.versus.to_dict()} if self.versus is not None else {})
 

@@ -161,7 +161,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     alone = plan.before if np.array_equal(measures.baseline, state.pod_node) else \
         metrics(state, measures.baseline, pending, config, counted, soft)
     plan.side_effects = side_effects(parsed, alone, plan.after)
-    plan.final_certificate = done.result.certificate
+    plan.final_certificate = done.result.certificate if done.kept > 1 else None
     if pareto:
         plan.pareto = sweep(state, parsed, target, result.certificate, lambda k, seconds: solve_target(
             state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, None, [], soft, start, targets),
