@@ -134,7 +134,7 @@ def _hold(state: ClusterState, staging: Staging) -> None:
 def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: Solve, end: float,
             least: float) -> Realized:
     """Stage ``target`` (until ``least`` seconds before ``end``, ``time.perf_counter()``); while the
-    staging drops moves and at least ``least`` seconds are left, solve again with every dropped pod
+    staging drops moves and ``least`` seconds and a staging as long as the last are left, solve again with every dropped pod
     pinned, from the kept waves' end state, for half the time left, and stage that, keeping the best
     staging of the rounds (:func:`_score`); then, while the kept staging is not :func:`exact` and a
     staging again fits before ``end``, stage its own end state, unless that realizes less; a staging
@@ -145,7 +145,7 @@ def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: So
     best = done
     while done.staging.dropped and done.solves < ROUNDS:
         left = end - time.perf_counter()
-        if left < least:
+        if left < least + done.staging.seconds:  # a solve and a staging as long as the last no longer fit
             break
         for m, why in done.staging.dropped:
             pinned.setdefault(m.key, (m, why))
