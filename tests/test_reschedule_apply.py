@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import require_extra
 
 import optisched
 from optisched.reschedule.apply import apply_plan
@@ -130,6 +131,7 @@ def _handler(cluster: FakeCluster) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def serve():  # type: ignore[no-untyped-def]
+    require_extra("kubernetes", "kube", "the kubernetes client talking to the fake API server")
     servers = []
 
     def start(cluster: FakeCluster):  # type: ignore[no-untyped-def]
