@@ -144,8 +144,8 @@ class BatchModel:
                 self._rule = name
                 rule.restrict(self, classes)  # (each rule checks the time between classes: self.each)
         if domains is None:  # a pod whose PreScore fails lands only where one node alone is left (.score_errors)
-            usable = self.allowed & (self.cap > 0)
-            for c, plugin in unscorable(self.each(self.classes, self.LIGHT_EVERY), state.pods, self.frameworks, usable):
+            timed = self.each(self.classes, self.LIGHT_EVERY)
+            for c, plugin in unscorable(timed, state.pods, self.frameworks, self.allowed, self.cap):
                 self._rule = f"{plugin} PreScore"
                 self.forbid(c, np.ones(state.num_nodes, dtype=bool))
         self._rule = ""

@@ -36,9 +36,11 @@ def pre_score_error(fw: Framework, pod: Pod) -> tuple[str, str] | None:
 
 
 def unscorable(classes: Iterable[PodClass], pods: list[Pod], frameworks: Mapping[str, Framework],
-               usable: np.ndarray) -> Iterator[tuple[PodClass, str]]:
-    """Phase 1, after every rule's ``restrict``: (class, plugin) of each class with two or more usable
-    nodes (``usable``: classes × nodes) whose PreScore fails; the model forbids it every node."""
+               allowed: np.ndarray, cap: np.ndarray) -> Iterator[tuple[PodClass, str]]:
+    """Phase 1, after every rule's ``restrict``: (class, plugin) of each class whose PreScore fails and
+    that two or more nodes may take (``allowed`` and ``cap``: classes × nodes); the model forbids it every
+    node."""
     for c in classes:
-        if usable[c.index].sum() >= 2 and (found := pre_score_error(frameworks[c.scheduler_name], pods[c.rep])):
+        found = pre_score_error(frameworks[c.scheduler_name], pods[c.rep])
+        if found is not None and np.count_nonzero(allowed[c.index] & (cap[c.index] > 0)) >= 2:
             yield c, found[0]
