@@ -250,3 +250,32 @@ def test_a_held_node_that_cannot_be_uncordoned_is_reported(held_plan, serve):
     assert any(line.startswith("cannot uncordon node n4") and
                f"optisched reschedule --undo-cordons --plan {held_plan.plan_id}" in line for line in report.lines())
     assert cluster.unschedulable() == ["n3", "n4"]
+
+
+def test_a_cordon_the_user_makes_between_the_read_and_the_patch_is_never_marked(plan, serve):
+    """The cordon's patch carries the resourceVersion it read, a precondition: the user's cordon landing in
+    between makes it fail (409) instead of marking the user's cordon, and the run stops before any eviction."""
+    cluster = FakeCluster({}, _lands(plan))
+    cluster.node("n3")["metadata"]["resourceVersion"] = "7"
+
+    def user_cordons(name: str) -> None:
+        node = cluster.node(name)
+        if name == "n3" and not node.get("spec", {}).get("unschedulable"):
+            node["spec"] = {"unschedulable": True}
+            node["metadata"]["resourceVersion"] = "8"
+
+    cluster.on_read = user_cordons
+    report = _run(plan, cluster, serve)
+    assert report.stopped == "cannot cordon node n3: the patch answered 409 Conflict"
+    assert cluster.patches[0][1]["metadata"]["resourceVersion"] == "7" and cluster.posts == []
+    assert cluster.unschedulable() == ["n3"] and cluster.annotations("n3") == {} and report.uncordoned == []
+
+
+def test_the_run_uncordons_only_the_node_as_it_marked_it(held_plan, serve):
+    """Each patch names the resourceVersion read just before it: cordoning n4 bumps it, and the uncordon
+    after the last wave names the bumped one."""
+    cluster = FakeCluster({}, _lands(held_plan), extra=(N4,))
+    cluster.node("n4")["metadata"]["resourceVersion"] = "3"
+    report = _run(held_plan, cluster, serve)
+    assert report.uncordoned == ["n4"] and cluster.node("n4")["metadata"]["resourceVersion"] == "5"
+    assert [body["metadata"]["resourceVersion"] for name, body, _ in cluster.patches if name == "n4"] == ["3", "4"]

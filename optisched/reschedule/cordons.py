@@ -53,6 +53,16 @@ def _patch(api: Any, name: str, body: dict, verb: str) -> str | None:
     return None
 
 
+def _unchanged(node: dict, body: dict) -> dict:
+    """``body`` applied only to the node as read: its ``resourceVersion`` in the patch is a precondition
+    (the API server answers 409 Conflict when the node changed since), so a cordon the user made meanwhile
+    is never marked, and a node re-cordoned meanwhile never uncordoned."""
+    version = (node.get("metadata") or {}).get("resourceVersion")
+    if not version:
+        return body
+    return body | {"metadata": {**body.get("metadata", {}), "resourceVersion": version}}
+
+
 def cordon(api: Any, name: str, plan_id: str, why: str) -> tuple[bool, str | None]:
     """Cordon node ``name`` through ``api`` (a kubernetes ``CoreV1Api``) and mark it for ``plan_id``
     (:mod:`.marks`), unless it is unschedulable already: (whether it was patched, None) or (False, why it
@@ -62,7 +72,7 @@ def cordon(api: Any, name: str, plan_id: str, why: str) -> tuple[bool, str | Non
         return False, failed
     if (node.get("spec") or {}).get("unschedulable"):
         return False, None
-    failed = _patch(api, name, cordon_patch(plan_id, why), "cordon")
+    failed = _patch(api, name, _unchanged(node, cordon_patch(plan_id, why)), "cordon")
     return failed is None, failed
 
 
@@ -77,7 +87,7 @@ def release(api: Any, name: str, plan_id: str | None) -> tuple[str | None, str |
     mark = mark_of(node)
     if mark is None or (plan_id is not None and mark.plan != plan_id):
         return None, None
-    failed = _patch(api, name, uncordon_patch(mark.unschedulable), "uncordon")
+    failed = _patch(api, name, _unchanged(node, uncordon_patch(mark.unschedulable)), "uncordon")
     return (None, failed) if failed else ("uncordoned" if mark.unschedulable else "unmarked", None)
 
 

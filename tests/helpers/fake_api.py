@@ -25,7 +25,9 @@ class FakeCluster:
     ``lands[name]``: the node its replacement is bound to; ``node_answers[name]``: status codes the next
     PATCHes of that node get (then 200); ``list_answers``: codes the next pod lists get (then 200);
     ``lists``: items of other list paths (e.g. ``/apis/policy/v1/poddisruptionbudgets``); ``on_list``:
-    called with the pod list's index (0 first) before each pod list is answered.
+    called with the pod list's index (0 first) before each pod list is answered; ``on_read``: called
+    with the node's name once a node's GET has read it, before it is answered. A node with ``metadata.resourceVersion`` gets
+    it bumped on each PATCH, and a PATCH naming another one is answered 409 Conflict.
     ``log`` records each PATCH and POST in order, ``patches`` each PATCH's node, body and content type."""
 
     def __init__(self, answers: dict[str, list[int]], lands: dict[str, str], extra: tuple[dict, ...] = (),
@@ -38,6 +40,7 @@ class FakeCluster:
         self.node_answers, self.list_answers = node_answers or {}, list_answers or []
         self.lists = lists or {}
         self.on_list: Callable[[int], None] | None = None
+        self.on_read: Callable[[str], None] | None = None
         self.pod_lists = 0
         self.log: list[tuple[str, str]] = []
         self.patches: list[tuple[str, dict, str]] = []
@@ -88,6 +91,12 @@ class FakeCluster:
             node = self.node(name)
             if node is None:
                 return 404
+            version = node["metadata"].get("resourceVersion")
+            asked = (body.get("metadata") or {}).get("resourceVersion")
+            if code == 200 and asked is not None and asked != version:
+                return 409  # the precondition: the node changed since it was read
+            if code == 200 and version is not None:
+                node["metadata"]["resourceVersion"] = str(int(version) + 1)
             if code == 200:
                 if "spec" in body:
                     spec = node.setdefault("spec", {})
@@ -96,7 +105,7 @@ class FakeCluster:
                     else:
                         spec.pop("unschedulable", None)
                 ann = node["metadata"].setdefault("annotations", {})
-                for k, v in ((body.get("metadata") or {}).get("annotations") or {}).items():
+                for k, v in ((body.get("metadata") or {}).get("annotations") or {}).items():  # null deletes
                     if v is None:
                         ann.pop(k, None)
                     else:
@@ -129,7 +138,7 @@ class FakeCluster:
 def status(code: int) -> dict:
     return {"kind": "Status", "apiVersion": "v1", "code": code,
             "reason": {404: "NotFound", 429: "TooManyRequests", 500: "InternalError",
-                       503: "ServiceUnavailable"}.get(code, "")}
+                       409: "Conflict", 503: "ServiceUnavailable"}.get(code, "")}
 
 
 def handler(cluster: FakeCluster) -> type[BaseHTTPRequestHandler]:
@@ -157,7 +166,10 @@ def handler(cluster: FakeCluster) -> type[BaseHTTPRequestHandler]:
                     self._send(404, status(404))
                 else:
                     with cluster.lock:
-                        self._send(200, node)
+                        read = copy.deepcopy(node)
+                    if cluster.on_read is not None:  # a change after the read, before the client has it
+                        cluster.on_read(node["metadata"]["name"])
+                    self._send(200, read)
             else:  # every other list a live read makes: as given, else empty
                 self._send(200, {"kind": "List", "apiVersion": "v1", "items": cluster.lists.get(path, [])})
 
