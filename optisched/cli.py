@@ -625,6 +625,9 @@ def _undo_cordons(cluster: list[str] | None, apply: bool, kubeconfig: str | None
                          "without CLUSTER files or --apply")
     if not (kubeconfig or context):
         raise InputError("--undo-cordons needs --kubeconfig or --context (the cluster to restore)")
+    if plan_id is not None and not (len(plan_id) == 12 and all(c in "0123456789abcdef" for c in plan_id)):
+        raise InputError(f"--plan: {plan_id!r} is not a plan id (12 hex digits: the planId of plan.json, the first "
+                         "line of the summary)")
     from .reschedule.apply import core_api
     from .reschedule.undo import undo_cordons
 

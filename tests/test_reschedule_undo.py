@@ -217,6 +217,8 @@ def test_undo_names_a_node_it_could_not_restore_and_exits_1(servers, tmp_path, c
     pytest.param(["--undo-cordons", str(EXAMPLE)], "--undo-cordons is its own action", id="with files"),
     pytest.param(["--undo-cordons"], "--undo-cordons needs --kubeconfig or --context", id="without a cluster"),
     pytest.param([str(EXAMPLE), "--plan", "abc"], "--plan and --all go with --undo-cordons", id="--plan alone"),
+    pytest.param(["--undo-cordons", "--plan", "plan.json", "--kubeconfig", "kc"], "--plan: 'plan.json' is not a plan id",
+                 id="a plan id that is not one"),
     pytest.param(["--undo-cordons", "--kubeconfig", "/nonexistent/kc"], "cannot load the kubeconfig",
                  id="a kubeconfig that is not there"),
 ])
