@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -369,10 +370,18 @@ def test_sigint_stops_apply_between_evictions_prints_its_report_and_exits_130(se
     _user_cordoned(cluster)
 
 
-def test_the_plan_yaml_names_its_plan_on_every_eviction(tmp_path, capsys):
-    out_path = tmp_path / "plan.yaml"
-    code, out, _ = run_cli(["reschedule", str(EXAMPLE), "--time-limit", "5", "--output", str(out_path)], capsys)
+def test_the_plan_id_is_in_the_summary_plan_yaml_every_eviction_and_the_report(tmp_path, capsys):
+    out_path, report = tmp_path / "plan.yaml", tmp_path / "report"
+    code, out, _ = run_cli(["reschedule", str(EXAMPLE), "--time-limit", "5", "--output", str(out_path),
+                            "--report", str(report)], capsys)
     docs = list(yaml.safe_load_all(out_path.read_text()))
     plan_id = docs[0]["planId"]
     assert code == 0 and out.splitlines()[0] == f"plan: {plan_id}" and len(plan_id) == 12
     assert all(d["metadata"]["annotations"]["optisched.io/plan-id"] == plan_id for d in docs[1:])
+    assert f"plan {plan_id}: " in (report / "report.html").read_text()
+    assert json.loads((report / "reschedule.json").read_text())["planId"] == plan_id
+
+
+def test_two_plans_of_one_cluster_get_two_ids(plan):
+    again = optisched.reschedule(optisched.load([str(EXAMPLE)]), goal="consolidate", time_limit=5)
+    assert again.plan_id != plan.plan_id and again.to_dict()["planId"] == again.plan_id
