@@ -358,7 +358,7 @@ def test_sigint_stops_apply_between_evictions_prints_its_report_and_exits_130(se
     run = Run(cluster, servers, tmp_path)
     _reach(cluster, run)
     run.proc.send_signal(signal.SIGINT)
-    threading.Event().wait(1.0)  # the interrupt is seen before the held eviction answers
+    threading.Event().wait(2.0)  # the interrupt is seen before the held eviction answers
     cluster.release(True)  # that eviction is carried out: web-31 leaves n3, web-32 stays
     code, out, err = run.wait()
     assert code == 130, err

@@ -12,6 +12,8 @@ A node is *empty* when every pod bound to it is a DaemonSet pod, a mirror or sta
 pod (:func:`optisched.policy.eviction.node_bound`) or a finished one (phase ``Succeeded``/``Failed``), as
 cluster-autoscaler 1.35's drainability rules (``simulator/drainability/rules/{daemonset,mirror,terminal,
 longterminating}``) and ``kubectl drain`` (kubectl v1.35 ``pkg/drain/filters.go``) leave such pods out.
+One difference: cluster-autoscaler leaves out only the pods terminating for longer than their grace
+period; here any terminating pod, being on its way off the node, leaves it empty.
 """
 from __future__ import annotations
 
