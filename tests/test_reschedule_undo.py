@@ -229,7 +229,7 @@ def test_undo_usage_errors_are_one_line_and_exit_2(capsys, args, message):
 
 
 NODE_STATES = st.tuples(st.sampled_from([None, "aaaaaaaaaaaa", "bbbbbbbbbbbb"]), st.sampled_from(["emptied", "held"]),
-                        st.booleans(), st.sampled_from(["none", "daemonset", "finished", "web"]))
+                        st.booleans(), st.sampled_from(["none", "daemonset", "mirror", "finished", "terminating", "web"]))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -238,9 +238,10 @@ NODE_STATES = st.tuples(st.sampled_from([None, "aaaaaaaaaaaa", "bbbbbbbbbbbb"]),
 def test_undo_never_touches_an_unmarked_node_and_frees_every_marked_node_holding_pods(servers, states, plan_id,
                                                                                      everything):
     """On random nodes (marked by one of two plans or not, cordoned or not, holding nothing, a DaemonSet
-    pod, a finished pod or a workload's pod): an unmarked node is never patched; a marked node of the
-    plan asked for that holds a workload's pod ends schedulable and unmarked; no node of that plan stays
-    cordoned and marked unless it was emptied and is empty and --all was not given."""
+    pod, a mirror pod, a finished or terminating pod, or a workload's pod): an unmarked node is never patched; a marked node of the
+    plan asked for that holds a workload's pod ends schedulable and unmarked; a node of that plan stays
+    cordoned and marked exactly when it was cordoned, emptied, is empty and --all was not given, and
+    ends schedulable and unmarked otherwise."""
     from optisched.reschedule.undo import undo_cordons
 
     cluster = FakeCluster({}, {})
@@ -251,15 +252,18 @@ def test_undo_never_touches_an_unmarked_node_and_frees_every_marked_node_holding
             BY: mark, AT: "2026-01-01T00:00:00Z", FOR: why} if mark else {}}, "spec": {"unschedulable": cordoned}})
         owner = {"daemonset": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "ds", "controller": True}],
                  "web": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "web", "controller": True}]}
+        meta = {"name": f"p{i}", "namespace": "default", "ownerReferences": owner.get(pod, owner["web"]),
+                "annotations": {"kubernetes.io/config.mirror": "x"} if pod == "mirror" else {}}
+        if pod == "terminating":
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         if pod != "none":
-            cluster.pods[f"default/p{i}"] = {"metadata": {"name": f"p{i}", "namespace": "default",
-                                                          "ownerReferences": owner.get(pod, owner["web"])},
+            cluster.pods[f"default/p{i}"] = {"metadata": meta,
                                              "spec": {"nodeName": name, "containers": [{"name": "c", "image": "x"}]},
                                              "status": {"phase": "Succeeded" if pod == "finished" else "Running"}}
     before = copy.deepcopy(cluster.nodes)
     report = undo_cordons(servers.start(cluster), plan_id, everything)
     assert not report.failed
-    for (mark, why, _, pod), old, node in zip(states, before, cluster.nodes, strict=True):
+    for (mark, why, was_cordoned, pod), old, node in zip(states, before, cluster.nodes, strict=True):
         mine = mark is not None and plan_id in (None, mark)
         if not mine:
             assert node == old and node["metadata"]["name"] not in {n for n, _, _ in cluster.patches}
@@ -268,7 +272,8 @@ def test_undo_never_touches_an_unmarked_node_and_frees_every_marked_node_holding
         cordoned = bool(node["spec"].get("unschedulable"))
         if pod == "web":
             assert not cordoned and not ours
-        assert not (cordoned and ours) or (why == "emptied" and pod != "web" and not everything)
+        kept = was_cordoned and why == "emptied" and pod != "web" and not everything
+        assert (cordoned and ours) == kept and (cordoned or not ours)
 
 
 # --- the command run, killed, interrupted ------------------------------------------------------------
