@@ -86,6 +86,7 @@ def test_a_500_is_reported_and_skipped(plan, serve):
     report = apply_plan(plan, serve(cluster), sleep=lambda s: None, poll=0.01)
     assert report.evicted == ["default/web-31"] and report.skipped[0][0] == "default/web-32"
     assert report.stopped is None and "default/web-32" in cluster.pods
+    assert report.uncordoned == ["n3"] and cluster.unschedulable() == []  # n3 holds web-32 still: not emptied
 
 
 def test_a_replacement_landing_elsewhere_stops_the_run(plan, serve):

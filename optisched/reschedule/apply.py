@@ -18,10 +18,11 @@ changed. Then the plan's ``cordoned`` and ``held`` nodes are cordoned and marked
 stops the run before any eviction, with the nodes already cordoned uncordoned again. Before each wave the
 pods are read again and the run stops when the wave's nodes no longer match the prediction
 (:mod:`.recheck`). Between two evictions, and while it waits, the run honours an interrupt
-(:func:`optisched.interrupt.requested`: Ctrl-C) as a stop. After the last wave the ``held`` nodes this run
-cordoned are uncordoned and the ``cordoned`` ones stay cordoned (``kubectl drain`` leaves a drained node
-cordoned, and cluster-autoscaler's scale-down removes it); after a stop, the ``cordoned`` ones that still
-hold pods (:func:`.marks.holding`) are uncordoned too. Uncordoning removes the mark.
+(:func:`optisched.interrupt.requested`: Ctrl-C) as a stop. At the end (the last wave, or a stop) the
+``held`` nodes this run cordoned are uncordoned and the ``cordoned`` ones stay cordoned (``kubectl drain`` leaves a drained node
+cordoned, and cluster-autoscaler's scale-down removes it), except those that still hold pods
+(:func:`.marks.holding`: after a stop, or an eviction skipped), which are uncordoned too. Uncordoning
+removes the mark.
 """
 from __future__ import annotations
 
@@ -216,14 +217,14 @@ def _uncordon(api: Any, names: list[str], report: ApplyReport) -> None:
 
 
 def _finish(api: Any, staging: Staging, report: ApplyReport) -> None:
-    """Uncordon the held nodes this run cordoned, and after a stop the emptied ones that still hold pods;
-    the others stay cordoned (and marked)."""
+    """Uncordon the held nodes this run cordoned, and the emptied ones that still hold pods (after a stop,
+    or an eviction skipped); the others stay cordoned (and marked), for an autoscaler."""
     from kubernetes.client.rest import ApiException  # type: ignore[import-not-found]
     from urllib3.exceptions import HTTPError
 
     emptied = [n for n in report.cordoned if n not in staging.held]
     back = [n for n in report.cordoned if n in staging.held]
-    if report.stopped and emptied:
+    if emptied:
         try:
             occupied = holding(list_pods(api))
         except (ApiException, HTTPError) as e:
@@ -255,20 +256,10 @@ def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, reference: d
             return
         owner_of = {m.key: _controller(before[k]) if (k := live.get(m.key, m.key)) in before else None
                     for m in wave.moves}
-        evicted: list[str] = []
-        for m in wave.moves:
-            why = f"stop: {INTERRUPTED}" if interrupt.requested() else \
-                _evict(api, body_of, live.get(m.key, m.key), time.monotonic() + retry_for, sleep)
-            if why is None:
-                evicted.append(m.key)
-                gone.add(live.get(m.key, m.key))
-            elif why.startswith("skip: "):
-                report.skipped.append((m.key, why[6:]))
-            else:
-                report.evicted += evicted
-                report.stopped = why[6:]
-                return
-        report.evicted += evicted
+        evicted = _evict_wave(api, body_of, wave.moves, live, report, retry_for, sleep)
+        gone |= {live.get(k, k) for k in evicted}
+        if report.stopped:
+            return
         owners = Counter(owner_of[k] for k in evicted if owner_of[k] is not None)
         now, new, why = _wait(api, before, owners, wait_for, poll, sleep)
         why = why or _compare(wave.moves, evicted, owner_of, new or {})
@@ -278,6 +269,25 @@ def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, reference: d
         live.update(_replacements(wave.moves, evicted, owner_of, new or {}))
         reference = bound(now)
         report.waves_done += 1
+
+
+def _evict_wave(api: Any, body_of: Callable[[str, str], Any], wave: list[Move], live: dict[str, str],
+                report: ApplyReport, retry_for: float, sleep: Callable[[float], None]) -> list[str]:
+    """Evict ``wave``'s pods (under their replacements' names for a detour's second leg, ``live``) into
+    ``report``, until a stop or an interrupt; the pods evicted."""
+    evicted: list[str] = []
+    for m in wave:
+        why = f"stop: {INTERRUPTED}" if interrupt.requested() else \
+            _evict(api, body_of, live.get(m.key, m.key), time.monotonic() + retry_for, sleep)
+        if why is None:
+            evicted.append(m.key)
+        elif why.startswith("skip: "):
+            report.skipped.append((m.key, why[6:]))
+        else:
+            report.stopped = why[6:]
+            break
+    report.evicted += evicted
+    return evicted
 
 
 def _replacements(wave: list[Move], evicted: list[str], owner_of: dict[str, str | None],
