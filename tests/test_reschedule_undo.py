@@ -97,6 +97,26 @@ def test_an_earlier_runs_marks_elsewhere_are_reported_and_the_run_goes_on(plan, 
     assert "n5" not in {name for name, _ in cluster.log} and cluster.annotations("n5")[BY] == "0123456789ab"
 
 
+@pytest.mark.parametrize("why, refused", [
+    pytest.param("held", ["n4"], id="a held node, which --undo-cordons uncordons, refuses the plan"),
+    pytest.param("emptied", [], id="an empty emptied node, which --undo-cordons keeps cordoned, does not"),
+])
+def test_an_earlier_runs_mark_refuses_the_plan_only_where_undo_would_restore_the_node(tmp_path, servers, why,
+                                                                                      refused):
+    """A plan made with n4 empty and cordoned holds it cordoned: n4 is among its nodes. After
+    --undo-cordons kept an emptied n4 cordoned, the next run must not stop on it again."""
+    extra = tmp_path / "n4.yaml"
+    extra.write_text(yaml.safe_dump(N4))
+    plan = optisched.reschedule(optisched.load([str(EXAMPLE), str(extra)]), goal="consolidate", time_limit=5)
+    assert "n4" in plan.staging.held
+    cluster = FakeCluster({}, _lands(plan), extra=(N4,))
+    _mark(cluster, "n4", "0123456789ab", why)
+    report = _apply(plan, cluster, servers)
+    assert report.refused == refused and report.earlier is not None and "n4" in report.earlier
+    assert "n4" not in {name for name, _, _ in cluster.patches} and cluster.annotations("n4")[BY] == "0123456789ab"
+    assert (cluster.log == []) == bool(refused) and (report.waves_done == 1) == (not refused)
+
+
 # --- the pods read again before each wave ------------------------------------------------------------
 
 def _bound(cluster: FakeCluster) -> dict[str, str]:

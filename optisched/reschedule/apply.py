@@ -12,8 +12,8 @@ with what differs. Nothing is evicted after a stop. A pod the plan moves twice (
 node, :mod:`.cycles`) is evicted the second time under its replacement's name.
 
 First the nodes are listed: nodes an earlier run cordoned and marked (:mod:`.marks`) are reported, and
-when one of them is among this plan's nodes (cordoned, held, a source or a predicted landing) nothing is
-changed. Then the plan's ``cordoned`` and ``held`` nodes are cordoned and marked with the plan's id
+when one of them is among this plan's nodes (cordoned, held, a source or a predicted landing) and is one
+``--undo-cordons`` would restore (:mod:`.undo`), nothing is changed. Then the plan's ``cordoned`` and ``held`` nodes are cordoned and marked with the plan's id
 (:mod:`.cordons`), as every replay that predicted the landings assumed; a node that cannot be cordoned
 stops the run before any eviction, with the nodes already cordoned uncordoned again. Before each wave the
 pods are read again and the run stops when the wave's nodes no longer match the prediction
@@ -38,6 +38,7 @@ from .cordons import api_error, cordon, uncordon_all
 from .marks import earlier_line, holding, list_nodes, list_pods, mark_of
 from .plan import ReschedulePlan
 from .recheck import bound, mismatch
+from .undo import Action, decide
 from .waves import Move, Staging
 
 __all__ = ["ApplyReport", "apply_live", "apply_plan", "core_api"]
@@ -166,7 +167,7 @@ def apply_plan(plan: ReschedulePlan, api: Any, *, expected: dict[str, str] | Non
     report = ApplyReport(plan.plan_id)
     staging = plan.staging
     try:
-        _check_marks(plan, list_nodes(api), report)
+        _check_marks(plan, list_nodes(api), api, report)
         if report.refused or not staging.waves:
             return report
         reference = expected if expected is not None else bound(list_pods(api))
@@ -186,8 +187,10 @@ def apply_plan(plan: ReschedulePlan, api: Any, *, expected: dict[str, str] | Non
     return report
 
 
-def _check_marks(plan: ReschedulePlan, nodes: list[dict], report: ApplyReport) -> None:
-    """Report the cordoned nodes an earlier run marked; refuse the plan when it touches one of them."""
+def _check_marks(plan: ReschedulePlan, nodes: list[dict], api: Any, report: ApplyReport) -> None:
+    """Report the cordoned nodes an earlier run marked; refuse the plan when it touches one of them that
+    ``--undo-cordons`` would restore (an emptied node that is empty stays cordoned for an autoscaler, so
+    it does not stop the run, or a run after ``--undo-cordons`` would stop again)."""
     marks = [m for n in nodes if (m := mark_of(n)) is not None and m.unschedulable]
     if not marks:
         return
@@ -195,7 +198,10 @@ def _check_marks(plan: ReschedulePlan, nodes: list[dict], report: ApplyReport) -
     staging = plan.staging
     mine = set(staging.cordoned) | set(staging.held) | {
         n for w in staging.waves for m in w.moves for n in (m.source, m.target, m.predicted) if n is not None}
-    report.refused = [m.node for m in marks if m.node in mine]
+    touched = [m for m in marks if m.node in mine]
+    if touched:
+        kept = {m.node for m, action in decide(touched, holding(list_pods(api)), None, False) if action is Action.KEEP}
+        report.refused = [m.node for m in touched if m.node not in kept]
 
 
 def _cordon(api: Any, staging: Staging, report: ApplyReport) -> str | None:
