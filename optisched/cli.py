@@ -606,10 +606,10 @@ def reschedule(
         _stop_if_interrupted()
     if apply:
         from .reschedule.apply import apply_live
+        from .reschedule.recheck import placement
 
         with catching():  # Ctrl-C (or SIGTERM) stops between two evictions, then the report is printed
-            done = apply_live(plan, kubeconfig, context, {p.key: state.node_names[n] for p, n in
-                                                          zip(state.pods, state.pod_node.tolist(), strict=True) if n >= 0})
+            done = apply_live(plan, kubeconfig, context, placement(state))
         for line in done.lines():
             out.print(Text(line), highlight=False, soft_wrap=True)
         _stop_if_interrupted()

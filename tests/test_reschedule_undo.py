@@ -162,6 +162,18 @@ def test_the_pods_are_read_again_before_every_wave(plan, servers):
     assert cluster.unschedulable() == ["n3"] and report.left_cordoned == ["n3"]
 
 
+def test_the_command_compares_the_first_wave_with_the_cluster_it_read(servers, tmp_path, capsys):
+    """A pod bound to a predicted landing while the command plans (after its live read, pod list 0, and
+    before the first wave's re-read, pod list 1) stops the run before any eviction, exit status 1."""
+    cluster = FakeCluster({}, {"web-31": "n1", "web-32": "n2"})
+    cluster.on_list = lambda i: cluster.pods.update({"default/stranger": _stranger("n1")}) if i == 1 else None
+    servers.start(cluster)
+    code, out, _ = run_cli(["reschedule", "--kubeconfig", kubeconfig(tmp_path, servers.host), "--apply",
+                            "--time-limit", "5"], capsys)
+    assert code == 1 and "stopped: before wave 1: a pod the plan does not expect appeared on n1: default/stranger" in out
+    assert cluster.posts == [] and cluster.unschedulable() == [] and cluster.annotations("n3") == {}
+
+
 def test_an_interrupt_stops_the_evictions_and_uncordons_the_nodes_still_holding_pods(plan, servers):
     """Ctrl-C while a budget holds the first eviction back: no eviction at all, n3 uncordoned."""
     def press(seconds: float) -> None:

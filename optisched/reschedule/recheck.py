@@ -17,9 +17,10 @@ Any difference stops the run before the wave's first eviction, with the first di
 """
 from __future__ import annotations
 
+from ..model.state import ClusterState
 from .waves import Move
 
-__all__ = ["bound", "mismatch"]
+__all__ = ["bound", "mismatch", "placement"]
 
 FINISHED = ("Succeeded", "Failed")
 
@@ -32,6 +33,13 @@ def bound(pods: dict[str, dict]) -> dict[str, str]:
         if node and (p.get("status") or {}).get("phase") not in FINISHED:
             out[key] = node
     return out
+
+
+def placement(state: ClusterState) -> dict[str, str]:
+    """``namespace/name`` -> node for the bound pods of the cluster a plan was made from (the first wave's
+    reference; a compiled state holds no finished pod)."""
+    names = state.node_names
+    return {p.key: names[n] for p, n in zip(state.pods, state.pod_node.tolist(), strict=True) if n >= 0}
 
 
 def mismatch(wave: list[Move], live: dict[str, str], reference: dict[str, str], now: dict[str, dict],
