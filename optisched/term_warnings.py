@@ -22,6 +22,7 @@ from .model.state import ClusterState
 
 __all__ = ["term_warnings"]
 
+SHOWN = 5  # pods named in one line before "and N more pods"
 _NODE_AFFINITY = ".spec.affinity.nodeAffinity"
 _PRE_SCORE = ("kube-scheduler's {} PreScore fails with this error in every cycle where two or more nodes pass "
               "the filters: such a cycle places the pod nowhere")
@@ -85,11 +86,16 @@ def _pod_affinity(where: str, spec: PodAffinity | None) -> Iterator[tuple[str, s
 
 def term_warnings(state: ClusterState) -> list[str]:
     """One line per requirement or selector kube-scheduler cannot build, on any pod of the input:
-    ``FILE: Pod/ns/name FIELD: ERROR: what kube-scheduler does with it``."""
-    out = []
+    ``FILE: Pod/ns/name FIELD: ERROR: what kube-scheduler does with it``; pods of one file with the same
+    field and error (the replicas of a workload) share a line, the first :data:`SHOWN` named."""
+    found: dict[tuple[str, str, str, str], list[str]] = {}
     for pod in state.pods:
         source = state.cluster.origins.get(("Pod", pod.metadata.namespace, pod.metadata.name), "")
-        head = f"{source}: " if source else ""
         for field, err, kind in (*_node_affinity(pod), *_selectors(pod)):
-            out.append(f"{head}{pod.ref} {field}: {err}: {_CONSEQUENCE[kind]}")
+            found.setdefault((source, field, err, kind), []).append(pod.ref)
+    out = []
+    for (source, field, err, kind), refs in found.items():
+        more = f" and {len(refs) - SHOWN} more pods" if len(refs) > SHOWN else ""
+        out.append(f"{source + ': ' if source else ''}{', '.join(refs[:SHOWN])}{more} {field}: {err}: "
+                   f"{_CONSEQUENCE[kind]}")
     return out

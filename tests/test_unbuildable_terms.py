@@ -137,6 +137,16 @@ def test_each_unbuildable_term_draws_a_warning_naming_file_pod_and_field(tmp_pat
     assert len(warned) == 1 and warned[0].startswith(f"{pods}: Pod/shop/p .spec.") and expected in warned[0]
 
 
+def test_the_replicas_of_a_workload_share_one_warning():
+    pods = [preferring(pod(f"web-{i}")) for i in range(7)]
+    state = compile_cluster(cluster_from_objects([*nodes(2), *pods, preferring(pod("other"), "2.5")]))
+    warned = input_warnings(state, default_config())
+    assert len(warned) == 2
+    assert warned[0].startswith("<objects>: Pod/default/web-0, Pod/default/web-1, Pod/default/web-2, "
+                                "Pod/default/web-3, Pod/default/web-4 and 2 more pods .spec.affinity")
+    assert warned[1].startswith("<objects>: Pod/default/other .spec.affinity") and '"2.5"' in warned[1]
+
+
 def test_a_pod_without_such_terms_draws_no_warning():
     state = compile_cluster(cluster_from_objects([*nodes(2), preferring(pod("p"), "1")]))
     assert input_warnings(state, default_config()) == []
