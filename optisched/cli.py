@@ -538,9 +538,21 @@ def reschedule(
                                                             "of the goal's strategy.")] = None,
     fail_on_unreached: Annotated[bool, typer.Option("--fail-on-unreached", help="Exit 1 when the plan does not "
                                                     "reach a goal as far as its target does.")] = False,
+    undo_cordons: Annotated[bool, typer.Option("--undo-cordons", help="Instead of planning: uncordon the nodes an "
+                                               "earlier --apply cordoned and marked that hold pods "
+                                               "(docs/reschedule.md).")] = False,
+    plan_id: Annotated[str | None, typer.Option("--plan", help="With --undo-cordons: only the nodes of this "
+                                                "plan id.")] = None,
+    undo_all: Annotated[bool, typer.Option("--all", help="With --undo-cordons: the empty nodes a plan emptied "
+                                           "too (kept cordoned for an autoscaler otherwise).")] = False,
 ) -> None:
     """Evict running pods to reach a goal, in waves kube can carry out, each replacement's landing predicted."""
     import dataclasses
+
+    if undo_cordons:
+        return _undo_cordons(cluster, apply, kubeconfig, context, plan_id, undo_all)
+    if plan_id is not None or undo_all:
+        raise InputError("--plan and --all go with --undo-cordons")
 
     from .policy.eviction import EvictionPolicy
     from .reschedule import Budgets, parse_goals, plan_reschedule
@@ -602,12 +614,36 @@ def reschedule(
         raise typer.Exit(1)
     if apply:
         from .reschedule.apply import apply_live
+        from .reschedule.recheck import placement
 
-        report = apply_live(plan, kubeconfig, context)
-        for line in report.lines():
+        with catching():  # Ctrl-C (or SIGTERM) stops between two evictions, then the report is printed
+            done = apply_live(plan, kubeconfig, context, placement(state))
+        for line in done.lines():
             out.print(Text(line), highlight=False, soft_wrap=True)
-        if report.failed:
+        _stop_if_interrupted()
+        if done.failed:
             raise typer.Exit(1)
+
+
+def _undo_cordons(cluster: list[str] | None, apply: bool, kubeconfig: str | None, context: str | None,
+                  plan_id: str | None, undo_all: bool) -> None:
+    """``reschedule --undo-cordons``: its own action, on a live cluster only."""
+    if apply or cluster:
+        raise InputError("--undo-cordons is its own action: give it --kubeconfig/--context only, "
+                         "without CLUSTER files or --apply")
+    if not (kubeconfig or context):
+        raise InputError("--undo-cordons needs --kubeconfig or --context (the cluster to restore)")
+    if plan_id is not None and not (len(plan_id) == 12 and all(c in "0123456789abcdef" for c in plan_id)):
+        raise InputError(f"--plan: {plan_id!r} is not a plan id (12 hex digits: the planId of plan.json, the first "
+                         "line of the summary)")
+    from .reschedule.apply import core_api
+    from .reschedule.undo import undo_cordons
+
+    done = undo_cordons(core_api(kubeconfig, context), plan_id, undo_all)
+    for line in done.lines:
+        out.print(Text(line), highlight=False, soft_wrap=True)
+    if done.failed:
+        raise typer.Exit(1)
 
 
 @app.command()

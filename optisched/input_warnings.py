@@ -13,6 +13,7 @@ from .model.quantity import human_quantity
 from .model.state import ClusterState
 from .model.storage import catalog, pod_claims
 from .profile import SchedulerConfig
+from .term_warnings import term_warnings
 
 __all__ = ["input_warnings"]
 
@@ -92,8 +93,8 @@ def _not_handled(state: ClusterState, config: SchedulerConfig) -> list[str]:
 
 
 def input_warnings(state: ClusterState, config: SchedulerConfig) -> list[str]:
-    """The loader's warnings (pods bound to nodes not in the input, ...), then pending pods with volume or
-    resource claims, nodes overcommitted in the input or with a host port held twice, finished pods, and
-    pending pods no profile handles."""
-    return [*state.cluster.warnings, *_claims(state), *_overcommitted(state), *_shared_host_ports(state),
-            *_finished(state), *_not_handled(state, config)]
+    """The loader's warnings (pods bound to nodes not in the input, ...), then pods with terms kube-scheduler
+    cannot build, pending pods with volume or resource claims, nodes overcommitted in the input or with a
+    host port held twice, finished pods, and pending pods no profile handles."""
+    return [*state.cluster.warnings, *term_warnings(state), *_claims(state), *_overcommitted(state),
+            *_shared_host_ports(state), *_finished(state), *_not_handled(state, config)]

@@ -412,6 +412,8 @@ def load_config(path: str | Path) -> SchedulerConfig:
     """Read a YAML (or JSON) file holding one KubeSchedulerConfiguration."""
     from .model.documents import load_documents, read_source
 
+    if Path(path).is_dir():  # (read_source would call it "not a regular file")
+        raise InputError(f"is a directory; give a {KIND} file", source=str(path))
     src, text = read_source(str(path))
     docs = [d for d in load_documents(src, text) if d is not None]
     if len(docs) != 1:

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .model.quantity import human_quantity
+from .optimal.tier_labels import tier_glossary, tier_label
 from .summaries import optimal_summary
 from .textsafe import plain, safe, safe_text
 from .version import KUBE_VERSION
@@ -109,11 +110,10 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
     cert = result.certificate
     stopped = ", interrupted" if cert.interrupted else ""
     t = Table(title=f"Certificate: {cert.status} ({cert.seconds:.1f} s{stopped}, answer from the {cert.source})")
-    shown = [x.name if x.fidelity == "EXACT" else f"{x.name} ({x.fidelity.lower()})" for x in cert.tiers]
+    shown = [tier_label(x.name) + ("" if x.fidelity == "EXACT" else f" ({x.fidelity.lower()})") for x in cert.tiers]
     t.add_column("tier", no_wrap=True, min_width=min(max(map(len, shown), default=4), 40))  # names never cut
     for c in ("objective", "bound", "gap", "greedy", "status", "s"):
         t.add_column(c, justify="left" if c == "status" else "right")
-    units: dict[str, list[str]] = {}
     if not cert.tiers:  # no tier was solved: nothing to bound the answer with
         console.print(f"Certificate: {cert.status} ({cert.seconds:.1f} s{stopped}, answer from the {cert.source}): "
                       "no tier solved, so no bound and no gap")
@@ -122,11 +122,10 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
         gap = "no useful bound" if d["gap"] is None else f"{100 * d['gap']:.2f}%"
         t.add_row(safe(name), f"{d['objective']:,}", f"{d['bound']:,}", gap,
                   "" if d["greedy"] is None else f"{d['greedy']:,}", tier.status, f"{tier.seconds:.1f}")
-        units.setdefault(d["unit"], []).append(tier.name.split("[")[0])
     if cert.tiers:
         console.print(t)
-    for unit, names in units.items():
-        console.print(f"  {safe(', '.join(dict.fromkeys(names)))}: {unit}")
+    for term, unit in tier_glossary(x.name for x in cert.tiers):
+        console.print(f"  {safe(term)}: {unit}")
     if cert.greedy_optimal:
         console.print("kube-scheduler's placement is optimal for this batch.")
     if result.explanations:

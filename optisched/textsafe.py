@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape as _markup_escape
 from rich.segment import Segment
 from rich.text import Text
@@ -85,12 +85,28 @@ for _kept in ("\n", "\t"):
     _PICTURES.pop(ord(_kept))
 
 
+PIPED_WIDTH = 10_000  # columns of a console writing to a pipe or a file: rows are printed whole
+
+
 class _SafeConsole(Console):
     """A Console whose rendered text keeps no control character but the renderer's newlines and tabs.
 
     Applied to every segment the renderer produces (its own control sequences, such as colours and cursor
-    moves, are separate segments and kept); the replacement is one character for one.
+    moves, are separate segments and kept); the replacement is one character for one. Writing to a pipe or
+    a file (no terminal, no width given, no ``COLUMNS``), it is :data:`PIPED_WIDTH` columns wide, so a
+    table's rows are never wrapped and a name is never cut, as ``kubectl get`` prints them.
     """
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = Console.size.fget(self)  # type: ignore[attr-defined]
+        if self._width is None and not self.is_terminal:
+            return ConsoleDimensions(PIPED_WIDTH, dims.height)
+        return dims
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
 
     def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
         for seg in super().render(renderable, options):

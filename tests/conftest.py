@@ -4,9 +4,10 @@ Everything else the suite reads is in the repository (``tests/data/``, ``dataset
 ``python -m pytest`` passes in a fresh clone. Two things are not: the public traces in
 ``../shared/datasets`` beside the clone (read in place, never copied; ``OPTISCHED_DATASETS`` points
 elsewhere) and a Chromium binary for the report's browser test. A test asks for them through the
-``shared_datasets`` and ``chromium`` fixtures: when one is missing the test is skipped with the reason
-(``-rs`` in ``pyproject.toml`` prints it), and with ``OPTISCHED_REQUIRE_ALL=1`` (set by ``.ci/run``) it
-fails instead, so CI always runs every test.
+``shared_datasets`` and ``chromium`` fixtures, and for an optional extra's package (the kubernetes client,
+Ray) through ``require_extra``: when one is missing the test is skipped with the reason (``-rs`` in
+``pyproject.toml`` prints it), and with ``OPTISCHED_REQUIRE_ALL=1`` (set by ``.ci/run``'s run with every
+extra) it fails instead, so CI always runs every test.
 
 Hypothesis draws new examples on every run; ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) draws the
 same ones every time (``derandomize``), so a property can fail CI only through a change, never by
@@ -52,6 +53,12 @@ def require(available: bool, reason: str) -> None:
     if os.environ.get(REQUIRE_ALL_ENV, "") not in ("", "0"):
         pytest.fail(f"{reason} ({REQUIRE_ALL_ENV} is set: every test must run)", pytrace=False)
     pytest.skip(reason)
+
+
+def require_extra(module: str, extra: str, why: str) -> None:
+    """Return when ``module`` can be imported; otherwise skip (or fail under OPTISCHED_REQUIRE_ALL) naming the
+    extra that installs it."""
+    require(importlib.util.find_spec(module) is not None, f"{why} needs the {extra} extra (pip install -e '.[{extra}]')")
 
 
 def datasets_dir() -> Path:

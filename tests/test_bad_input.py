@@ -213,3 +213,33 @@ def test_bad_input_through_the_installed_command(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert f"{f}: Node/worker-3 .status.allocatable.cpu: '2x' is not a quantity" in " ".join(proc.stderr.split())
+
+
+@pytest.mark.parametrize("where,value", [("annotations", "1E+30"), ("labels", "-3")])
+@pytest.mark.parametrize("command", [["schedule", "--mode", "optimal", "--time-limit", "5"], ["compare", "--time-limit", "5"],
+                                     ["schedule"], ["inspect"]], ids=["schedule optimal", "compare", "schedule", "inspect"])
+def test_a_node_cost_out_of_range_names_the_file_the_node_and_the_field(where, value, command, tmp_path, capsys):
+    """Checked when the node is loaded, so every command says where it is, not only those that read the cost."""
+    f = tmp_path / "cluster.yaml"
+    f.write_text(NODE.replace("metadata: {name: worker-3}",
+                              f'metadata: {{name: worker-3, {where}: {{optisched.io/hourly-cost: "{value}"}}}}')
+                 + pod_doc())
+    code, out, err = run_cli([command[0], str(f), *command[1:]], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == (f"error: {f}: Node/worker-3 .metadata.{where}[optisched.io/hourly-cost]: '{value}' is not a "
+                           "number from 0 to 1000000")
+
+
+def test_a_node_cost_in_range_loads(tmp_path, capsys):
+    f = tmp_path / "cluster.yaml"
+    f.write_text(NODE.replace("metadata: {name: worker-3}",
+                              'metadata: {name: worker-3, annotations: {optisched.io/hourly-cost: "0.192"}}'))
+    assert run_cli(["inspect", str(f)], capsys)[0] == 0
+
+
+def test_a_profile_that_is_a_directory_is_called_one(tmp_path, capsys):
+    f = tmp_path / "cluster.yaml"
+    f.write_text(NODE)
+    code, _, err = run_cli(["schedule", str(f), "--profile", str(tmp_path)], capsys)
+    assert code == 2
+    assert err.strip() == f"error: {tmp_path}: is a directory; give a KubeSchedulerConfiguration file"

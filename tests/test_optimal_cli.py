@@ -29,7 +29,7 @@ def test_schedule_optimal_writes_placements_and_a_certificate(tmp_path, capsys) 
     assert cert["status"] == "OPTIMAL" and cert["greedyOptimal"] is False
     tier = cert["tiers"][0]
     assert tier["objective"] == tier["bound"] == 8 and tier["greedy"] == 6 and tier["gap"] == 0
-    assert "Certificate: OPTIMAL" in stdout and "placed[priority=1000]" in stdout
+    assert "Certificate: OPTIMAL" in stdout and "placed at priority 1000" in stdout
 
 
 def test_schedule_optimal_csv_and_greedy_optimal_message(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -81,7 +81,7 @@ def test_compare_prints_both_runs_and_writes_a_report(tmp_path, capsys) -> None:
     code, stdout, stderr = run_cli(["compare", f"{EXAMPLES}/strand-large-pod.yaml", "--time-limit", "10",
                                     "--policies", "MostAllocated", "--report", str(tmp_path / "out")], capsys)
     assert code == 0, stderr
-    assert "greedy:MostAllocated" in stdout and "placed[priority=0]: gap" in stdout
+    assert "greedy:MostAllocated" in stdout and "placed at priority 0: gap" in stdout
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary, "summary.json is empty"
     pods = (tmp_path / "out" / "pods.csv").read_text()

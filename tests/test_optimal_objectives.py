@@ -67,7 +67,7 @@ def test_node_costs_in_thousandths_and_a_bad_cost_is_refused() -> None:
     assert node_costs(state).tolist() == [1500, 1500]
     assert node_costs(state_of(node("n1"))) is None
     for bad in ("cheap", "-1", "1e30", "NaN", "Infinity"):
-        with pytest.raises(InputError, match=r"Node/n1 \.metadata\.labels\['optisched.io/hourly-cost'\]: "
+        with pytest.raises(InputError, match=r"Node/n1 \.metadata\.labels\[optisched.io/hourly-cost\]: "
                                              rf"'{bad}' is not a number from 0 to 1000000"):
             node_costs(state_of(node("n1").label(**{COST_KEY: bad})))
 

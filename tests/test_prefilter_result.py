@@ -57,3 +57,24 @@ def test_explain_names_the_left_out_nodes_once_and_not_as_unevaluated():
     assert f"PreFilter result of NodeAffinity left out 2 node(s) ({SHARED}): b, d" in text
     assert "not evaluated" not in text
     assert result.placements()["default/p"] in ("a", "c")
+
+
+def test_a_nominated_node_that_passes_leaves_no_absent_nodes_in_the_trace():
+    """``findNodesThatFitPod`` (v1.35.4 ``schedule_one.go``) returns the nominated node once it passes every
+    filter, before ``SetAbsentNodesStatus``: the trace lists no node as left out by the PreFilter result."""
+    result, rec = run_one(pod("p").set("spec.affinity", only_on("a", "c")).set("status.nominatedNodeName", "c"))
+    cycle = cycle_to_json(result, rec)
+    assert cycle["chosen"] == "c" and cycle["evaluatedNodes"] == 1
+    assert cycle["filterFailures"] == {} and "absentNodes" not in cycle
+
+
+def test_a_nominated_node_that_fails_is_followed_by_the_prefilter_result():
+    """When the nominated node fails, the search over the PreFilter result's nodes runs and records the
+    nodes it left out, as without a nomination."""
+    result, rec = run_one(pod("p").req(cpu="2").set("spec.affinity", only_on("a", "b")).set(
+        "status.nominatedNodeName", "b"))
+    cycle = cycle_to_json(result, rec)
+    assert cycle["chosen"] == "a"
+    assert cycle["absentNodes"]["nodes"] == ["c", "d"]
+    assert {n: f["plugin"] for n, f in cycle["filterFailures"].items()} == {
+        "b": "NodeResourcesFit", "c": "PreFilterResult", "d": "PreFilterResult"}

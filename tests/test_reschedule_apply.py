@@ -1,151 +1,67 @@
 """``--apply`` against a local HTTP server that speaks the pods list, the eviction subresource and a
-node's GET and PATCH (no API server can run here): 429 then 200, 500, a replacement landing elsewhere,
-which stops the run, and the nodes cordoned before the first eviction and uncordoned after the plan."""
+node's GET and PATCH (:mod:`helpers.fake_api`; no API server can run here): 429 then 200, 500, a
+replacement landing elsewhere, which stops the run, and the nodes cordoned and marked before the first
+eviction and uncordoned, their marks removed, after the plan or a stop."""
 from __future__ import annotations
 
 import copy
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+import importlib.util
+import re
 
 import pytest
 import yaml
+from conftest import require
+from helpers.fake_api import EXAMPLE, FakeCluster, Servers, kubeconfig
 
 import optisched
 from optisched.reschedule.apply import apply_plan
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "reschedule-consolidate.yaml"
 # An empty node the consolidation keeps empty: the plan holds it cordoned while it runs.
 N4 = {"apiVersion": "v1", "kind": "Node",
       "metadata": {"name": "n4", "labels": {"kubernetes.io/hostname": "n4", "optisched.io/hourly-cost": "0.4"}},
       "spec": {}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
-CORDON = {"spec": {"unschedulable": True}}
-UNCORDON = {"spec": {"unschedulable": None}}  # what kubectl uncordon sends: the field is omitempty
 STRATEGIC = "application/strategic-merge-patch+json"
+MARKS = ("optisched.io/cordoned-by", "optisched.io/cordoned-at", "optisched.io/cordoned-for")
 
 
-class FakeCluster:
-    """Pods by ``ns/name``; ``answers[name]``: status codes the next evictions of that pod get (then 201);
-    ``lands[name]``: the node its replacement is bound to; ``node_answers[name]``: status codes the next
-    PATCHes of that node get (then 200); ``list_answers``: codes the next pod lists get (then 200).
-    ``log`` records each PATCH and POST in order, ``patches`` each PATCH's node, body and content type."""
-
-    def __init__(self, answers: dict[str, list[int]], lands: dict[str, str], extra: tuple[dict, ...] = (),
-                 node_answers: dict[str, list[int]] | None = None, list_answers: list[int] | None = None) -> None:
-        docs = [d for d in yaml.safe_load_all(EXAMPLE.read_text()) if d]
-        self.pods = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d for d in docs if d["kind"] == "Pod"}
-        self.nodes = [d for d in docs if d["kind"] == "Node"] + [copy.deepcopy(d) for d in extra]
-        self.answers, self.lands, self.posts = answers, lands, []
-        self.node_answers, self.list_answers = node_answers or {}, list_answers or []
-        self.log: list[tuple[str, str]] = []
-        self.patches: list[tuple[str, dict, str]] = []
-
-    def node(self, name: str) -> dict | None:
-        return next((n for n in self.nodes if n["metadata"]["name"] == name), None)
-
-    def unschedulable(self) -> list[str]:
-        return [n["metadata"]["name"] for n in self.nodes if n.get("spec", {}).get("unschedulable")]
-
-    def patch(self, name: str, body: dict, content_type: str) -> int:
-        """A strategic merge patch of ``spec.unschedulable``, the only field a cordon touches."""
-        self.log.append(("PATCH", name))
-        self.patches.append((name, body, content_type))
-        queue = self.node_answers.get(name, [])
-        code = queue.pop(0) if queue else 200
-        node = self.node(name)
-        if node is None:
-            return 404
-        if code == 200:
-            spec = node.setdefault("spec", {})
-            if body["spec"]["unschedulable"]:
-                spec["unschedulable"] = True
-            else:
-                spec.pop("unschedulable", None)
-        return code
-
-    def evict(self, ns: str, name: str) -> int:
-        self.posts.append(name)
-        self.log.append(("POST", name))
-        queue = self.answers.get(name, [])
-        code = queue.pop(0) if queue else 201
-        if code == 201:
-            pod = self.pods.pop(f"{ns}/{name}")
-            new = json.loads(json.dumps(pod))
-            new["metadata"]["name"] = name + "-r"
-            new["spec"]["nodeName"] = self.lands[name]
-            self.pods[f"{ns}/{name}-r"] = new
-        return code
+def cordon_body(plan, why: str = "emptied") -> dict:  # type: ignore[no-untyped-def]
+    """kubectl cordon's patch (``spec.unschedulable: true``) with the run's mark."""
+    return {"spec": {"unschedulable": True}, "metadata": {"annotations": {
+        "optisched.io/cordoned-by": plan.plan_id, "optisched.io/cordoned-at": ANY_TIME, "optisched.io/cordoned-for": why}}}
 
 
-def _status(code: int) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "code": code,
-            "reason": {404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}.get(code, "")}
+class _AnyTime(str):
+    """Equal to any RFC 3339 UTC time (the mark's time of cordoning)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", other) is not None
+
+    __hash__ = str.__hash__
 
 
-def _handler(cluster: FakeCluster) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, code: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+ANY_TIME = _AnyTime("<time>")
+# kubectl uncordon's patch (the field is omitempty: null drops it) and the mark's removal
+UNCORDON = {"metadata": {"annotations": dict.fromkeys(MARKS)}, "spec": {"unschedulable": None}}
 
-        def do_GET(self) -> None:
-            path = self.path.split("?")[0]
-            if path == "/api/v1/pods":
-                code = cluster.list_answers.pop(0) if cluster.list_answers else 200
-                self._send(code, {"kind": "PodList", "apiVersion": "v1", "items": list(cluster.pods.values())}
-                           if code == 200 else _status(code))
-            elif path == "/api/v1/nodes":
-                self._send(200, {"kind": "NodeList", "apiVersion": "v1", "items": cluster.nodes})
-            elif path.startswith("/api/v1/nodes/"):
-                node = cluster.node(path.rsplit("/", 1)[1])
-                if node is None:
-                    self._send(404, _status(404))
-                else:
-                    self._send(200, node)
-            else:  # every other list a live read makes: empty
-                self._send(200, {"kind": "List", "apiVersion": "v1", "items": []})
 
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            parts = self.path.split("?")[0].strip("/").split("/")  # api v1 namespaces NS pods NAME eviction
-            code = cluster.evict(parts[3], parts[5])
-            self._send(code, _status(code))
-
-        def do_PATCH(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            name = self.path.split("?")[0].rsplit("/", 1)[1]  # api v1 nodes NAME
-            code = cluster.patch(name, body, self.headers.get("Content-Type", ""))
-            self._send(code, cluster.node(name) if code == 200 else _status(code))
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    return Handler
+@pytest.fixture(autouse=True)
+def _kubernetes_client() -> None:
+    """The real client talks to the fake server: skips without the kube extra (fails under OPTISCHED_REQUIRE_ALL)."""
+    require(importlib.util.find_spec("kubernetes") is not None,
+            "the kube extra (pip install -e '.[kube]') talks to live clusters")
 
 
 @pytest.fixture
 def serve():  # type: ignore[no-untyped-def]
-    servers = []
+    servers = Servers()
 
     def start(cluster: FakeCluster):  # type: ignore[no-untyped-def]
-        from kubernetes import client
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(cluster))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        cfg = client.Configuration()
-        cfg.host = f"http://127.0.0.1:{server.server_address[1]}"
-        start.host = cfg.host  # type: ignore[attr-defined]
-        return client.CoreV1Api(client.ApiClient(cfg))
+        api = servers.start(cluster)
+        start.host = servers.host  # type: ignore[attr-defined]
+        return api
 
     yield start
-    for s in servers:
-        s.shutdown()
+    servers.close()
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +86,7 @@ def test_a_500_is_reported_and_skipped(plan, serve):
     report = apply_plan(plan, serve(cluster), sleep=lambda s: None, poll=0.01)
     assert report.evicted == ["default/web-31"] and report.skipped[0][0] == "default/web-32"
     assert report.stopped is None and "default/web-32" in cluster.pods
+    assert report.uncordoned == ["n3"] and cluster.unschedulable() == []  # n3 holds web-32 still: not emptied
 
 
 def test_a_replacement_landing_elsewhere_stops_the_run(plan, serve):
@@ -185,28 +102,20 @@ def test_a_budget_that_never_allows_it_stops_at_the_deadline(plan, serve):
     assert report.stopped is not None and "429" in report.stopped and report.evicted == []
 
 
-def _kubeconfig(tmp_path: Path, host: str) -> str:
-    kc = tmp_path / "kubeconfig"
-    kc.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": host}}],
-        "users": [{"name": "u", "user": {}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}]}))
-    return str(kc)
-
-
 def test_the_command_reads_the_cluster_plans_and_applies_it(serve, tmp_path, capsys):
     """End to end through the kubeconfig: a live read of the fake server, the plan, then --apply."""
     from builders import run_cli
 
     cluster = FakeCluster({"web-31": [429]}, {"web-31": "n1", "web-32": "n2"})
     serve(cluster)
-    code, out, err = run_cli(["reschedule", "--kubeconfig", _kubeconfig(tmp_path, serve.host), "--apply",
+    code, out, err = run_cli(["reschedule", "--kubeconfig", kubeconfig(tmp_path, serve.host), "--apply",
                               "--time-limit", "5"], capsys)
     assert code == 0, err
     assert "replacements predicted on target: 2/2" in out and "applied 1 wave(s), 2 eviction(s)" in out
     assert {"default/web-31-r", "default/web-32-r"} <= set(cluster.pods)
     assert cluster.log[0] == ("PATCH", "n3") and "cordoned n3" in out and cluster.unschedulable() == ["n3"]
+    plan_id = re.search(r"^plan: ([0-9a-f]{12})$", out, re.MULTILINE).group(1)
+    assert cluster.annotations("n3")["optisched.io/cordoned-by"] == plan_id and f"plan {plan_id}: applied" in out
 
 
 def test_without_apply_the_command_changes_nothing(serve, tmp_path, capsys):
@@ -215,7 +124,7 @@ def test_without_apply_the_command_changes_nothing(serve, tmp_path, capsys):
 
     cluster = FakeCluster({}, {"web-31": "n1", "web-32": "n2"})
     serve(cluster)
-    code, out, err = run_cli(["reschedule", "--kubeconfig", _kubeconfig(tmp_path, serve.host),
+    code, out, err = run_cli(["reschedule", "--kubeconfig", kubeconfig(tmp_path, serve.host),
                               "--time-limit", "5"], capsys)
     assert code == 0, err
     assert "cordon first: n3" in out and cluster.log == [] and cluster.unschedulable() == []
@@ -255,7 +164,8 @@ def test_the_nodes_a_plan_empties_are_cordoned_before_the_first_eviction(plan, s
     report = _run(plan, cluster, serve)
     assert report.stopped is None and not report.failed
     assert cluster.log == [("PATCH", "n3"), ("POST", "web-31"), ("POST", "web-32")]
-    assert cluster.patches == [("n3", CORDON, STRATEGIC)]
+    assert cluster.patches == [("n3", cordon_body(plan), STRATEGIC)]
+    assert cluster.annotations("n3")["optisched.io/cordoned-for"] == "emptied"
     assert cluster.unschedulable() == ["n3"] and report.cordoned == ["n3"] and report.uncordoned == []
     assert "cordoned n3" in report.lines() and "left cordoned: n3 (emptied, for an autoscaler to remove)" \
         in report.lines()
@@ -267,29 +177,46 @@ def test_held_nodes_are_uncordoned_after_the_last_wave(held_plan, serve):
     assert report.stopped is None and report.waves_done == 1
     assert cluster.log == [("PATCH", "n3"), ("PATCH", "n4"), ("POST", "web-31"), ("POST", "web-32"),
                            ("PATCH", "n4")]
+    assert cluster.patches[1] == ("n4", cordon_body(held_plan, "held"), STRATEGIC)
     assert cluster.patches[-1] == ("n4", UNCORDON, STRATEGIC)
     assert cluster.unschedulable() == ["n3"] and report.uncordoned == ["n4"] and report.left_cordoned == ["n3"]
     assert "uncordoned n4" in report.lines()
+    assert cluster.annotations("n4") == {} and cluster.annotations("n3")["optisched.io/cordoned-by"] == held_plan.plan_id
 
 
 @pytest.mark.parametrize("answers, lands, list_answers, why", [
     pytest.param({"web-31": [429] * 100_000}, {}, [], "429", id="a budget that never allows it"),
     pytest.param({}, {"web-31": "n3"}, [], "landed on", id="a replacement landing elsewhere"),
     pytest.param({"web-31": [403]}, {}, [], "eviction answered 403", id="an eviction refused"),
-    pytest.param({}, {}, [500], "the API server answered 500", id="the pods list failing"),
+    pytest.param({}, {}, [200, 500], "the API server answered 500", id="the pods list failing"),
 ])
-def test_held_nodes_are_uncordoned_when_the_run_stops(held_plan, serve, answers, lands, list_answers, why):
+def test_a_stop_uncordons_the_held_nodes_and_the_emptied_ones_still_holding_pods(held_plan, serve, answers, lands,
+                                                                                 list_answers, why):
     cluster = FakeCluster(answers, _lands(held_plan) | lands, extra=(N4,), list_answers=list_answers)
     report = _run(held_plan, cluster, serve, retry_for=0.2)
     assert report.stopped is not None and why in report.stopped and report.failed
-    assert cluster.log[-1] == ("PATCH", "n4") and cluster.patches[-1] == ("n4", UNCORDON, STRATEGIC)
+    assert cluster.log[-2:] == [("PATCH", "n4"), ("PATCH", "n3")]
+    assert cluster.patches[-1] == ("n3", UNCORDON, STRATEGIC) and cluster.patches[-2] == ("n4", UNCORDON, STRATEGIC)
+    assert cluster.unschedulable() == [] and report.uncordoned == ["n4", "n3"] and report.left_cordoned == []
+    assert cluster.annotations("n3") == cluster.annotations("n4") == {}
+
+
+def test_a_stop_keeps_an_emptied_node_cordoned_once_it_is_empty(held_plan, serve):
+    """Both replacements land on n2 (n1 predicted for one): the run stops after the wave, n3 holds only
+    its DaemonSet pod, so it stays cordoned and marked, for an autoscaler."""
+    lands = _lands(held_plan)
+    cluster = FakeCluster({}, dict.fromkeys(lands, "n2"), extra=(N4,))
+    assert set(lands.values()) == {"n1", "n2"}
+    report = _run(held_plan, cluster, serve)
+    assert report.stopped is not None and "landed on" in report.stopped
     assert cluster.unschedulable() == ["n3"] and report.uncordoned == ["n4"] and report.left_cordoned == ["n3"]
-    assert "left cordoned: n3 (kubectl uncordon to undo)" in report.lines()
+    assert cluster.annotations("n3")["optisched.io/cordoned-by"] == held_plan.plan_id
+    assert "left cordoned: n3 (emptied, for an autoscaler to remove)" in report.lines()
 
 
 @pytest.mark.parametrize("already, patched", [
-    pytest.param(["n4"], [("n3", CORDON)], id="a held node the user cordoned stays cordoned"),
-    pytest.param(["n3"], [("n4", CORDON), ("n4", UNCORDON)], id="an emptied node cordoned already is left alone"),
+    pytest.param(["n4"], [("n3", "emptied")], id="a held node the user cordoned stays cordoned"),
+    pytest.param(["n3"], [("n4", "held"), ("n4", None)], id="an emptied node cordoned already is left alone"),
     pytest.param(["n3", "n4"], [], id="nothing is patched when every node is cordoned already"),
 ])
 def test_a_node_unschedulable_already_is_neither_patched_nor_uncordoned(held_plan, serve, already, patched):
@@ -298,8 +225,10 @@ def test_a_node_unschedulable_already_is_neither_patched_nor_uncordoned(held_pla
         cluster.node(name).setdefault("spec", {})["unschedulable"] = True
     report = _run(held_plan, cluster, serve)
     assert report.stopped is None and report.found_cordoned == already
-    assert [(n, body) for n, body, _ in cluster.patches] == patched
+    assert [(n, body) for n, body, _ in cluster.patches] == [
+        (n, cordon_body(held_plan, why) if why else UNCORDON) for n, why in patched]
     assert sorted(cluster.unschedulable()) == sorted(set(already) | {"n3"})
+    assert all(cluster.annotations(n) == {} for n in already)
 
 
 @pytest.mark.parametrize("failing, undone", [
@@ -319,4 +248,35 @@ def test_a_held_node_that_cannot_be_uncordoned_is_reported(held_plan, serve):
     report = _run(held_plan, cluster, serve)
     assert report.stopped is None and report.waves_done == 1 and report.failed
     assert report.uncordon_failed == [("n4", "cannot uncordon node n4: the patch answered 500 Internal Server Error")]
-    assert any("kubectl uncordon n4" in line for line in report.lines()) and cluster.unschedulable() == ["n3", "n4"]
+    assert any(line.startswith("cannot uncordon node n4") and
+               f"optisched reschedule --undo-cordons --plan {held_plan.plan_id}" in line for line in report.lines())
+    assert cluster.unschedulable() == ["n3", "n4"]
+
+
+def test_a_cordon_the_user_makes_between_the_read_and_the_patch_is_never_marked(plan, serve):
+    """The cordon's patch carries the resourceVersion it read, a precondition: the user's cordon landing in
+    between makes it fail (409) instead of marking the user's cordon, and the run stops before any eviction."""
+    cluster = FakeCluster({}, _lands(plan))
+    cluster.node("n3")["metadata"]["resourceVersion"] = "7"
+
+    def user_cordons(name: str) -> None:
+        node = cluster.node(name)
+        if name == "n3" and not node.get("spec", {}).get("unschedulable"):
+            node["spec"] = {"unschedulable": True}
+            node["metadata"]["resourceVersion"] = "8"
+
+    cluster.on_read = user_cordons
+    report = _run(plan, cluster, serve)
+    assert report.stopped == "cannot cordon node n3: the patch answered 409 Conflict"
+    assert cluster.patches[0][1]["metadata"]["resourceVersion"] == "7" and cluster.posts == []
+    assert cluster.unschedulable() == ["n3"] and cluster.annotations("n3") == {} and report.uncordoned == []
+
+
+def test_the_run_uncordons_only_the_node_as_it_marked_it(held_plan, serve):
+    """Each patch names the resourceVersion read just before it: cordoning n4 bumps it, and the uncordon
+    after the last wave names the bumped one."""
+    cluster = FakeCluster({}, _lands(held_plan), extra=(N4,))
+    cluster.node("n4")["metadata"]["resourceVersion"] = "3"
+    report = _run(held_plan, cluster, serve)
+    assert report.uncordoned == ["n4"] and cluster.node("n4")["metadata"]["resourceVersion"] == "5"
+    assert [body["metadata"]["resourceVersion"] for name, body, _ in cluster.patches if name == "n4"] == ["3", "4"]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import yaml
 from builders import run_cli
+from conftest import require_extra
 from test_cli import EXAMPLES
 
 from optisched.model.live import LISTS, load_live
@@ -28,12 +29,7 @@ from optisched.model.state import ClusterState, compile_cluster
 @pytest.fixture(autouse=True)
 def _kubernetes_client() -> None:
     """The real client talks to the fake server: skips without the kube extra (fails under OPTISCHED_REQUIRE_ALL)."""
-    import importlib.util
-
-    from conftest import require
-
-    require(importlib.util.find_spec("kubernetes") is not None,
-            "the kube extra (pip install -e '.[kube]') reads live clusters")
+    require_extra("kubernetes", "kube", "reading a live cluster")
 
 ROUTES = {  # the REST path of every list call in live.LISTS
     "list_node": "/api/v1/nodes", "list_pod_for_all_namespaces": "/api/v1/pods",

@@ -7,7 +7,8 @@ by ``matchFields metadata.name In`` when every required term names nodes (``PreF
 PreScore skips only when neither the pod nor the profile's ``addedAffinity`` has preferred terms.
 A term kube-scheduler cannot build (an invalid label value, say) matches no node: see ``selectors``.
 A pod's *preferred* term that cannot be built fails PreScore with an Error, which ends the cycle
-(when more than one node is feasible); optimal mode gives such a pod no NodeAffinity score.
+(when more than one node is feasible); optimal mode places such a pod only where one node alone passes
+its static rules (:mod:`optisched.optimal.score_errors`).
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from ..optimal.model import BatchModel
     from ..optimal.tiers import Linear
 
-__all__ = ["REASON_CONFLICT", "REASON_ENFORCED", "REASON_POD", "NodeAffinity", "preferred_score", "required_mask"]
+__all__ = ["REASON_CONFLICT", "REASON_ENFORCED", "REASON_POD", "NodeAffinity", "preferred_error", "preferred_score",
+           "required_mask"]
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
@@ -53,6 +55,14 @@ def preferred_score(state: ClusterState, spec: NodeAffinitySpec | None) -> np.nd
     for t in spec.preferred_during_scheduling_ignored_during_execution:
         out += t.weight * term_mask(state, t.preference)
     return out
+
+
+def preferred_error(pod: Pod) -> str | None:
+    """The error ``nodeaffinity.NewPreferredSchedulingTerms`` returns for the pod's preferred terms
+    (paths from the list: ``[0].matchExpressions[0].values[0]: Invalid value: ...``), or None."""
+    aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    preferred = aff.preferred_during_scheduling_ignored_during_execution if aff is not None else []
+    return aggregate([e for i, t in enumerate(preferred) for e in term_errors(t.preference, f"[{i}]")])
 
 
 def _node_names_restriction(state: ClusterState, pod: Pod) -> Status:
@@ -117,14 +127,19 @@ class NodeAffinity:
             reasons.append((pod_fail, REASON_POD))
         return FilterResult(code, [(m, r) for m, r in reasons if m.any()])
 
+    def pre_score_error(self, pod: Pod) -> str | None:
+        """Why PreScore fails on ``pod`` alone: a preferred term ``NewPreferredSchedulingTerms`` cannot
+        build (an Error, which ends the cycle), or None."""
+        return preferred_error(pod)
+
     def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
         """Skip only when neither the pod nor the profile's ``addedAffinity`` has preferred terms; an
         Error when a pod's preferred term cannot be built (``NewPreferredSchedulingTerms``)."""
-        aff = cycle.pod_obj.spec.affinity.node_affinity if cycle.pod_obj.spec.affinity else None
-        preferred = aff.preferred_during_scheduling_ignored_during_execution if aff is not None else []
-        if (err := aggregate([e for i, t in enumerate(preferred) for e in term_errors(t.preference, f"[{i}]")])):
+        if (err := preferred_error(cycle.pod_obj)) is not None:
             return Status(Code.ERROR, (err,))
-        if not preferred and not self.has_added_preferred:
+        aff = cycle.pod_obj.spec.affinity.node_affinity if cycle.pod_obj.spec.affinity else None
+        if not (aff is not None and aff.preferred_during_scheduling_ignored_during_execution) \
+                and not self.has_added_preferred:
             return Status.skip()
         return Status()
 

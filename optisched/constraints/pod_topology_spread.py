@@ -27,7 +27,7 @@ for the snapshot as it is now, as upstream's cloned, updated state does.
 
 A hard constraint whose label selector cannot be built (``selectors.selector_error``) makes PreFilter
 fail with an Error, as ``calPreFilterState`` does: the cycle ends without a FitError or preemption.
-(A soft one fails upstream's PreScore the same way; here its selector just matches nothing.)
+(A soft one fails PreScore the same way: :mod:`optisched.objectives.pod_topology_spread`.)
 """
 from __future__ import annotations
 

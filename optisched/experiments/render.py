@@ -8,7 +8,7 @@ from rich.table import Table
 
 from ..textsafe import safe
 from .compare import Comparison
-from .tables import format_value
+from .tables import format_value, tier_definitions
 
 __all__ = ["render_comparison"]
 
@@ -33,6 +33,8 @@ def render_comparison(console: Console, c: Comparison, max_pod_rows: int = MAX_P
         marked = [cells[0]] + [f"[bold]{x}[/]" if x != cells[0] else x for x in cells[1:]]
         t.add_row(safe(str(metric)), *marked)
     console.print(t)
+    for term, what in tier_definitions(c.runs):
+        console.print(f"  {safe(term)}: {safe(what)}")
     _render_budgets(console, c)
     if c.pods.empty:
         console.print("Every run places every pod as the first run does.")

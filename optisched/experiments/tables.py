@@ -14,6 +14,7 @@ import pandas as pd
 from .. import metrics as m
 from ..model.quantity import format_quantity, human_quantity
 from ..model.state import ZONE_LABEL, ClusterState
+from ..optimal.tier_labels import tier_glossary, tier_label
 from .runs import PlacementRun
 
 __all__ = ["format_value", "nodes_table", "pods_table", "shown_resources", "spread_table", "summary_table"]
@@ -139,13 +140,17 @@ def _run_rows(runs: list[PlacementRun]) -> Rows:
         for tier in tiers:
             found: list[dict[str, Any]] = [next((t for t in c.get("tiers", []) if t["name"] == tier), {})
                                            for c in certs]
-            unit = next((t["unit"] for t in found if t.get("unit")), "")
-            rows.append((f"{tier}: objective" + (f" ({unit})" if unit else ""), "float",
-                         [t.get("objective") for t in found]))
-            rows.append((f"{tier}: bound", "float", [t.get("bound") for t in found]))
-            rows.append((f"{tier}: gap", "pct", [_gap(t) for t in found]))
+            label = tier_label(tier)  # what it counts: tier_glossary, beside the table
+            rows.append((f"{label}: objective", "float", [t.get("objective") for t in found]))
+            rows.append((f"{label}: bound", "float", [t.get("bound") for t in found]))
+            rows.append((f"{label}: gap", "pct", [_gap(t) for t in found]))
         rows.append(("greedy is optimal for this batch", "bool", [c.get("greedyOptimal") for c in certs]))
     return rows
+
+
+def tier_definitions(runs: list[PlacementRun]) -> list[tuple[str, str]]:
+    """(term, what it counts) for the tiers of the runs' certificates: the summary rows' glossary."""
+    return tier_glossary(t["name"] for r in runs for t in (r.certificate or {}).get("tiers", []))
 
 
 def _gap(tier: dict[str, Any]) -> float | str | None:

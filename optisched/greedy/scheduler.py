@@ -323,9 +323,10 @@ class GreedyScheduler:
             self._apply_nominated(fw, cycle, one)
             if one.passed[0]:
                 fp = one
-        if fp is None:
+        absent, absent_reason, absent_plugins = None, "", ()
+        if fp is None:  # findNodesThatFitPod returns the passing nominated node before the absent nodes are set
             fp = self._find_feasible(fw, cycle, skipped, status.nodes)
-        absent, absent_reason, absent_plugins = _absent_nodes(cycle, status)
+            absent, absent_reason, absent_plugins = _absent_nodes(cycle, status)
         feasible = fp.feasible
         if len(feasible) == 0:
             plugins = frozenset(fw.filter_names[i] for i in set(fp.fail_plugin.tolist()) if i >= 0)

@@ -5,38 +5,30 @@ same on every node of a cluster; optimal mode's ``pack`` objective reads it thro
 """
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
-
 import numpy as np
 
 from ..errors import InputError
+from ..model.hourly_cost import COST_KEY, MAX_COST, cost_error, cost_text, parse_cost
 from ..model.state import ClusterState
 from .resources import pods_per_node
 
 __all__ = ["COST_KEY", "MAX_COST", "hourly_cost", "node_costs"]
 
-COST_KEY = "optisched.io/hourly-cost"
-MAX_COST = Decimal(1_000_000)  # per node and hour: thousandths summed over 10^5 nodes stay far within int64
-
 
 def node_costs(state: ClusterState) -> np.ndarray | None:
     """Per node the hourly cost in thousandths (label, else annotation :data:`COST_KEY`); None when no
     node has one. A node without a cost costs the highest cost found, so an unpriced node is never the
-    cheap choice."""
-    raw: list[Decimal | None] = []
+    cheap choice. (Loaded nodes were checked on load, :mod:`optisched.model.hourly_cost`.)"""
+    raw: list = []
     for node in state.nodes:
-        text = node.metadata.labels.get(COST_KEY, node.metadata.annotations.get(COST_KEY))
-        if text is None:
+        found = cost_text(node.metadata)
+        if found is None:
             raw.append(None)
             continue
-        try:
-            value = Decimal(text)
-        except InvalidOperation:
-            value = Decimal("NaN")
-        if not value.is_finite() or not 0 <= value <= MAX_COST:
-            where = "labels" if COST_KEY in node.metadata.labels else "annotations"
-            raise InputError(f"{text!r} is not a number from 0 to {MAX_COST}", obj=f"Node/{node.metadata.name}",
-                             path=f".metadata.{where}[{COST_KEY!r}]")
+        value = parse_cost(found[1])
+        if value is None:
+            raise InputError(cost_error(found[1]), obj=f"Node/{node.metadata.name}",
+                             path=f".metadata.{found[0]}[{COST_KEY}]")
         raw.append(value)
     known = [v for v in raw if v is not None]
     if not known:

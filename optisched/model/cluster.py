@@ -53,6 +53,7 @@ class Cluster:
     skipped: Counter = field(default_factory=Counter)
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    origins: dict[tuple[str, str | None, str], str] = field(default_factory=dict)  # (kind, namespace, name) -> file
 
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         """Labels per namespace; namespaces only referenced by pods get ``kubernetes.io/metadata.name``."""

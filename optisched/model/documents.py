@@ -17,6 +17,8 @@ from .bounded import DEFAULT_MAX_INPUT, check_parsed, parse_json, parse_yaml, re
 
 __all__ = ["load_documents", "read_source", "validation_message"]
 
+_MAPS = ("labels", "annotations")  # string maps whose keys an error path shows as [key], as kubectl does
+
 def read_source(path: str, limit: int = DEFAULT_MAX_INPUT) -> tuple[str, str]:
     """(name, text) of a regular file or ``-``, at most ``limit`` bytes; unreadable input becomes an
     :class:`InputError` naming it (:func:`optisched.model.bounded.read_bounded`)."""
@@ -50,8 +52,10 @@ def validation_message(err: ValidationError) -> tuple[str, str]:
     """(field path, message) of a pydantic error, in API terms: ``.spec.containers[0].resources``."""
     e = err.errors(include_url=False)[0]
     path = ""
-    for part in e["loc"]:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    parent: object = None
+    for part in e["loc"]:  # a list index or a key of labels and annotations in brackets
+        path += f"[{part}]" if isinstance(part, int) or parent in _MAPS else f".{part}"
+        parent = part
     msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     kind = e["type"]
     if kind == "missing":

@@ -154,6 +154,7 @@ def _add_object(cluster: Cluster, source: str, raw: Any, index: int, seen: set) 
 
 def _finish(cluster: Cluster) -> Cluster:
     origin: dict = cluster.__dict__.pop("_origin", {})
+    cluster.origins = origin
     node_names = {n.metadata.name for n in cluster.nodes}
     classes = {pc.metadata.name: pc for pc in cluster.priority_classes}
     defaults = [pc for pc in cluster.priority_classes if pc.global_default]

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from .hourly_cost import check_cost
 from .quantity import INT64_MAX, QuantityError, parse_quantity, to_scheduler_units
 
 __all__ = [
@@ -495,6 +496,7 @@ class Node(KubeObject):
     kind: str = "Node"
     spec: NodeSpec = NodeSpec()
     status: NodeStatus = NodeStatus()
+    _cost_is_a_price = model_validator(mode="after")(check_cost)
 
     @property
     def allocatable(self) -> dict[str, int]:

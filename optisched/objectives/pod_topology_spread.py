@@ -86,14 +86,19 @@ class PodTopologySpreadScore:
         self.system_defaulted = spread is None or spread.defaulting_type == "System"
         self.counter: MatchCounter = snapshot.shared(MatchCounter)
 
+    def pre_score_error(self, pod: Pod) -> str | None:
+        """Why PreScore fails on ``pod`` alone (a soft constraint's selector that cannot be built), or None."""
+        if (err := constraints_error(pod, SCHEDULE_ANYWAY)) is None:
+            return None
+        return f"calculating preScoreState: obtaining pod's soft topology spread constraints: {err}"
+
     def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
         state = self.state
         cycle.data[self.name] = None
         if state.num_nodes == 0:
             return Status.skip()
         pod = cycle.pod_obj
-        if (err := constraints_error(pod, SCHEDULE_ANYWAY)) is not None:
-            why = f"calculating preScoreState: obtaining pod's soft topology spread constraints: {err}"
+        if (why := self.pre_score_error(pod)) is not None:
             return Status(Code.ERROR, (why,))
         cons = resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
         if not cons:

@@ -35,6 +35,7 @@ from ..profile import SchedulerConfig
 from .classes import Batch, PodClass
 from .clock import Clock, model_terms
 from .order import ArrivalOrder
+from .score_errors import unscorable
 
 __all__ = ["BatchModel", "BuildTimeout", "ClassVars", "stopper"]
 
@@ -142,6 +143,11 @@ class BatchModel:
                 self.check_time()
                 self._rule = name
                 rule.restrict(self, classes)  # (each rule checks the time between classes: self.each)
+        if domains is None:  # a pod whose PreScore fails lands only where one node alone is left (.score_errors)
+            timed = self.each(self.classes, self.LIGHT_EVERY)
+            for c, plugin in unscorable(timed, state.pods, self.frameworks, self.allowed, self.cap):
+                self._rule = f"{plugin} PreScore"
+                self.forbid(c, np.ones(state.num_nodes, dtype=bool))
         self._rule = ""
         self.vars: list[ClassVars] = []
         self.restricted = False  # some class lost allowed nodes to a candidate list

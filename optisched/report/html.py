@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..experiments.tables import format_value, shown_resources
+from ..experiments.tables import format_value, shown_resources, tier_definitions
 from ..metrics import evicted, moved
+from ..optimal.tier_labels import tier_label
 from ..version import KUBE_VERSION
 from .page import e as _e
 from .page import figure as _figure
@@ -42,6 +43,12 @@ DEFINITIONS = [
     ("PDB violations", ("PodDisruptionBudgets whose covered pods are evicted or moved more than their "
      "disruptionsAllowed.")),
 ]
+
+
+def _tier_terms(c: Comparison) -> list[tuple[str, str]]:
+    """The certificate rows' terms ("placed at priority N: objective"), with what each tier counts."""
+    return [(term, f"optimal mode's tier: {what}; its objective, the solver's bound and the gap between them.")
+            for term, what in tier_definitions(c.runs)]
 
 
 def _summary(c: Comparison) -> str:
@@ -123,7 +130,7 @@ def _runs(c: Comparison) -> str:
                 lines.append("no tier solved: no bound, no gap")
         for tier in cert.get("tiers", []):
             gap = "no useful bound" if tier.get("gap") is None else f"gap {format_value('pct', tier['gap'])}"
-            lines.append(f"{tier.get('name')}: {gap}")
+            lines.append(f"{tier_label(str(tier.get('name')))}: {gap}")
         if cert.get("greedyOptimal"):
             lines.append("greedy is optimal for this batch")
         cards.append(f'<div class="run"><b>{_e(r.name)}</b>' + "".join(f"<span>{_e(x)}</span>" for x in lines)
@@ -157,6 +164,6 @@ def render_html(c: Comparison, plots: Mapping[str, tuple[bytes, str]], files: li
     parts += [f"<h2>Pods placed differently from {_e(c.runs[0].name)}</h2>", _pods(c)]
     parts += ["<h2>Nodes</h2>", _nodes(c)]
     parts.append("<h2>Definitions</h2><dl class=\"defs\">" +
-                 "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in DEFINITIONS) + "</dl>")
+                 "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in DEFINITIONS + _tier_terms(c)) + "</dl>")
     parts.append('<p class="note">Files: ' + ", ".join(f'<a href="{_e(f)}">{_e(f)}</a>' for f in files) + "</p>")
     return page(f"optisched: {title}", parts)

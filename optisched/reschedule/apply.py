@@ -11,30 +11,46 @@ uid); a replacement on another node than predicted, or a new pod of another cont
 with what differs. Nothing is evicted after a stop. A pod the plan moves twice (a detour through a third
 node, :mod:`.cycles`) is evicted the second time under its replacement's name.
 
-Before the first eviction the plan's ``cordoned`` and ``held`` nodes are cordoned (:mod:`.cordons`), as
-every replay that predicted the landings assumed; a node that cannot be cordoned stops the run before
-any eviction, with the nodes already cordoned uncordoned again. After the last wave, or a stop, the
-``held`` nodes this run cordoned are uncordoned; the ``cordoned`` ones stay cordoned (``kubectl drain``
-leaves a drained node cordoned, and cluster-autoscaler's scale-down removes it) and are reported.
+First the nodes are listed: nodes an earlier run cordoned and marked (:mod:`.marks`) are reported, and
+when one of them is among this plan's nodes (cordoned, held, a source or a predicted landing) and is one
+``--undo-cordons`` would restore (:mod:`.undo`), nothing is changed. Then the plan's ``cordoned`` and ``held`` nodes are cordoned and marked with the plan's id
+(:mod:`.cordons`), as every replay that predicted the landings assumed; a node that cannot be cordoned
+stops the run before any eviction, with the nodes already cordoned uncordoned again. Before each wave the
+pods are read again and the run stops when the wave's nodes no longer match the prediction
+(:mod:`.recheck`). Between two evictions, and while it waits, the run honours an interrupt
+(:func:`optisched.interrupt.requested`: Ctrl-C) as a stop. At the end (the last wave, or a stop) the
+``held`` nodes this run cordoned are uncordoned and the ``cordoned`` ones stay cordoned (``kubectl drain`` leaves a drained node
+cordoned, and cluster-autoscaler's scale-down removes it), except those that still hold pods
+(:func:`.marks.holding`: after a stop, or an eviction skipped), which are uncordoned too. Uncordoning
+removes the mark.
 """
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cordons import api_error, set_unschedulable, uncordon_all
+from .. import interrupt
+from ..errors import InputError
+from .cordons import api_error, cordon, uncordon_all
+from .marks import earlier_line, holding, list_nodes, list_pods, mark_of
 from .plan import ReschedulePlan
+from .recheck import bound, mismatch
+from .undo import Action, decide
 from .waves import Move, Staging
 
-__all__ = ["ApplyReport", "apply_live", "apply_plan"]
+__all__ = ["ApplyReport", "apply_live", "apply_plan", "core_api"]
+
+INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
 
 
 @dataclass
 class ApplyReport:
+    plan_id: str = ""
+    earlier: str | None = None  # the nodes an earlier run cordoned and marked, one line
+    refused: list[str] = field(default_factory=list)  # those among this plan's nodes: nothing was changed
     evicted: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (pod, why)
     waves_done: int = 0
@@ -47,29 +63,34 @@ class ApplyReport:
 
     @property
     def failed(self) -> bool:
-        """The run stopped early or left a node cordoned that it meant to uncordon."""
-        return bool(self.stopped or self.uncordon_failed)
+        """The run refused the plan, stopped early or left a node cordoned that it meant to uncordon."""
+        return bool(self.refused or self.stopped or self.uncordon_failed)
 
     def lines(self) -> list[str]:
-        out = [f"cordoned {', '.join(self.cordoned)}"] if self.cordoned else []
+        if self.refused:
+            return [f"{self.earlier} (nodes of this plan among them: {', '.join(self.refused)}; nothing was changed)"]
+        out = [self.earlier] if self.earlier else []
+        out += [f"cordoned {', '.join(self.cordoned)}"] if self.cordoned else []
         if self.found_cordoned:
             out.append(f"unschedulable already, left as found: {', '.join(self.found_cordoned)}")
-        out.append(f"applied {self.waves_done} wave(s), {len(self.evicted)} eviction(s)")
+        out.append(f"plan {self.plan_id}: applied {self.waves_done} wave(s), {len(self.evicted)} eviction(s)")
         out += [f"skipped {pod}: {why}" for pod, why in self.skipped]
         if self.stopped:
             out.append(f"stopped: {self.stopped}")
         if self.uncordoned:
             out.append(f"uncordoned {', '.join(self.uncordoned)}")
-        out += [f"{why}: left cordoned (kubectl uncordon {node})" for node, why in self.uncordon_failed]
+        out += [f"{why}: left cordoned (optisched reschedule --undo-cordons --plan {self.plan_id})"
+                for node, why in self.uncordon_failed]
         if self.left_cordoned:
-            out.append(f"left cordoned: {', '.join(self.left_cordoned)}" + (
-                " (kubectl uncordon to undo)" if self.stopped else " (emptied, for an autoscaler to remove)"))
+            out.append(f"left cordoned: {', '.join(self.left_cordoned)} (emptied, for an autoscaler to remove)")
         return out
 
 
-def _pods(api: Any) -> dict[str, dict]:
-    data = json.loads(api.list_pod_for_all_namespaces(_preload_content=False).data)
-    return {f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}": p for p in data.get("items") or []}
+def _nap(seconds: float) -> None:
+    """Sleep ``seconds``, ended early by an interrupt."""
+    end = time.monotonic() + seconds
+    while not interrupt.requested() and (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, 0.05))
 
 
 def _controller(pod: dict) -> str | None:
@@ -92,6 +113,8 @@ def _evict(api: Any, body_of: Callable[[str, str], Any], key: str, deadline: flo
         except ApiException as e:
             if e.status == 429 and time.monotonic() + delay < deadline:
                 sleep(delay)
+                if interrupt.requested():
+                    return f"stop: {INTERRUPTED}"
                 delay = min(delay * 2, 10.0)
                 continue
             if e.status == 429:
@@ -102,20 +125,23 @@ def _evict(api: Any, body_of: Callable[[str, str], Any], key: str, deadline: flo
 
 
 def _wait(api: Any, before: dict[str, dict], owners: Counter, timeout: float, poll: float,
-          sleep: Callable[[float], None]) -> tuple[dict[str, dict] | None, str | None]:
-    """The new bound pods once every evicted controller has its replacements; (None, why) otherwise."""
+          sleep: Callable[[float], None]) -> tuple[dict[str, dict], dict[str, dict] | None, str | None]:
+    """(the pods read, the new ones, None) once every evicted controller has its replacements bound;
+    (the pods read, None, why) otherwise."""
     end = time.monotonic() + timeout
     while True:
-        now = _pods(api)
+        now = list_pods(api)
         new = {k: p for k, p in now.items() if k not in before}
         strangers = [k for k, p in new.items() if _controller(p) not in owners]
         if strangers:
-            return None, f"a pod the plan does not expect appeared: {strangers[0]}"
-        bound = Counter(_controller(p) for p in new.values() if p.get("spec", {}).get("nodeName"))
-        if all(bound[o] >= n for o, n in owners.items()):
-            return new, None
+            return now, None, f"a pod the plan does not expect appeared: {strangers[0]}"
+        landed = Counter(_controller(p) for p in new.values() if p.get("spec", {}).get("nodeName"))
+        if all(landed[o] >= n for o, n in owners.items()):
+            return now, new, None
+        if interrupt.requested():
+            return now, None, INTERRUPTED
         if time.monotonic() >= end:
-            return None, "replacements not scheduled before the timeout"
+            return now, None, "replacements not scheduled before the timeout"
         sleep(poll)
 
 
@@ -130,35 +156,60 @@ def _compare(wave: list[Move], evicted: list[str], owner_of: dict[str, str | Non
     return None
 
 
-def apply_plan(plan: ReschedulePlan, api: Any, *, retry_for: float = 60.0, wait_for: float = 300.0,
-               poll: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> ApplyReport:
-    """Cordon, evict ``plan``'s waves through ``api`` (a kubernetes ``CoreV1Api``), uncordon; see the
-    module docstring. Nothing is touched when the plan has no wave."""
+def apply_plan(plan: ReschedulePlan, api: Any, *, expected: dict[str, str] | None = None, retry_for: float = 60.0,
+               wait_for: float = 300.0, poll: float = 1.0, sleep: Callable[[float], None] = _nap) -> ApplyReport:
+    """Check the marks, cordon, evict ``plan``'s waves through ``api`` (a kubernetes ``CoreV1Api``),
+    uncordon; see the module docstring. ``expected``: pod -> node of the cluster the plan was made from
+    (the first wave's reference, :mod:`.recheck`). Nothing is touched when the plan has no wave."""
     from kubernetes.client.rest import ApiException  # type: ignore[import-not-found]
     from urllib3.exceptions import HTTPError
 
-    report = ApplyReport()
+    report = ApplyReport(plan.plan_id)
     staging = plan.staging
-    if not staging.waves:
+    try:
+        _check_marks(plan, list_nodes(api), api, report)
+        if report.refused or not staging.waves:
+            return report
+        reference = expected if expected is not None else bound(list_pods(api))
+    except (ApiException, HTTPError) as e:
+        report.stopped = f"before any change: the API server answered {api_error(e)}"
         return report
     report.stopped = _cordon(api, staging, report)
     if report.stopped:  # nothing evicted: every node as it was found
         _uncordon(api, report.cordoned, report)
         return report
     try:
-        _run_waves(plan, api, report, retry_for, wait_for, poll, sleep)
+        _run_waves(plan, api, report, reference, retry_for, wait_for, poll, sleep)
     except (ApiException, HTTPError) as e:
         report.stopped = f"wave {report.waves_done + 1}: the API server answered {api_error(e)}"
     finally:
-        _uncordon(api, [n for n in report.cordoned if n in staging.held], report)
-        report.left_cordoned = [n for n in report.cordoned if n not in staging.held]
+        _finish(api, staging, report)
     return report
 
 
+def _check_marks(plan: ReschedulePlan, nodes: list[dict], api: Any, report: ApplyReport) -> None:
+    """Report the cordoned nodes an earlier run marked; refuse the plan when it touches one of them that
+    ``--undo-cordons`` would restore (an emptied node that is empty stays cordoned for an autoscaler, so
+    it does not stop the run, or a run after ``--undo-cordons`` would stop again)."""
+    marks = [m for n in nodes if (m := mark_of(n)) is not None and m.unschedulable]
+    if not marks:
+        return
+    report.earlier = earlier_line(marks)
+    staging = plan.staging
+    mine = set(staging.cordoned) | set(staging.held) | {
+        n for w in staging.waves for m in w.moves for n in (m.source, m.target, m.predicted) if n is not None}
+    touched = [m for m in marks if m.node in mine]
+    if touched:
+        kept = {m.node for m, action in decide(touched, holding(list_pods(api)), None, False) if action is Action.KEEP}
+        report.refused = [m.node for m in touched if m.node not in kept]
+
+
 def _cordon(api: Any, staging: Staging, report: ApplyReport) -> str | None:
-    """Cordon every node the plan's replays held unschedulable; why it failed, if it did."""
+    """Cordon and mark every node the plan's replays held unschedulable; why it failed, if it did."""
     for name in dict.fromkeys(staging.cordoned + staging.held):
-        changed, why = set_unschedulable(api, name, True)
+        if interrupt.requested():
+            return INTERRUPTED
+        changed, why = cordon(api, name, report.plan_id, "emptied" if name in staging.cordoned else "held")
         if why:
             return why
         (report.cordoned if changed else report.found_cordoned).append(name)
@@ -166,13 +217,35 @@ def _cordon(api: Any, staging: Staging, report: ApplyReport) -> str | None:
 
 
 def _uncordon(api: Any, names: list[str], report: ApplyReport) -> None:
-    done, failed = uncordon_all(api, names)
+    done, failed = uncordon_all(api, names, report.plan_id)
     report.uncordoned += done
     report.uncordon_failed += failed
 
 
-def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, retry_for: float, wait_for: float,
-               poll: float, sleep: Callable[[float], None]) -> None:
+def _finish(api: Any, staging: Staging, report: ApplyReport) -> None:
+    """Uncordon the held nodes this run cordoned, and the emptied ones that still hold pods (after a stop,
+    or an eviction skipped); the others stay cordoned (and marked), for an autoscaler."""
+    from kubernetes.client.rest import ApiException  # type: ignore[import-not-found]
+    from urllib3.exceptions import HTTPError
+
+    emptied = [n for n in report.cordoned if n not in staging.held]
+    back = [n for n in report.cordoned if n in staging.held]
+    if emptied:
+        try:
+            occupied = holding(list_pods(api))
+        except (ApiException, HTTPError) as e:
+            why = f"listing pods answered {api_error(e)}"
+            report.uncordon_failed += [(n, f"cannot tell whether node {n} still holds pods: {why}") for n in emptied]
+            emptied = []
+        else:
+            back += [n for n in emptied if n in occupied]
+            emptied = [n for n in emptied if n not in occupied]
+    _uncordon(api, back, report)
+    report.left_cordoned = emptied
+
+
+def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, reference: dict[str, str], retry_for: float,
+               wait_for: float, poll: float, sleep: Callable[[float], None]) -> None:
     """Evict wave by wave into ``report``; ``report.stopped`` says why it stopped early."""
     from kubernetes import client  # type: ignore[import-not-found]
 
@@ -180,30 +253,47 @@ def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, retry_for: f
         return client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
 
     live: dict[str, str] = {}  # a pod the plan moves again (a detour's second leg) -> its replacement's name
+    gone: set[str] = set()  # every pod evicted so far, by the name it was evicted under
     for wave in plan.staging.waves:
-        before = _pods(api)
+        before = list_pods(api)
+        why = INTERRUPTED if interrupt.requested() else mismatch(wave.moves, live, reference, before, gone)
+        if why:
+            report.stopped = f"before wave {report.waves_done + 1}: {why}"
+            return
         owner_of = {m.key: _controller(before[k]) if (k := live.get(m.key, m.key)) in before else None
                     for m in wave.moves}
-        evicted: list[str] = []
-        for m in wave.moves:
-            why = _evict(api, body_of, live.get(m.key, m.key), time.monotonic() + retry_for, sleep)
-            if why is None:
-                evicted.append(m.key)
-            elif why.startswith("skip: "):
-                report.skipped.append((m.key, why[6:]))
-            else:
-                report.evicted += evicted
-                report.stopped = why[6:]
-                return
-        report.evicted += evicted
+        evicted = _evict_wave(api, body_of, wave.moves, live, report, retry_for, sleep)
+        gone |= {live.get(k, k) for k in evicted}
+        if report.stopped:
+            return
         owners = Counter(owner_of[k] for k in evicted if owner_of[k] is not None)
-        new, why = _wait(api, before, owners, wait_for, poll, sleep)
+        now, new, why = _wait(api, before, owners, wait_for, poll, sleep)
         why = why or _compare(wave.moves, evicted, owner_of, new or {})
         if why:
             report.stopped = f"wave {report.waves_done + 1}: {why}"
             return
         live.update(_replacements(wave.moves, evicted, owner_of, new or {}))
+        reference = bound(now)
         report.waves_done += 1
+
+
+def _evict_wave(api: Any, body_of: Callable[[str, str], Any], wave: list[Move], live: dict[str, str],
+                report: ApplyReport, retry_for: float, sleep: Callable[[float], None]) -> list[str]:
+    """Evict ``wave``'s pods (under their replacements' names for a detour's second leg, ``live``) into
+    ``report``, until a stop or an interrupt; the pods evicted."""
+    evicted: list[str] = []
+    for m in wave:
+        why = f"stop: {INTERRUPTED}" if interrupt.requested() else \
+            _evict(api, body_of, live.get(m.key, m.key), time.monotonic() + retry_for, sleep)
+        if why is None:
+            evicted.append(m.key)
+        elif why.startswith("skip: "):
+            report.skipped.append((m.key, why[6:]))
+        else:
+            report.stopped = why[6:]
+            break
+    report.evicted += evicted
+    return evicted
 
 
 def _replacements(wave: list[Move], evicted: list[str], owner_of: dict[str, str | None],
@@ -224,9 +314,20 @@ def _replacements(wave: list[Move], evicted: list[str], owner_of: dict[str, str 
     return out
 
 
-def apply_live(plan: ReschedulePlan, kubeconfig: str | None, context: str | None) -> ApplyReport:
-    """:func:`apply_plan` on the cluster of ``context`` in ``kubeconfig``."""
-    from kubernetes import client, config  # type: ignore[import-not-found]
+def core_api(kubeconfig: str | None, context: str | None) -> Any:
+    """A ``CoreV1Api`` on the cluster of ``context`` in ``kubeconfig`` (defaults as kubectl's)."""
+    try:
+        from kubernetes import client, config  # type: ignore[import-not-found]
+    except ImportError:
+        raise InputError("changing a live cluster needs the kubernetes client: pip install 'optisched[kube]'") from None
+    try:
+        return client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig, context=context))
+    except Exception as e:  # noqa: BLE001 - ConfigException, FileNotFoundError, ... all mean the same to a user
+        source = f"kubeconfig {kubeconfig or '~/.kube/config'}" + (f" context {context}" if context else "")
+        raise InputError(f"cannot load the kubeconfig: {' '.join(str(e).split())}", source=source) from None
 
-    api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
-    return apply_plan(plan, client.CoreV1Api(api_client))
+
+def apply_live(plan: ReschedulePlan, kubeconfig: str | None, context: str | None,
+               expected: dict[str, str] | None = None) -> ApplyReport:
+    """:func:`apply_plan` on the cluster of ``context`` in ``kubeconfig``."""
+    return apply_plan(plan, core_api(kubeconfig, context), expected=expected)

@@ -1,6 +1,7 @@
 """The rescheduling answer: target, waves and prediction, as DataFrames, ``plan.json`` and Eviction YAML."""
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,14 @@ from .pareto import ParetoCurve
 from .reach import Reach
 from .waves import Move, Staging
 
-__all__ = ["ReschedulePlan"]
+__all__ = ["ReschedulePlan", "new_plan_id"]
+
+
+def new_plan_id() -> str:
+    """A plan's id: the first 12 hex digits of a random uuid4 (48 bits: two plans of one cluster share
+    one with odds below one in ten billion over a thousand plans). ``--apply`` marks the nodes it cordons
+    with it (docs/reschedule.md); lowercase hex, so it is also a valid label value."""
+    return uuid.uuid4().hex[:12]
 
 
 @dataclass
@@ -29,6 +37,7 @@ class ReschedulePlan:
     saving: float | None = None  # hourly cost of those nodes
     versus: Any = None  # :class:`.versus.Versus` with --compare-descheduler: the descheduler beside the plan
     pareto: ParetoCurve | None = None  # --pareto: the goal at move budgets 0, 1, 2, 4, ... up to this plan
+    plan_id: str = field(default_factory=new_plan_id)  # marks the nodes --apply cordons
     reach: list[Reach] = field(default_factory=list)  # per goal: how much of it the plan reaches (.reach)
     final_certificate: Certificate | None = None  # the solve of the re-plan whose staging was kept, if not the first
     side_effects: list[str] = field(default_factory=list)  # worse than left alone on what no goal is about
@@ -66,6 +75,7 @@ class ReschedulePlan:
     def to_dict(self) -> dict:
         """``plan.json``: the shape other tools read (docs/reschedule.md)."""
         return {
+            "planId": self.plan_id,
             "goal": [str(g) for g in self.goals],
             "cordon": self.staging.cordoned,
             "cordonDuringPlan": self.staging.held,
@@ -88,7 +98,7 @@ class ReschedulePlan:
 
     def eviction_objects(self) -> list[dict]:
         """Per wave, ``policy/v1`` Evictions annotated with the wave, the predicted node and the reason."""
-        return [eviction_document(m.key, {"optisched.io/wave": str(i + 1), "optisched.io/target": m.target or "",
+        return [eviction_document(m.key, {"optisched.io/plan-id": self.plan_id, "optisched.io/wave": str(i + 1), "optisched.io/target": m.target or "",
                                           "optisched.io/predicted-node": m.predicted or "",
                                           "optisched.io/reason": m.reason})
                 for i, w in enumerate(self.staging.waves) for m in w.moves]
@@ -96,7 +106,7 @@ class ReschedulePlan:
     def summary(self) -> list[str]:
         """Terminal lines: before -> after per metric, moves and waves, budgets per wave, consistency."""
         b, a = self.before.to_dict(), self.after.to_dict()
-        lines = [f"goal: {', '.join(self.goals)}"]
+        lines = [f"plan: {self.plan_id}", f"goal: {', '.join(self.goals)}"]
         for k in b:
             if isinstance(b[k], dict):
                 lines += [f"  {k}[{r}]: {_fmt(b[k][r])} -> {_fmt(a[k].get(r))}" for r in b[k]]

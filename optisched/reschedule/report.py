@@ -211,7 +211,7 @@ def _pareto(plan: ReschedulePlan, pngs: dict[str, bytes]) -> list[str]:
 def _body(state: ClusterState, plan: ReschedulePlan, tables: dict[str, pd.DataFrame], pngs: dict[str, bytes],
           files: list[str]) -> list[str]:
     waves, landings = tables["waves.csv"], tables["landings.csv"]
-    sub = (f"{state.num_nodes} nodes, {len(state.pods)} pods ({int(np.count_nonzero(state.pod_node < 0))} "
+    sub = (f"plan {plan.plan_id}: {state.num_nodes} nodes, {len(state.pods)} pods ({int(np.count_nonzero(state.pod_node < 0))} "
            f"pending); kube-scheduler {KUBE_VERSION} semantics")
     parts = [f"<h1>Rescheduling plan: {e(', '.join(plan.goals))}</h1>", f'<p class="sub">{e(sub)}</p>',
              _lead(plan), "<h2>Certificate</h2>", _certificate(plan), "<h2>Before and after</h2>", _metrics(plan),
