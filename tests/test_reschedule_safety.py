@@ -181,7 +181,7 @@ def test_the_shared_repro_cordons_exactly_the_nodes_its_plan_empties():
 
 @pytest.mark.parametrize("kind", ["taint", "anti"], ids=["a NoSchedule taint on two nodes",
                                                          "required hostname anti-affinity planted on one app"])
-def test_a_repair_of_150_nodes_that_stops_short_says_so_and_why(kind):
+def test_a_repair_of_150_nodes_says_how_far_it_gets_and_why(kind):
     """Seen at 30 s: 2 of 5 violating pods left after 22 waves, 104 of 139 violations left, and the plan
     said neither that the goal was not reached nor why."""
     objs = drifted(150, seed=1, empty=10, taint=2 if kind == "taint" else 0, anti=kind == "anti")
@@ -195,8 +195,8 @@ def test_a_repair_of_150_nodes_that_stops_short_says_so_and_why(kind):
 
 
 def _unreachable(tmp_path: Path) -> Path:
-    """Two pods on a node tainted after they started, a budget that never allows their eviction: the
-    target moves them, no wave can."""
+    """The pods of node-000, tainted after they started, under a budget that never allows their
+    eviction: the target moves them, no wave can."""
     objs = drifted(3, seed=0, pdb="0", bare=False)
     for o in objs:
         if o["kind"] == "Node" and o["metadata"]["name"] == "node-000":
