@@ -133,14 +133,26 @@ def _hold(state: ClusterState, staging: Staging) -> None:
 
 def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: Solve, end: float,
             least: float) -> Realized:
-    """Stage ``target`` (until ``least`` seconds before ``end``, ``time.perf_counter()``); while the
-    staging drops moves and ``least`` seconds and a staging as long as the last are left, solve again with every dropped pod
-    pinned, from the kept waves' end state, for half the time left, and stage that, keeping the best
-    staging of the rounds (:func:`_score`); then, while the kept staging is not :func:`exact` and a
-    staging again fits before ``end``, stage its own end state, unless that realizes less; a staging
-    that still cordons a node it does not empty holds it for the plan's duration (:func:`_hold`)."""
+    """Stage ``target`` (until ``least`` seconds before ``end``, ``time.perf_counter()``), re-plan while
+    it drops moves and time is left (:func:`_replans`), stage the kept end state again while that is
+    not :func:`exact` and fits (:func:`_restages`); a staging that still cordons a node it does not
+    empty holds it for the plan's duration (:func:`_hold`)."""
     state = rounds.state
-    done = Realized(rounds.stage(target, end - least), target, result)
+    done, pinned = _replans(rounds, Realized(rounds.stage(target, end - least), target, result), solve, end, least)
+    done = _restages(rounds, done, pinned, end)
+    _hold(state, done.staging)
+    if done.staging.dropped:  # what the waves realize is their own end state
+        done.target = final_rows(state, done.staging)
+    done.pinned = [pinned[k] for k in pinned if all(m.key != k for m, _ in done.staging.dropped)]
+    return done
+
+
+def _replans(rounds: Rounds, done: Realized, solve: Solve, end: float,
+             least: float) -> tuple[Realized, dict[str, tuple[Move, str]]]:
+    """While the staging drops moves and ``least`` seconds and a staging as long as the last are left,
+    solve again with every dropped pod pinned, from the kept waves' end state (that end state itself
+    when the solve finds less), for half the time left, and stage that; the best staging of the rounds
+    (:func:`_score`) and the pins its target was solved with."""
     pinned: dict[str, tuple[Move, str]] = {}
     best = done
     while done.staging.dropped and done.solves < ROUNDS:
@@ -149,30 +161,33 @@ def realize(rounds: Rounds, target: np.ndarray, result: OptimalResult, solve: So
             break
         for m, why in done.staging.dropped:
             pinned.setdefault(m.key, (m, why))
-        kept = final_rows(state, done.staging)
+        kept = final_rows(rounds.state, done.staging)
         target, result = solve(frozenset(pinned), kept, 0.5 * left)
         if rounds.measures.rank(target) > rounds.measures.rank(kept):  # the solve found less than the waves kept
             target, result = kept, done.result
         done = Realized(rounds.stage(target, _share(end), _kept_reasons(done.staging) if target is kept else None),
                         target, result, list(pinned.values()), done.solves + 1, 0, done.solves + 1)
         best = min(best, done, key=lambda r: _score(rounds, r))
-    if best is not done:  # a later round's staging, shorter of time, realized less than an earlier one
-        pinned = {m.key: (m, why) for m, why in best.pinned}  # the pins its target was solved with
-        done = Realized(best.staging, best.target, best.result, best.pinned, done.solves, 0, best.kept)
-    while not exact(state, done.staging) and done.restages < RESTAGES and \
-            end - time.perf_counter() > 1.5 * done.staging.seconds:  # a staging again fits before the end
+    if best is done:
+        return done, pinned
+    # a later round's staging, shorter of time, realized less than an earlier one
+    return Realized(best.staging, best.target, best.result, best.pinned, done.solves, 0, best.kept), \
+        {m.key: (m, why) for m, why in best.pinned}
+
+
+def _restages(rounds: Rounds, done: Realized, pinned: dict[str, tuple[Move, str]], end: float) -> Realized:
+    """While ``done`` is not :func:`exact` and a staging as long again fits before ``end``, its end state
+    staged as its own target (no solve), unless that realizes less; ``pinned`` takes its drops."""
+    while not exact(rounds.state, done.staging) and done.restages < RESTAGES and \
+            end - time.perf_counter() > 1.5 * done.staging.seconds:
         for m, why in done.staging.dropped:
             pinned.setdefault(m.key, (m, why))
-        kept = final_rows(state, done.staging)
+        kept = final_rows(rounds.state, done.staging)
         again = Realized(rounds.stage(kept, end, _kept_reasons(done.staging)), kept, done.result,
                          list(pinned.values()), done.solves, done.restages + 1, done.kept)
         if _score(rounds, again)[0] > _score(rounds, done)[0]:  # it dropped moves the first one kept
             break
         done = again
-    _hold(state, done.staging)
-    if done.staging.dropped:  # what the waves realize is their own end state
-        done.target = final_rows(state, done.staging)
-    done.pinned = [pinned[k] for k in pinned if all(m.key != k for m, _ in done.staging.dropped)]
     return done
 
 
