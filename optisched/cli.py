@@ -16,7 +16,8 @@ from .version import KUBE_VERSION, __version__
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
-             "filters, or --fail-on-pending and pods stayed pending); 2 bad input or usage; 130 interrupted "
+             "filters, --fail-on-pending and pods stayed pending, or --fail-on-unreached and a reschedule plan "
+             "does not reach its target); 2 bad input or usage; 130 interrupted "
              "(Ctrl-C: schedule, compare, preempt and reschedule stop and print the best answer so far, marked "
              "interrupted; a second Ctrl-C exits at once).")
 
@@ -535,6 +536,8 @@ def reschedule(
     descheduler_policy: Annotated[Path | None, typer.Option("--descheduler-policy", help="With "
                                                             "--compare-descheduler: this DeschedulerPolicy instead "
                                                             "of the goal's strategy.")] = None,
+    fail_on_unreached: Annotated[bool, typer.Option("--fail-on-unreached", help="Exit 1 when the plan does not "
+                                                    "reach a goal as far as its target does.")] = False,
     undo_cordons: Annotated[bool, typer.Option("--undo-cordons", help="Instead of planning: uncordon the nodes an "
                                                "earlier --apply cordoned and marked that hold pods "
                                                "(docs/reschedule.md).")] = False,
@@ -604,6 +607,11 @@ def reschedule(
     if requested():  # an interrupted plan is shown and written, never carried out
         out.print("interrupted (Ctrl-C): the plan so far" + (", not applied" if apply else ""), highlight=False)
         _stop_if_interrupted()
+    if fail_on_unreached and not plan.reached:  # a gate: the plan is shown and written, not carried out
+        missed = ", ".join(r.goal for r in plan.reach if not r.reached)
+        err.print(f"the plan does not reach its target on {missed} (--fail-on-unreached)"
+                  + ("; not applied" if apply else ""), highlight=False)
+        raise typer.Exit(1)
     if apply:
         from .reschedule.apply import apply_live
         from .reschedule.recheck import placement

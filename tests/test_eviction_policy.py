@@ -128,6 +128,11 @@ SCOPE = [
     ("the evict annotation lifts the label selector, as upstream's Filter returns early",
      _in("team", "p", app="db").set("metadata.annotations", {"descheduler.alpha.kubernetes.io/evict": ""}),
      EvictionPolicy(selector="app=web"), None),
+    ("a pod a re-plan pins stays", _in("team", "p"), EvictionPolicy(stay=frozenset({"team/p"})), Keep.STAGED),
+    ("the evict annotation does not lift a re-plan's pin",
+     _in("team", "p").set("metadata.annotations", {"descheduler.alpha.kubernetes.io/evict": ""}),
+     EvictionPolicy(stay=frozenset({"team/p"})), Keep.STAGED),
+    ("a pod another pin names may leave", _in("team", "p"), EvictionPolicy(stay=frozenset({"team/q"})), None),
 ]
 
 

@@ -79,6 +79,13 @@ def test_the_page_is_self_contained_and_escapes_text(report):
     assert "&lt;b&gt;markup&lt;/b&gt;" in page and "\\x1b[31m" in page and "\x1b" not in page
 
 
+def test_the_page_says_how_far_each_goal_gets(report):
+    plan, files = report
+    page = files["report.html"].read_text()
+    [r] = plan.reach
+    assert r.reached and html.escape(r.line()) in page and "4 -&gt; 1 nodes used" in page
+
+
 def _render(chromium: str, page: Path, tmp_path: Path) -> dict:
     probe = tmp_path / "probe.html"
     probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))

@@ -63,13 +63,14 @@ class Keep(StrEnum):
     NAMESPACE = "namespace outside --namespaces / --exclude-namespaces"
     UNSELECTED = "labels outside --selector"
     NODE = "on a node the goal takes no pods from (docs/reschedule.md)"
+    STAGED = "its move could not be staged; the plan was solved again with it on its node (docs/reschedule.md)"
 
 
 KINDS = list(Keep)
 EVICT_KINDS = {"protected": "evict_protected", "local-storage": "evict_local_storage", "bare-pods": "evict_bare_pods",
                "system-critical": "evict_system_critical"}
-ALWAYS = {Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET, Keep.PVC, Keep.NAMESPACE, Keep.NODE}
-NARROWING = (Keep.NAMESPACE, Keep.UNSELECTED, Keep.NODE)  # computed per policy, not per pod (EvictionPolicy.scope)
+ALWAYS = {Keep.TERMINATING, Keep.STATIC, Keep.DAEMONSET, Keep.PVC, Keep.NAMESPACE, Keep.NODE, Keep.STAGED}
+NARROWING = (Keep.NAMESPACE, Keep.UNSELECTED, Keep.NODE, Keep.STAGED)  # computed per policy, not per pod (EvictionPolicy.scope)
 
 
 def _features(pod: Pod, priority: int, storage: bool) -> list[bool]:
@@ -90,7 +91,7 @@ def _features(pod: Pod, priority: int, storage: bool) -> list[bool]:
         ann.get("cluster-autoscaler.kubernetes.io/safe-to-evict") == "false",
         any(v.empty_dir is not None or v.host_path is not None for v in spec.volumes),
         not meta.owner_references,
-        False, False, False,  # narrowing: EvictionPolicy.scope
+        False, False, False, False,  # narrowing: EvictionPolicy.scope
     ]
 
 
@@ -146,10 +147,11 @@ class EvictionPolicy:
     exclude_namespaces: tuple[str, ...] = ()
     selector: str = ""  # kubectl's -l syntax; pods whose labels do not match stay
     only_nodes: frozenset[str] | None = None  # only pods on these nodes leave (LowNodeUtilization's sources)
+    stay: frozenset[str] = frozenset()  # these pods (namespace/name) stay: a reschedule re-plan pins them
 
     def scope(self, state: ClusterState) -> np.ndarray:
-        """bool [P, 3]: per pod, outside the namespaces asked for, outside the label selector, and on a
-        node outside ``only_nodes``."""
+        """bool [P, 4]: per pod, outside the namespaces asked for, outside the label selector, on a
+        node outside ``only_nodes``, and in ``stay``."""
         sel = parse_label_selector(self.selector)
         inc, exc = set(self.namespaces), set(self.exclude_namespaces)
         names = state.node_names
@@ -158,8 +160,9 @@ class EvictionPolicy:
             ns = p.metadata.namespace or "default"
             n = int(state.pod_node[i])
             off = self.only_nodes is not None and (n < 0 or names[n] not in self.only_nodes)
-            rows.append([(bool(inc) and ns not in inc) or ns in exc, not sel.matches(p.metadata.labels), off])
-        return np.array(rows, dtype=bool).reshape(len(state.pods), 3)
+            rows.append([(bool(inc) and ns not in inc) or ns in exc, not sel.matches(p.metadata.labels), off,
+                         p.key in self.stay])
+        return np.array(rows, dtype=bool).reshape(len(state.pods), 4)
 
     def allowed(self) -> np.ndarray:
         """bool [len(Keep)]: the kinds this policy lets leave."""
@@ -170,7 +173,7 @@ class EvictionPolicy:
     def verdicts(self, state: ClusterState) -> Verdicts:
         """The verdict for every pod row (pending pods included: they have nowhere to leave from)."""
         kinds = pod_kinds(state).copy()
-        if self.namespaces or self.exclude_namespaces or self.selector or self.only_nodes is not None:
+        if self.namespaces or self.exclude_namespaces or self.selector or self.only_nodes is not None or self.stay:
             kinds[:, [KINDS.index(k) for k in NARROWING]] = self.scope(state)
         blocking = kinds & ~self.allowed()
         overridden = np.array([EVICT in p.metadata.annotations for p in state.pods], dtype=bool)

@@ -12,6 +12,7 @@ from ..optimal.solve import Certificate
 from ..preemption.plan import eviction_document
 from .goals import Goal, Metrics
 from .pareto import ParetoCurve
+from .reach import Reach
 from .waves import Move, Staging
 
 __all__ = ["ReschedulePlan", "new_plan_id"]
@@ -37,6 +38,14 @@ class ReschedulePlan:
     versus: Any = None  # :class:`.versus.Versus` with --compare-descheduler: the descheduler beside the plan
     pareto: ParetoCurve | None = None  # --pareto: the goal at move budgets 0, 1, 2, 4, ... up to this plan
     plan_id: str = field(default_factory=new_plan_id)  # marks the nodes --apply cordons
+    reach: list[Reach] = field(default_factory=list)  # per goal: how much of it the plan reaches (.reach)
+    final_certificate: Certificate | None = None  # the solve of the re-plan whose staging was kept, if not the first
+    side_effects: list[str] = field(default_factory=list)  # worse than left alone on what no goal is about
+
+    @property
+    def reached(self) -> bool:
+        """Every goal is reached against the first target (``--fail-on-unreached`` exits 1 otherwise)."""
+        return all(r.reached for r in self.reach)
 
     @property
     def moves(self) -> int:
@@ -77,10 +86,13 @@ class ReschedulePlan:
             "placements": self.staging.final,
             "before": self.before.to_dict(), "after": self.after.to_dict(),
             "removableNodes": self.removable, "hourlySaving": self.saving,
+            "reach": [r.to_dict() for r in self.reach], "goalReached": self.reached,
+            "sideEffects": self.side_effects,
             "dropped": [{"pod": m.key, "from": m.source, "to": m.target, "why": why} for m, why in self.staging.dropped],
             "cycles": [c.to_dict() for c in self.staging.cycles],
             "notes": self.staging.notes,
             "certificate": self.certificate.to_dict(),
+            **({"replanCertificate": self.final_certificate.to_dict()} if self.final_certificate else {}),
             **({"pareto": self.pareto.to_dict()} if self.pareto is not None else {}),
         } | ({"compareDescheduler": self.versus.to_dict()} if self.versus is not None else {})
 
@@ -115,6 +127,9 @@ class ReschedulePlan:
         if self.removable:
             saving = f", saving {self.saving:.3f}/h" if self.saving is not None else ""
             lines.append(f"removable nodes: {', '.join(self.removable)}{saving}")
+        lines += [r.line() for r in self.reach]
+        if self.side_effects:
+            lines.append(f"worse on what no goal of the plan is about: {'; '.join(self.side_effects)}")
         lines += [f"dropped {m.key} ({m.source} -> {m.target}): {why}" for m, why in self.staging.dropped]
         lines += [c.line() for c in self.staging.cycles]
         lines += self.staging.notes

@@ -158,7 +158,10 @@ def _lead(plan: ReschedulePlan) -> str:
         text += f"; cordon first: {e(', '.join(plan.staging.cordoned))}"
     if plan.staging.held:
         text += f"; cordoned during the plan (empty already): {len(plan.staging.held)} node(s)"
-    return f'<p class="lead">{text}.</p>'
+    reach = "".join(f"<br>{e(r.line())}" for r in plan.reach)
+    if plan.side_effects:
+        reach += f"<br>worse on what no goal of the plan is about: {e('; '.join(plan.side_effects))}"
+    return f'<p class="lead">{text}.{reach}</p>'
 
 
 def _consolidation(state: ClusterState, plan: ReschedulePlan) -> list[str]:

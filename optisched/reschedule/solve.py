@@ -19,43 +19,28 @@ from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
-from .accept import landing_check
 from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes
+from .monotone import Measures, left_alone
 from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
+from .reach import reach, side_effects
+from .rounds import Realized, Rounds, final_rows, realize
 from .scope import narrowed
 from .tier_start import GoalStarts
 from .violations import violating
-from .waves import Budgets, stage
+from .waves import Budgets
 
 __all__ = ["plan_reschedule"]
 
-# the share of ``--time-limit`` kept for the staging (waves and kube-scheduler replays), which the target's
-# solve does not count: at 5,000 nodes / 50,000 pods a consolidate plan's staging took 20 s, 7 % of 300 s
-STAGING_RESERVE = 0.15
+# the share of ``--time-limit`` kept for the staging (waves and kube-scheduler replays) and the re-plans
+# when it drops moves (:mod:`.rounds`), which the first target's solve does not count: at 5,000 nodes /
+# 50,000 pods a consolidate plan's staging took 20 s, 7 % of 300 s
+STAGING_RESERVE = 0.4
+# a re-plan is solved only while this share of the limit is left
+REPLAN_LEAST = 0.1
 # and the share kept after the staging's deadline for the summary's metrics of the predicted end state
 # (3 s at 1,000 nodes / 20,000 pods)
 SUMMARY_RESERVE = 0.05
-
-
-def _reasons(state: ClusterState, target: np.ndarray, goals: list[Goal], emptied: set[str],
-             bad: dict[int, str]) -> dict[int, str]:
-    """Why each moved pod moves, in the goal's words; ``bad``: pods whose node a repaired rule rejects."""
-    names = state.node_names
-    out = {}
-    for p in np.flatnonzero((state.pod_node >= 0) & (target != state.pod_node)).tolist():
-        src = names[int(state.pod_node[p])]
-        if target[p] < 0:
-            out[p] = "fit-pending: evicted to make room"
-        elif Goal.REPAIR in goals and p in bad:
-            out[p] = f"repair: {bad[p]} {'on' if bad[p] == 'Duplicates' else 'rejects'} {src}"
-        elif Goal.CONSOLIDATE in goals and src in emptied:
-            out[p] = f"consolidate: empties {src}"
-        elif Goal.FIT_PENDING in goals:
-            out[p] = "fit-pending: makes room for pending pods"
-        else:
-            out[p] = f"{goals[0]}: moves off {src}"
-    return out
 
 
 def _gang_target(state: ClusterState, config: SchedulerConfig, options: OptimalOptions,
@@ -95,7 +80,7 @@ def _low_node_utilization(state: ClusterState, policy: EvictionPolicy, threshold
 
 def solve_target(state: ClusterState, config: SchedulerConfig, goals: list[Goal], budgets: Budgets,
                  policy: EvictionPolicy, time_limit: float, seed: int, gang: list[str] | None,
-                 notes: list[str], soft: bool = False, start: GoalStarts | None = None,
+                 notes: list[str], soft: bool = False, start: GoalStarts | np.ndarray | None = None,
                  targets: dict[str, int] | None = None) -> tuple[np.ndarray, OptimalResult]:
     """The target placement (a node row per pod row, -1: none) and the solve's answer, with
     ``--max-moves`` a constraint of the model: the best goal within that many moves (the Pareto sweep,
@@ -147,28 +132,50 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     notes += start.lines() if start is not None else []
     spent = time.perf_counter() - started
     names = state.node_names
-    was_empty = empty_nodes(state, state.pod_node)
-    emptied = {names[n] for n in np.flatnonzero(empty_nodes(state, target) & ~was_empty).tolist()}
-    reasons = _reasons(state, target, parsed, emptied, bad)
-    idle = {names[n] for n in np.flatnonzero(empty_nodes(state, target)).tolist()} - emptied \
-        if Goal.CONSOLIDATE in parsed else set()
-    staging = stage(state, config, target, reasons, budgets, frozenset(emptied), Goal.FIT_PENDING in parsed,
-                    frozenset(idle), accept=landing_check(state, config, parsed, target, counted, soft, targets),
-                    deadline=started + (1 - SUMMARY_RESERVE) * time_limit)
-    staging.notes = notes + staging.notes
+    measures = Measures(state, config, parsed, counted, soft, targets, left_alone(state, config))
+    rounds = Rounds(state, config, parsed, budgets, counted, soft, targets, bad, measures)
+
+    def again(pinned: frozenset[str], warm: np.ndarray, seconds: float) -> tuple[np.ndarray, OptimalResult]:
+        return solve_target(state, config, parsed, budgets, replace(policy, stay=pinned), seconds, seed, gang, [],
+                            soft, None if gang else warm, targets)
+
+    first = target
+    done = realize(rounds, target, result, again, started + (1 - SUMMARY_RESERVE) * time_limit,
+                   REPLAN_LEAST * time_limit)
+    staging = done.staging
+    staging.notes = notes + _round_notes(done) + staging.notes
     if gang and not any(n.startswith("--for") for n in notes) and any(staging.final.get(k) is None for k in gang):
         staging.notes.append("--for: kube-scheduler is predicted to leave some of the pods pending")
-    final = np.array([state.node_index[n] if (n := staging.final.get(p.key)) is not None else -1
-                      for p in state.pods], dtype=np.int64)
+    final = final_rows(state, staging)
     pending = np.flatnonzero(state.pod_node < 0)
+    was_empty = empty_nodes(state, state.pod_node)
     removable = np.flatnonzero(empty_nodes(state, final) & ~was_empty).tolist()
-    placements = {p.key: (names[int(t)] if t >= 0 else None) for p, t in zip(state.pods, target)}
+    placements = {p.key: (names[int(t)] if t >= 0 else None) for p, t in zip(state.pods, done.target)}
+    dropped = [(m, f"{why}; solved again with it on its node") for m, why in done.pinned]
+    staging.dropped = dropped + staging.dropped
     plan = ReschedulePlan(parsed, placements, staging, metrics(state, state.pod_node, pending, config, counted, soft),
                           metrics(state, final, pending, config, counted, soft), result.certificate,
                           [names[n] for n in removable],
                           node_saving(node_costs(state), removable))
+    plan.reach = reach(measures, first, final, result.certificate, staging.dropped)
+    alone = plan.before if np.array_equal(measures.baseline, state.pod_node) else \
+        metrics(state, measures.baseline, pending, config, counted, soft)
+    plan.side_effects = side_effects(parsed, alone, plan.after)
+    plan.final_certificate = done.result.certificate if done.kept > 1 else None
     if pareto:
         plan.pareto = sweep(state, parsed, target, result.certificate, lambda k, seconds: solve_target(
             state, config, parsed, replace(budgets, max_moves=k), policy, seconds, seed, None, [], soft, start, targets),
             max(time_limit - spent, time_limit / 2))
     return plan
+
+
+def _round_notes(done: Realized) -> list[str]:
+    """The summary's line on the re-plans (:mod:`.rounds`), when there were any."""
+    if done.solves == 1 and not done.restages:
+        return []
+    parts = [f"solved {done.solves - 1} more time(s) with the dropped pods pinned"] if done.solves > 1 else []
+    parts += [f"its end state staged as its own target {done.restages} time(s)"] if done.restages else []
+    which = "the first target's" if done.kept == 1 else f"those of solve {done.kept}"
+    line = (f"re-planned: the staging dropped moves; {', '.join(parts)}; the waves are {which}, "
+            f"{len(done.pinned)} pod(s) of earlier stagings left on their node")
+    return [line]

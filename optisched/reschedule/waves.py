@@ -29,17 +29,21 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Protocol
 
 import numpy as np
 
 from ..model.objects import cordoned as cordoned_nodes
-from ..model.pdb import scaled_value
 from ..model.state import ClusterState, compile_cluster
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .cycles import CycleReport, resolve_cycle
 from .live import LiveCluster
 from .replays import Replays, Trial, last_replays, preempted_moves
+from .wave_limits import owner as _owner
+from .wave_limits import pick as _pick
+from .wave_limits import workload_caps as _workload_caps
 from .wave_pack import schedule_moves
 
 __all__ = ["Budgets", "Move", "Staging", "Wave", "stage"]
@@ -98,45 +102,6 @@ def state_at(state: ClusterState, node_of: np.ndarray, cordoned: frozenset[str] 
     return compile_cluster(replace(state.cluster, pods=pods, nodes=nodes))
 
 
-def _owner(state: ClusterState, p: int) -> str | None:
-    refs = state.pods[p].metadata.owner_references
-    ctl = [o for o in refs if o.controller] or list(refs)
-    return f"{state.pods[p].metadata.namespace or 'default'}/{ctl[0].kind}/{ctl[0].name}" if ctl else None
-
-
-def _workload_caps(state: ClusterState, budget: str | None) -> dict[str, int]:
-    """Per owner: the pods a wave may take (rounded down as a Deployment's maxUnavailable, at least 1)."""
-    if budget is None:
-        return {}
-    sizes: dict[str, int] = {}
-    for p in range(len(state.pods)):
-        if (o := _owner(state, p)) is not None:
-            sizes[o] = sizes.get(o, 0) + 1
-    value: int | str = budget if budget.endswith("%") else int(budget)
-    return {o: max(1, scaled_value(value, n, round_up=False)) for o, n in sizes.items()}
-
-
-def _pick(state: ClusterState, moves: list[Move], ledger: PDBLedger,
-          caps: dict[str, int]) -> tuple[list[Move], dict[str, int]]:
-    """The moves, in order, that fit one wave's PodDisruptionBudgets and per-workload limits."""
-    used_pdb: dict[int, int] = {}
-    used_owner: dict[str, int] = {}
-    wave = []
-    for m in moves:
-        pdbs = ledger.budgets_of(m.pod)
-        owner = _owner(state, m.pod)
-        if any(used_pdb.get(b, 0) >= ledger.allowed[b] for b in pdbs):
-            continue
-        if owner in caps and used_owner.get(owner, 0) >= caps[owner]:
-            continue
-        for b in pdbs:
-            used_pdb[b] = used_pdb.get(b, 0) + 1
-        if owner is not None:
-            used_owner[owner] = used_owner.get(owner, 0) + 1
-        wave.append(m)
-    return wave, {ledger.names[b]: n for b, n in used_pdb.items()}
-
-
 def _capped(state: ClusterState, moves: list[Move], budgets: Budgets, staging: Staging,
             homeless: bool) -> list[Move]:
     """The moves within ``--max-moves`` and ``--max-moves-per-node``; the others are dropped. Unless
@@ -182,6 +147,14 @@ def _verdict(m: Move, landed: str | None, preempts: dict[str, str], emptied: fro
     return f"accept:{landed}" if landed not in emptied else f"lands on {landed}, a node the plan leaves empty"
 
 
+class Guard(Protocol):
+    """Whether a wave's predicted end state is no worse than the cluster left alone (:mod:`.monotone`)."""
+
+    def worse(self, node_of: np.ndarray) -> str | None: ...
+
+    def empty(self, node_of: np.ndarray) -> np.ndarray: ...
+
+
 # accept(pod row, landing node row, placement before the wave, predicted placement after it): why the
 # landing breaks a goal there (None: it may be kept); see .accept
 Accept = Callable[[int, int, np.ndarray, np.ndarray], str | None]
@@ -221,7 +194,7 @@ def _settle(replays: Replays, wave: list[Move], emptied: frozenset[str], staging
 def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reasons: dict[int, str],
           budgets: Budgets | None = None, emptied: frozenset[str] = frozenset(), homeless: bool = False,
           idle: frozenset[str] = frozenset(), pack: bool = True, accept: Accept | None = None,
-          incremental: bool = True, deadline: float | None = None) -> Staging:
+          incremental: bool = True, deadline: float | None = None, guard: Guard | None = None) -> Staging:
     """Turn ``target`` (a node row per pod row of ``state``) into scheduler-consistent waves (see the
     module docstring). ``reasons``: why each moved pod moves; ``emptied``: nodes the target empties, which
     the plan cordons before its first wave (as ``kubectl drain`` and cluster-autoscaler's scale-down do:
@@ -236,7 +209,10 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     built afresh (:func:`.replays.full_replay`, the reference the incremental path is tested against).
     ``deadline`` (``time.perf_counter()``): past it, the moves a wave takes out are dropped, not tried in
     a later wave, and cycles are no longer resolved (:func:`_drop_late`); the waves kept stay
-    scheduler-consistent."""
+    scheduler-consistent. ``guard``: every wave's predicted end state must be no worse than the cluster
+    left alone (:mod:`.monotone`); a wave that is not is tried without the moves that put a node in use,
+    then as whole nodes' moves, and when neither is no worse the plan ends before it, its moves left
+    dropped (:func:`_guarded`)."""
     budgets = budgets or Budgets()
     t0 = time.perf_counter()
     staging = Staging(cordoned=sorted(emptied), held=sorted(idle))
@@ -281,6 +257,16 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
         elif len(wave) < planned:
             plan, staging.minimal = {}, False
         assert landing is not None
+        if guard is not None:
+            wave, landing, cut = _guarded(replays, wave, landing, guard, emptied | idle, staging, accept, why_out,
+                                          partial(_emptying, state, remaining, ledger, caps, list(wave)))
+            if landing is None:
+                _tally(staging, replays)
+                _cut(staging, remaining, f"wave {len(staging.waves) + 1} would leave the cluster worse than left "
+                     f"alone ({cut})")
+                break
+            if len(wave) < planned:
+                plan, staging.minimal = {}, False
         replays.keep(wave)
         _tally(staging, replays)
         for m in wave:
@@ -303,6 +289,56 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     staging.final = {p.key: (names[n] if (n := int(current[i])) >= 0 else None) for i, p in enumerate(state.pods)}
     staging.seconds = time.perf_counter() - t0
     return staging
+
+
+def _guarded(replays: Replays, wave: list[Move], landing: Trial, guard: Guard, held: frozenset[str],
+             staging: Staging, accept: Accept | None, why_out: dict[str, str],
+             emptying: Callable[[], list[Move]]) -> tuple[list[Move], Trial | None, str | None]:
+    """``wave`` and its replay when its end state is no worse than left alone; else the first of these
+    that is, replayed: the wave without its moves to a node empty when it starts (they wait: a later wave
+    may empty more nodes first, as cluster-autoscaler never opens a node to empty another), then
+    ``emptying`` (whole nodes' moves within the budgets, :func:`_emptying`); else no wave and why the
+    cluster would be worse."""
+    worse = guard.worse(landing.after)
+    if worse is None:
+        return wave, landing, None
+    empty = guard.empty(replays.current)
+    index = replays.base.node_index
+    openers = [m for m in wave if m.target is not None and empty[index[m.target]]]
+    rest = [m for m in wave if m not in openers]
+    for first in (True, False):
+        option = (rest if openers else []) if first else emptying()
+        trial, more = _settle(replays, option, held, staging, frozenset(), accept) if option else (None, {})
+        if trial is None or not option or guard.worse(trial.after) is not None:
+            continue
+        if first:
+            why_out.update({m.key: f"it would put {m.target} in use before other nodes are emptied ({worse})"
+                            for m in openers})
+        why_out.update(more)
+        wave[:] = option
+        return wave, trial, None
+    return [], None, worse
+
+
+def _emptying(state: ClusterState, remaining: list[Move], ledger: PDBLedger, caps: dict[str, int],
+              wave: list[Move]) -> list[Move]:
+    """A wave of whole nodes' moves: the moves left off each source node, fewest first, each node's taken
+    only when all of them fit the wave's budgets (a consolidation that must open a node empties one in
+    the same wave); [] when it would be ``wave`` again."""
+    by_source: dict[str, list[Move]] = {}
+    for m in remaining:
+        by_source.setdefault(m.source, []).append(m)
+    out: list[Move] = []
+    for group in sorted(by_source.values(), key=len):
+        if len(_pick(state, out + group, ledger, caps)[0]) == len(out) + len(group):
+            out += group
+    return [] if [m.key for m in out] == [m.key for m in wave] else out
+
+
+def _cut(staging: Staging, remaining: list[Move], why: str) -> None:
+    """The plan ends here: every move left is dropped, with ``why``."""
+    staging.dropped += [(m, f"not carried out: {why}") for m in remaining]
+    remaining.clear()
 
 
 def _drop_late(staging: Staging, remaining: list[Move], why_out: dict[str, str]) -> None:
