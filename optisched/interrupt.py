@@ -9,7 +9,8 @@ exits 130. A second Ctrl-C exits at once with 130, as a Python program does.
 CP-SAT's solve runs in C++ with the GIL released, and Python runs a signal handler only in the main
 thread between two bytecodes, that is after the solve returns. So the C-level handler writes to a pipe
 (``signal.set_wakeup_fd``) and a thread reading it stops the solvers while they run; CP-SAT's own
-SIGINT handler (``catch_sigint_signal``, which ends only the current solve) is turned off in every solve.
+SIGINT handler (``catch_sigint_signal``, which ends only the current solve) is turned off in every solve
+(:func:`optisched.cpsat.solve`).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-__all__ = ["catching", "requested", "reset", "solve", "stoppable", "temporary"]
+__all__ = ["catching", "requested", "reset", "stoppable", "temporary"]
 
 EXIT_INTERRUPTED = 130
 _TICK = 0.05  # seconds between two stops of the active solvers once requested (one may be starting)
@@ -50,16 +51,6 @@ def reset() -> None:
 def _press_again(signum: int, frame: Any) -> None:
     """Ctrl-C after a stopped run's block ended, while it prints its answer: the second press."""
     _hard_exit()
-
-
-def solve(solver: Any, model: Any, callback: Any = None) -> Any:
-    """``solver.solve(model, callback)``, stopped by Ctrl-C: registered while it runs, without CP-SAT's own
-    SIGINT handler; once a stop was requested it starts with no time at all."""
-    solver.parameters.catch_sigint_signal = False
-    if _requested.is_set():
-        solver.parameters.max_time_in_seconds = 0.0
-    with stoppable(solver.stop_search):
-        return solver.solve(model) if callback is None else solver.solve(model, callback)
 
 
 @contextmanager

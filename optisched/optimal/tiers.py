@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .. import interrupt
+from .. import cpsat
 from .clock import Clock
 
 __all__ = ["SCORE_SCALE", "Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
@@ -156,7 +156,8 @@ class _Watch(cp_model.CpSolverSolutionCallback):
         if self.progress is not None:
             self.progress(self.name, value, (self.best_objective_bound - self.offset) // self.scale,
                           time.perf_counter() - self.t0)
-        if self.target is not None and value >= self.target:
+        # (never at the hint's own solution: a stop there is OR-Tools' abort window, :mod:`optisched.cpsat`)
+        if self.target is not None and value >= self.target and not cpsat.is_hint_solution(self):
             self.stop_search()
 
 
@@ -322,7 +323,7 @@ class TierSolver:
                 setattr(solver.parameters, k, v)
         watch = _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi,
                        best if sense == "max" and cap is not None else None)
-        status = interrupt.solve(solver, self.cp, watch)
+        status = cpsat.solve(solver, self.cp, watch)
         self.clock.settle(solver.response_proto, budget, size)
         seconds = time.perf_counter() - start
         value = current
