@@ -14,11 +14,12 @@ from .options import check_int32, check_seconds, check_workers
 from .textsafe import plain, safe, safe_console
 from .version import KUBE_VERSION, __version__
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
-             "filters, or --fail-on-pending and pods stayed pending); 2 bad input or usage; 130 interrupted "
-             "(Ctrl-C: schedule, compare, preempt and reschedule stop and print the best answer so far, marked "
-             "interrupted; a second Ctrl-C exits at once).")
+             "filters, or --fail-on-pending and pods stayed pending), or the solver crashed (the best answer "
+             "found before it is shown); 2 bad input or usage; 130 interrupted (Ctrl-C: schedule, compare, "
+             "preempt and reschedule stop and print the best answer so far, marked interrupted; a second "
+             "Ctrl-C exits at once); 143 the same after SIGTERM.")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
@@ -82,11 +83,11 @@ def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict, 
 
 
 def _stop_if_interrupted() -> None:
-    """After an interrupted run printed its answer: exit 130 (docs/cli.md)."""
+    """After an interrupted run printed its answer: exit 130 after Ctrl-C, 143 after SIGTERM (docs/cli.md)."""
     from . import interrupt
 
     if interrupt.requested():
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(interrupt.exit_status())
 
 
 def _check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[str, ...] | Path | None,
@@ -930,8 +931,8 @@ def main() -> None:
         _fail(str(e))
     except (typer.Exit, SystemExit) as e:
         code = getattr(e, "exit_code", getattr(e, "code", 0))
-        if code == EXIT_INTERRUPTED:
-            _exit_interrupted()
+        if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+            _exit_interrupted(code)
         sys.exit(code or 0)
     except (typer.Abort, KeyboardInterrupt):
         _exit_interrupted()
@@ -941,19 +942,21 @@ def main() -> None:
             sys.exit(EXIT_OK)
         _fail(e.format_message(), getattr(e, "exit_code", EXIT_USAGE))
     code = code if isinstance(code, int) else EXIT_OK
-    if code == EXIT_INTERRUPTED:
-        _exit_interrupted()
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        _exit_interrupted(code)
     sys.exit(code)
 
 
-def _exit_interrupted() -> NoReturn:
-    """Exit 130. A further Ctrl-C is ignored from here: Python's shutdown gives SIGINT back to the system
-    default, so a press landing during it would end the process by the signal instead of with 130."""
+def _exit_interrupted(code: int = EXIT_INTERRUPTED) -> NoReturn:
+    """Exit 130 (Ctrl-C) or 143 (SIGTERM). A further signal is ignored from here: Python's shutdown gives
+    SIGINT back to the system default, so a press landing during it would end the process by the signal
+    instead of with the status."""
     import signal
 
-    err.print("interrupted", highlight=False)
+    err.print("interrupted" if code == EXIT_INTERRUPTED else "interrupted (SIGTERM)", highlight=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(EXIT_INTERRUPTED)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:
