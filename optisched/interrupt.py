@@ -26,8 +26,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SIGNALS", "catching", "cause", "exit_status", "request", "requested", "reset", "stoppable",
-           "temporary"]
+__all__ = ["SIGNALS", "catching", "cause", "exit_status", "follow", "request", "requested", "reset",
+           "stoppable", "temporary"]
 
 EXIT_INTERRUPTED = 130
 SIGNALS = (signal.SIGINT, signal.SIGTERM)  # the signals that ask a run to stop
@@ -39,6 +39,7 @@ _signal: list[int] = []  # the signal that requested the stop (one at most)
 _lock = threading.Lock()
 _active: set[Callable[[], Any]] = set()  # how to stop each solver running now
 _temporary: set[Path] = set()  # files being written: removed on a hard exit
+_following = threading.Event()  # a worker process: its parent catches the signals (:func:`follow`)
 
 
 def requested() -> bool:
@@ -115,15 +116,16 @@ def _stop_all() -> None:
         stop()
 
 
-def _hard_exit(signum: int = signal.SIGINT) -> None:
+def _hard_exit(signum: int = signal.SIGINT, quiet: bool = False) -> None:
     """The second signal: remove half-written files, show the cursor again, exit at once with 128 + its
-    number."""
+    number; ``quiet``: without a word (a worker whose parent has ended and said so)."""
     with _lock:
         for path in _temporary:
             with suppress(OSError):
                 path.unlink()
-    with suppress(OSError):
-        os.write(2, (b"\x1b[?25h" if sys.stderr.isatty() else b"") + b"\ninterrupted\n")
+    if not quiet:
+        with suppress(OSError):
+            os.write(2, (b"\x1b[?25h" if sys.stderr.isatty() else b"") + b"\ninterrupted\n")
     os._exit(128 + int(signum))
 
 
@@ -137,6 +139,8 @@ def _watch(fd: int, done: threading.Event) -> None:
                 data = os.read(fd, 64)
             except BlockingIOError:
                 data = b"1"
+            if not data:  # (only a worker's pipe closes: its parent has ended, at once)
+                _hard_exit(signal.SIGTERM, quiet=True)
             for signum in data:
                 if signum not in SIGNALS:
                     continue
@@ -147,12 +151,21 @@ def _watch(fd: int, done: threading.Event) -> None:
             _stop_all()
 
 
+def follow(fd: int) -> None:
+    """In a worker process whose parent catches the signals (:mod:`optisched.worker`): each signal number
+    the parent writes to ``fd`` counts as that signal did here (the first requests a stop, a second one
+    exits at once), and ``fd`` closing (the parent has ended) exits at once. :func:`catching` then changes
+    nothing for the rest of the process."""
+    _following.set()
+    threading.Thread(target=_watch, args=(fd, threading.Event()), name="optisched-follow", daemon=True).start()
+
+
 @contextmanager
 def catching() -> Iterator[None]:
     """While the block runs, Ctrl-C or SIGTERM requests a stop (see the module docstring) instead of raising
     KeyboardInterrupt or ending the process. Outside the main thread nothing changes (signals reach the
-    main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
+    main thread only), nor in a worker, whose parent catches them (:func:`follow`)."""
+    if threading.current_thread() is not threading.main_thread() or _following.is_set():
         yield
         return
     reset()
