@@ -4,15 +4,18 @@
 (:mod:`optisched.interrupt`: registered as stoppable while it runs, CP-SAT's own SIGINT handler off) and so
 that it never enters a window where OR-Tools aborts the process.
 
-That window (OR-Tools 9.14 and 9.15, ``cp_model_solver.cc``): with ``interleave_search``, two or more
-workers and presolve on, a *complete* feasible hint (every variable that is not fixed has a hinted value)
-is taken as the first solution (``solution_info`` ``"complete_hint"``) before presolve; a stop that lands
-after that and before the interleaved search starts (a time limit, ``stop_search`` from Ctrl-C or from a
-solution callback) ends in ``Check failed: solution->size() == postsolve_mapping.size()`` and ``abort()``.
-So in that configuration :func:`solve` leaves one variable out of a complete hint for the call: the last
-variable in proto order that is not fixed. CP-SAT then follows the hint by its hint search (``[hint]``)
-instead. The model's hint is given back whole after the call. A solution callback must not stop the search
-at the hint's own solution either (:func:`is_hint_solution`).
+That window (OR-Tools 9.14 and 9.15): with ``interleave_search``, two or more workers and presolve on, a
+hint that is complete and feasible is taken as the first solution (``solution_info`` ``"complete_hint"``);
+a stop that lands after that and before the interleaved search starts (the wall-clock limit, or
+``stop_search`` from Ctrl-C or from a solution callback, while a solution callback is registered) ends in
+``Check failed: solution->size() == postsolve_mapping.size()`` and ``abort()``. Leaving variables out of
+the hint does not close it: CP-SAT 9.15 completes a hint through presolve (a variable an equality
+defines, an objective's auxiliary variable) and takes the presolved hint as ``complete_hint`` again. So
+in that configuration :func:`solve` hands the model over without its hint, and gives the hint back after
+the call. The callers keep their own incumbent (:class:`optisched.optimal.tiers.TierSolver` compares what
+the solver returns with it), so the hint's answer is never lost. Large models run with presolve off, out
+of the window, and keep their hint. A solution callback must not stop the search at the hint's own
+solution either (:func:`is_hint_solution`).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from ortools.sat.python import cp_model_helper
 
 from . import interrupt
 
-__all__ = ["abort_window", "is_hint_solution", "left_out", "solve"]
+__all__ = ["abort_window", "is_hint_solution", "solve"]
 
 
 def solve(solver: Any, model: Any, callback: Any = None) -> int:
@@ -35,8 +38,7 @@ def solve(solver: Any, model: Any, callback: Any = None) -> int:
     params.catch_sigint_signal = False
     if interrupt.requested():
         params.max_time_in_seconds = 0.0
-    with _incomplete_hint(model.proto if hasattr(model, "proto") else model, params), \
-            interrupt.stoppable(solver.stop_search):
+    with _without_hint(model.proto, abort_window(params)), interrupt.stoppable(solver.stop_search):
         return solver.solve(model) if callback is None else solver.solve(model, callback)
 
 
@@ -47,60 +49,21 @@ def is_hint_solution(callback: Any) -> bool:
 
 
 def abort_window(params: Any) -> bool:
-    """Whether CP-SAT ``params`` are the configuration where a complete hint and a stop abort (module
-    docstring): interleaved search, two or more workers (0 is every core), presolve on."""
+    """Whether CP-SAT ``params`` are the configuration where a hint and a stop abort (module docstring):
+    interleaved search, two or more workers (0 is every core), presolve on."""
     workers = params.num_workers or params.num_search_workers or os.cpu_count() or 1
     return bool(params.interleave_search) and workers >= 2 and bool(params.cp_model_presolve)
 
 
-def _fixed(variable: Any) -> bool:
-    domain = variable.domain
-    return len(domain) == 2 and domain[0] == domain[1]
-
-
-def left_out(proto: Any) -> int | None:
-    """The position in ``proto``'s hint of the variable :func:`solve` leaves out, when the hint is complete
-    (every variable not fixed hinted): the last such variable in proto order; None when the hint is not
-    complete. All variables fixed: position -1 (the whole hint is left out)."""
-    if not proto.has_solution_hint():
-        return None
-    variables, hint = proto.variables, proto.solution_hint
-    n, hinted = len(variables), len(hint.vars)
-    last = next((i for i in range(n - 1, -1, -1) if not _fixed(variables[i])), None)
-    if last is None:
-        return -1
-    # (a valid model hints a variable once: as many entries as variables is every variable)
-    if hinted > last and hint.vars[last] == last and hinted == n:
-        return last
-    refs = [r if r >= 0 else -r - 1 for r in hint.vars]
-    if last not in refs:
-        return None
-    if hinted < n:
-        covered = set(refs)
-        if any(i not in covered and not _fixed(variables[i]) for i in range(n)):
-            return None
-    return refs.index(last)
-
-
 @contextmanager
-def _incomplete_hint(proto: Any, params: Any) -> Iterator[None]:
-    """In the abort window, the model's complete hint without the variable :func:`left_out` names while the
-    block runs; the hint as it was afterwards."""
-    at = left_out(proto) if abort_window(params) else None
-    if at is None:
+def _without_hint(proto: Any, window: bool) -> Iterator[None]:
+    """In the abort window, ``proto`` without its hint while the block runs; the hint as it was after."""
+    if not window or not proto.has_solution_hint():
         yield
         return
-    hint = proto.solution_hint
     saved = cp_model_helper.PartialVariableAssignment()
-    saved.copy_from(hint)
-    if at < 0:
-        proto.clear_solution_hint()
-    else:
-        refs, values = list(hint.vars), list(hint.values)
-        hint.vars.clear()
-        hint.values.clear()
-        hint.vars.extend(refs[:at] + refs[at + 1:])
-        hint.values.extend(values[:at] + values[at + 1:])
+    saved.copy_from(proto.solution_hint)
+    proto.clear_solution_hint()
     try:
         yield
     finally:

@@ -53,8 +53,8 @@ def _run(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_abort_configuration_solved_through_the_one_place_ends_with_a_solution() -> None:
-    """Five runs in a fresh process each: exit 0, a solution of every variable, the hint followed by the
-    hint search (not taken whole), and the model's hint the same after the call."""
+    """Five runs in a fresh process: exit 0, a solution of every variable, never the complete hint taken
+    whole, and the model's hint the same after each call."""
     code = ABORT_MODEL + textwrap.dedent("""
         from optisched import cpsat
         hint = (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values))
@@ -68,7 +68,7 @@ def test_the_abort_configuration_solved_through_the_one_place_ends_with_a_soluti
     done = _run(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "done"
-    assert "complete_hint" not in done.stdout and "[hint]" in done.stdout
+    assert "complete_hint" not in done.stdout
 
 
 def test_the_same_configuration_solved_directly_aborts_on_this_or_tools() -> None:
@@ -82,14 +82,29 @@ def test_the_same_configuration_solved_directly_aborts_on_this_or_tools() -> Non
     assert "postsolve_mapping" in done.stderr
 
 
-def _model(domains: list[tuple[int, int]], hinted: list[int]) -> cp_model.CpModel:
-    model = cp_model.CpModel()
-    xs = [model.new_int_var(lo, hi, f"x{i}") for i, (lo, hi) in enumerate(domains)]
-    model.add(sum(xs) >= sum(lo for lo, _ in domains))
-    model.maximize(sum(xs))
-    for i in hinted:
-        model.add_hint(xs[i], domains[i][0])
-    return model
+# the abort model with one more variable, defined by an equality and left out of the hint
+DERIVED = ABORT_MODEL + textwrap.dedent("""
+    total = model.new_int_var(0, 60, "total")
+    model.add(total == sum(x))
+""")
+
+
+def test_a_hint_presolve_completes_aborts_too_so_the_one_place_hands_over_none() -> None:
+    """Leaving a variable out of the hint is not enough: presolve completes it (here a sum an equality
+    defines) and CP-SAT takes the presolved hint as complete_hint, then aborts. Through the one place the
+    same model ends with a solution."""
+    raw = _run(DERIVED + "solver.solve(model, StopAtFirst())\n")
+    if raw.returncode != -signal.SIGABRT:
+        pytest.skip(f"this OR-Tools does not abort on the model (exit {raw.returncode})")
+    assert "complete_hint" in raw.stdout
+    done = _run(DERIVED + textwrap.dedent("""
+        from optisched import cpsat
+        status = cpsat.solve(solver, model, StopAtFirst())
+        assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and len(solver.response_proto.solution) == 13
+        print("done")
+    """))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "complete_hint" not in done.stdout and done.stdout.splitlines()[-1] == "done"
 
 
 def _interleaved(workers: int = 2, presolve: bool = True) -> cp_model.CpSolver:
@@ -99,33 +114,6 @@ def _interleaved(workers: int = 2, presolve: bool = True) -> cp_model.CpSolver:
     solver.parameters.cp_model_presolve = presolve
     solver.parameters.max_time_in_seconds = 5.0
     return solver
-
-
-@pytest.mark.parametrize("domains, hinted, expected", [
-    ([(0, 3), (0, 3), (0, 3)], [0, 1, 2], 2),
-    ([(0, 3), (0, 3), (2, 2)], [0, 1, 2], 1),
-    ([(0, 3), (0, 3), (2, 2)], [2, 1, 0], 1),
-    ([(0, 3), (0, 3), (2, 2)], [0, 1], 1),
-    ([(0, 3), (1, 1), (0, 3)], [2, 0], 0),
-    ([(0, 3), (0, 3), (0, 3)], [0, 1], None),
-    ([(0, 3), (0, 3), (0, 3)], [1, 2], None),
-    ([(1, 1), (2, 2)], [0, 1], -1),
-    ([(0, 3), (0, 3)], [], None),
-], ids=["every variable hinted: the last one left out",
-        "a fixed last variable is not the one left out",
-        "the hint's order does not matter: the position of the variable is given",
-        "a fixed variable need not be hinted for the hint to be complete",
-        "the position in the hint, not the variable's index",
-        "a hint missing a variable is left as it is",
-        "a hint missing the first variable is left as it is",
-        "every variable fixed: the whole hint is left out",
-        "no hint at all"])
-def test_the_variable_left_out_of_a_complete_hint(domains: list[tuple[int, int]], hinted: list[int],
-                                                   expected: int | None) -> None:
-    proto = _model(domains, hinted).proto
-    if not hinted:
-        proto.clear_solution_hint()
-    assert cpsat.left_out(proto) == expected
 
 
 @pytest.mark.parametrize("workers, interleave, presolve, expected", [
@@ -178,28 +166,28 @@ def _first_solution(solver: cp_model.CpSolver, model: cp_model.CpModel) -> str:
 def test_a_solve_in_the_window_gives_the_hint_back_and_never_takes_a_complete_hint_whole(
         lows: list[int], data: st.DataObject) -> None:
     """Whatever variables are fixed and which are hinted, the call ends with the model's hint as it was,
-    and its first solution never is a complete hint taken whole (the start of the abort window)."""
+    and its first solution never is a hint taken whole (the start of the abort window)."""
     order = data.draw(st.permutations(range(2 * len(lows))))
     model = _abort_family(lows, list(order[:data.draw(st.integers(0, len(order)))]))
     before = (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values))
-    assert "complete_hint" not in _first_solution(_interleaved(), model)
+    assert "hint" not in _first_solution(_interleaved(), model)
     assert (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values)) == before
 
 
 def test_outside_the_window_the_complete_hint_is_handed_over_whole() -> None:
     """Without interleaved search CP-SAT takes the complete hint as its first solution, as before (so the
-    property above would see one if the one place did not leave a variable out)."""
+    property above would see one if the one place handed the hint over)."""
     solver = _interleaved()
     solver.parameters.interleave_search = False
     assert _first_solution(solver, _abort_family([0] * 6, list(range(12)))) == "complete_hint"
-    assert "complete_hint" not in _first_solution(_interleaved(), _abort_family([0] * 6, list(range(12))))
+    assert "hint" not in _first_solution(_interleaved(), _abort_family([0] * 6, list(range(12))))
 
 
 def test_a_solve_leaves_sigint_to_python() -> None:
     """CP-SAT's own SIGINT handler stays off: Python's handler is the same after a solve."""
     before = signal.getsignal(signal.SIGINT)
     solver = cp_model.CpSolver()
-    cpsat.solve(solver, _model([(0, 3)], [0]))
+    cpsat.solve(solver, _abort_family([0], [0, 1]))
     assert signal.getsignal(signal.SIGINT) is before
     assert not solver.parameters.catch_sigint_signal
 
@@ -293,3 +281,52 @@ def test_a_tier_that_reaches_its_target_at_the_hint_does_not_stop_there() -> Non
     assert "hint" in infos[0] and seen[0][1] == 12
     assert len(seen) >= 2 and seen[-1][1] > 12
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and solver.objective_value > 12
+
+
+STRESS = textwrap.dedent("""
+    import random, threading, time
+    from optisched import interrupt
+    from optisched.datasets.generate import GenerateSpec, generate
+    from optisched.model.loader import cluster_from_objects
+    from optisched.model.state import compile_cluster
+    from optisched.optimal import tiers
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+    from optisched.profile import default_config
+
+    rng = random.Random(SEED)
+    config = default_config()
+    states = [compile_cluster(cluster_from_objects(generate(GenerateSpec(nodes=n, pods=p, load=1.2, seed=s))))
+              for n, p, s in ((6, 40, 1), (10, 80, 2), (8, 60, 3))]
+    calls = [0]
+    solve = tiers.TierSolver.solve
+
+    def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return solve(self, *args, **kwargs)
+
+    tiers.TierSolver.solve = counted
+
+    def stopper():  # what Ctrl-C's watcher does to every running solve, at random moments
+        while True:
+            time.sleep(rng.uniform(0.0, 0.02))
+            interrupt._stop_all()
+
+    threading.Thread(target=stopper, daemon=True).start()
+    start = time.perf_counter()
+    while calls[0] < CALLS and time.perf_counter() - start < 50:
+        options = OptimalOptions(time_limit=rng.choice([0.01, 0.03, 0.1, 0.3, 1.0]), workers=2,
+                                 seed=rng.randrange(100), deterministic=rng.random() < 0.7)
+        result = solve_optimal(rng.choice(states), config, options, explain=False)
+        assert not result.violations
+    print("tier calls", calls[0], flush=True)
+""")
+
+
+def test_hundreds_of_tier_calls_stopped_at_random_moments_never_abort() -> None:
+    """300 optimal-mode tier calls (2 interleaved workers, presolve on, the incumbent as hint: the abort
+    window's configuration) on small generated clusters, with time limits near zero (the wall-clock net)
+    and every running solve stopped at random moments (as Ctrl-C's watcher does), in a subprocess so an
+    abort fails this test only."""
+    done = _run(STRESS.replace("SEED", "7").replace("CALLS", "300"), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert int(done.stdout.split()[-1]) >= 300
