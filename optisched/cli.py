@@ -341,7 +341,7 @@ def compare(
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
                              objective=objective, weights=parsed, replay=replay, selector=selector,
                              namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()), eviction=policy)
-    from .interrupt import catching, requested
+    from .interrupt import catching, cause, requested
 
     def answer(solve) -> None:  # type: ignore[no-untyped-def]
         with catching(), progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, \
@@ -361,7 +361,7 @@ def compare(
         if optimal.violations:
             raise typer.Exit(EXIT_CHECK_FAILED)
         if requested() and not as_json:
-            out.print("interrupted (Ctrl-C): the runs' answers so far", highlight=False)
+            out.print(f"interrupted ({cause()}): the runs' answers so far", highlight=False)
         _stop_if_interrupted()
 
     def rescued(crash) -> None:  # type: ignore[no-untyped-def]
@@ -477,7 +477,7 @@ def preempt(
     state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     key = state.pods[_pending_row(state, pod)].key if pod else None
     shown = err if str(output) == "-" else out  # --output -: the evictions on stdout, the table on stderr
-    from .interrupt import catching, requested
+    from .interrupt import catching, cause, requested
 
     with catching():
         if mode == "optimal":
@@ -488,7 +488,7 @@ def preempt(
     if requested():
         doc["interrupted"] = True
         if not as_json:
-            shown.print("interrupted (Ctrl-C): the answer so far", highlight=False)
+            shown.print(f"interrupted ({cause()}): the answer so far", highlight=False)
     if as_json:
         _print_json({**doc, "warnings": warnings})
     if failed:
