@@ -10,7 +10,7 @@ Ctrl-C and SIGTERM reach the parent (a terminal's Ctrl-C reaches both; the worke
 writes the signal's number to a pipe the worker reads (:func:`optisched.interrupt.follow`), so the worker
 stops as the signal would stop it in-process and exits 130 or 143; a second signal ends the parent at once,
 and the worker, seeing the pipe close, ends too (removing its half-written files). Linux only (fork); other
-systems run the work in-process. ``OPTISCHED_TEST_WORKER_ABORT=S`` (tests only) makes the worker call
+systems, and callers that redirected ``sys.stdout`` or ``sys.stderr``, run the work in-process. ``OPTISCHED_TEST_WORKER_ABORT=S`` (tests only) makes the worker call
 ``os.abort()`` after ``S`` seconds.
 """
 from __future__ import annotations
@@ -45,8 +45,11 @@ class Crash:
 
 
 def forks() -> bool:
-    """Whether :func:`guarded` runs its work in a worker (Linux: fork is safe before any thread starts)."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork")
+    """Whether :func:`guarded` runs its work in a worker: on Linux (fork is safe before any thread starts),
+    when the output goes to the process's own streams (a caller that replaced ``sys.stdout``, e.g. to
+    capture it, would not see what a worker prints)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and sys.stdout is sys.__stdout__ and \
+        sys.stderr is sys.__stderr__
 
 
 def guarded(work: Callable[[], int], rescue: Callable[[Crash], int]) -> int:

@@ -19,7 +19,13 @@ from optisched import interrupt, worker
 from optisched.datasets.generate import GenerateSpec, generate
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_fork = pytest.mark.skipif(not worker.forks(), reason="the worker process needs fork (Linux)")
+needs_fork = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the worker process needs fork (Linux)")
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fork under pytest too (whose output capture replaces sys.stdout, where the CLI runs in-process)."""
+    monkeypatch.setattr(worker, "forks", lambda: True)
 
 
 def _script() -> str:
@@ -89,12 +95,12 @@ def test_without_a_crash_the_worker_is_invisible(cluster: Path) -> None:
 @pytest.mark.parametrize("work, status", [
     (lambda: 3, 3), (lambda: sys.exit(2), 2), (lambda: sys.exit(None), 0), (lambda: 1 // 0, 1)],
     ids=["its status", "SystemExit(2)", "SystemExit(None)", "an exception: 1"])
-def test_the_worker_exits_with_its_works_status(work, status: int) -> None:  # type: ignore[no-untyped-def]
+def test_the_worker_exits_with_its_works_status(work, status: int, forking: None) -> None:  # type: ignore[no-untyped-def]
     assert worker.guarded(work, lambda crash: pytest.fail(f"no crash expected: {crash}")) == status
 
 
 @needs_fork
-def test_a_worker_ended_by_a_signal_is_rescued_here() -> None:
+def test_a_worker_ended_by_a_signal_is_rescued_here(forking: None) -> None:
     crashes: list[worker.Crash] = []
 
     def rescue(crash: worker.Crash) -> int:
@@ -107,7 +113,7 @@ def test_a_worker_ended_by_a_signal_is_rescued_here() -> None:
 
 @needs_fork
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_to_the_parent_stops_the_work_in_the_worker(signum: int, status: int) -> None:
+def test_a_signal_to_the_parent_stops_the_work_in_the_worker(signum: int, status: int, forking: None) -> None:
     """The parent gets the signal and tells the worker: there requested() turns true with that signal's
     status, which the work returns; the worker ignores the signal itself."""
     def work() -> int:
@@ -130,3 +136,16 @@ def test_without_fork_the_work_runs_here(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(worker, "forks", lambda: False)
     pid = os.getpid()
     assert worker.guarded(lambda: 5 if os.getpid() == pid else 0, lambda crash: 9) == 5
+
+
+def test_a_caller_that_captures_the_output_gets_it_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI called in-process with sys.stdout replaced (as tests do): no worker, the output is caught."""
+    assert not worker.forks()
+    pid = os.getpid()
+
+    def work() -> int:
+        print("from", "here" if os.getpid() == pid else "a worker")
+        return 0
+
+    assert worker.guarded(work, lambda crash: 9) == 0
+    assert capsys.readouterr().out == "from here\n"

@@ -164,8 +164,8 @@ class _Watch(cp_model.CpSolverSolutionCallback):
 class TierSolver:
     """Solves tiers in order on one model, carrying each answer (every variable's value) as the next
     tier's hint: a complete hint is what lets CP-SAT start from it instead of repairing it. In OR-Tools'
-    abort window (presolve on with interleaved workers) :func:`optisched.cpsat.solve` hands the model over
-    without it; the incumbent (:attr:`full`) stands whatever the solver returns."""
+    abort window (presolve on with interleaved workers) :func:`optisched.cpsat.solve` runs such a call on
+    one worker."""
 
     def __init__(self, cp: cp_model.CpModel, *, workers: int, seed: int, deadline: float,
                  progress: Progress | None = None, presolve: bool = True, clock: Clock | None = None) -> None:
