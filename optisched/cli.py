@@ -14,12 +14,13 @@ from .options import check_int32, check_seconds, check_workers
 from .textsafe import plain, safe, safe_console
 from .version import KUBE_VERSION, __version__
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
              "filters, --fail-on-pending and pods stayed pending, or --fail-on-unreached and a reschedule plan "
-             "does not reach its target); 2 bad input or usage; 130 interrupted "
-             "(Ctrl-C: schedule, compare, preempt and reschedule stop and print the best answer so far, marked "
-             "interrupted; a second Ctrl-C exits at once).")
+             "does not reach its target), or the solver crashed (the best answer found before it is shown); "
+             "2 bad input or usage; 130 interrupted (Ctrl-C: schedule, compare, preempt and reschedule stop and "
+             "print the best answer so far, marked interrupted; a second Ctrl-C exits at once); 143 the same "
+             "after SIGTERM.")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
@@ -83,11 +84,11 @@ def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict, 
 
 
 def _stop_if_interrupted() -> None:
-    """After an interrupted run printed its answer: exit 130 (docs/cli.md)."""
+    """After an interrupted run printed its answer: exit 130 after Ctrl-C, 143 after SIGTERM (docs/cli.md)."""
     from . import interrupt
 
     if interrupt.requested():
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(interrupt.exit_status())
 
 
 def _check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[str, ...] | Path | None,
@@ -164,11 +165,24 @@ def schedule(
     policy = EvictionPolicy.parse(evict)
     _check_outputs({"--output": output, "--trace": trace}, cluster, profile)
     state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
-    if mode == "optimal":
-        summary = _schedule_optimal(state, config, seed, output, time_limit, workers, movable, objective, parsed,
-                                    as_json, policy, not nondeterministic, stop_after)
-    else:
+    if mode == "greedy":
         summary = _schedule_greedy(state, config, tb, seed, no_requeue, trace, output, as_json)
+        return _schedule_end(summary, as_json, warnings, fail_on_pending)
+    from .optimal.solve import OptimalOptions
+
+    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
+                             weights=parsed, eviction=policy, deterministic=not nondeterministic,
+                             stop_after=stop_after)
+
+    def answer(solve) -> None:  # type: ignore[no-untyped-def]
+        summary = _schedule_optimal(state, config, options, output, as_json, solve)
+        _schedule_end(summary, as_json, warnings, fail_on_pending)
+
+    _guarded(lambda: answer(_solved(state, config, options)), lambda crash: answer(_rescued(state, config, crash)))
+
+
+def _schedule_end(summary: dict, as_json: bool, warnings: list[str], fail_on_pending: bool) -> None:
+    """What every schedule run does with its summary: print it as JSON, and exit as docs/cli.md says."""
     if as_json:
         _print_json({**summary, "warnings": warnings})
     if summary.get("violations"):
@@ -177,6 +191,52 @@ def schedule(
     if fail_on_pending and summary["counts"]["unschedulable"]:
         err.print(f"{summary['counts']['unschedulable']} pod(s) stayed pending (--fail-on-pending)", highlight=False)
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _guarded(work, rescue) -> None:  # type: ignore[no-untyped-def]
+    """``work()`` in a worker process (:mod:`optisched.worker`): when the worker crashes, ``rescue(crash)``
+    here, and exit 1; else exit as the work did."""
+    from .worker import guarded
+
+    def status(fn) -> int:  # type: ignore[no-untyped-def]
+        try:
+            fn()
+        except typer.Exit as e:
+            return e.exit_code
+        except InputError as e:
+            _fail(str(e))
+        return EXIT_OK
+
+    def rescued(crash) -> int:  # type: ignore[no-untyped-def]
+        status(lambda: rescue(crash))
+        return EXIT_CHECK_FAILED
+
+    code = guarded(lambda: status(work), rescued)
+    if code:
+        raise typer.Exit(code)
+
+
+def _solved(state, config, options):  # type: ignore[no-untyped-def]
+    """``solve(options, progress)``: optimal mode's answer, interruptible (Ctrl-C, SIGTERM)."""
+    from .optimal.solve import solve_optimal
+
+    return lambda options, progress: solve_optimal(state, config, options, progress=progress)
+
+
+def _rescued(state, config, crash):  # type: ignore[no-untyped-def]
+    """``solve(options, progress)`` after the solver's process crashed: say so on one line, then kube-scheduler's
+    placement (greedy mode, run again here to the end) as optimal mode's answer, marked as such."""
+    from .greedy.scheduler import GreedyOptions, GreedyScheduler
+    from .optimal.solve import greedy_answer
+
+    line = crash.line("kube-scheduler's placement (greedy mode)")
+    _error(line)
+
+    def solve(options, progress):  # type: ignore[no-untyped-def]
+        greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
+        return greedy_answer(state, config, options, greedy, line)
+
+    return solve
 
 
 def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path | None,  # type: ignore[no-untyped-def]
@@ -207,22 +267,17 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
     return summary
 
 
-def _schedule_optimal(state, config, seed: int, output: Path | None, time_limit: float,  # type: ignore[no-untyped-def]
-                      workers: int, movable: bool, objective: str | None, weights: tuple[tuple[str, int], ...],
-                      as_json: bool, policy=None, deterministic: bool = True,  # type: ignore[no-untyped-def]
-                      stop_after: str | None = None) -> dict:
+def _schedule_optimal(state, config, options, output: Path | None, as_json: bool,  # type: ignore[no-untyped-def]
+                      solve) -> dict:
+    """Optimal mode's answer by ``solve(options, progress)`` (:func:`_solved`, :func:`_rescued`): written,
+    printed; its summary."""
     from .interrupt import catching
-    from .optimal.solve import OptimalOptions, solve_optimal
-    from .policy.eviction import EvictionPolicy
     from .progress import solver_status
     from .render import render_optimal_summary
     from .summaries import optimal_summary
 
-    options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
-                             weights=weights, eviction=policy or EvictionPolicy(), deterministic=deterministic,
-                             stop_after=stop_after)
     with catching(), solver_status(err) as update:
-        result = solve_optimal(state, config, options, progress=update)
+        result = solve(options, update)
     summary = optimal_summary(result)
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
@@ -287,25 +342,37 @@ def compare(
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
                              objective=objective, weights=parsed, replay=replay, selector=selector,
                              namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()), eviction=policy)
-    from .interrupt import catching, requested
+    from .interrupt import catching, cause, requested
 
-    with catching(), progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, \
-            solver_status(err) as on_solver:
-        comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver)
-    if as_json:
-        _print_json({**comparison.to_json(), **({"interrupted": True} if requested() else {}), "warnings": warnings})
-    else:
-        render_comparison(out, comparison)
-    if report is not None:
-        from .report import write_report
+    def answer(solve) -> None:  # type: ignore[no-untyped-def]
+        with catching(), progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, \
+                solver_status(err) as on_solver:
+            comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver,
+                                                 solve=solve)
+        if as_json:
+            _print_json({**comparison.to_json(), **({"interrupted": True} if requested() else {}),
+                         "warnings": warnings})
+        else:
+            render_comparison(out, comparison)
+        if report is not None:
+            from .report import write_report
 
-        written = write_report(comparison, report)
-        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
-    if optimal.violations:
-        raise typer.Exit(EXIT_CHECK_FAILED)
-    if requested() and not as_json:
-        out.print("interrupted (Ctrl-C): the runs' answers so far", highlight=False)
-    _stop_if_interrupted()
+            written = write_report(comparison, report)
+            err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
+        if optimal.violations:
+            raise typer.Exit(EXIT_CHECK_FAILED)
+        if requested() and not as_json:
+            out.print(f"interrupted ({cause()}): the runs' answers so far", highlight=False)
+        _stop_if_interrupted()
+
+    def rescued(crash) -> None:  # type: ignore[no-untyped-def]
+        from .optimal.solve import greedy_answer
+
+        line = crash.line("kube-scheduler's placement (greedy mode) as the optimal run")
+        _error(line)
+        answer(lambda state, config, options, progress, greedy: greedy_answer(state, config, options, greedy, line))
+
+    _guarded(lambda: answer(None), rescued)
 
 
 @app.command()
@@ -411,7 +478,7 @@ def preempt(
     state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     key = state.pods[_pending_row(state, pod)].key if pod else None
     shown = err if str(output) == "-" else out  # --output -: the evictions on stdout, the table on stderr
-    from .interrupt import catching, requested
+    from .interrupt import catching, cause, requested
 
     with catching():
         if mode == "optimal":
@@ -422,7 +489,7 @@ def preempt(
     if requested():
         doc["interrupted"] = True
         if not as_json:
-            shown.print("interrupted (Ctrl-C): the answer so far", highlight=False)
+            shown.print(f"interrupted ({cause()}): the answer so far", highlight=False)
     if as_json:
         _print_json({**doc, "warnings": warnings})
     if failed:
@@ -974,8 +1041,8 @@ def main() -> None:
         _fail(str(e))
     except (typer.Exit, SystemExit) as e:
         code = getattr(e, "exit_code", getattr(e, "code", 0))
-        if code == EXIT_INTERRUPTED:
-            _exit_interrupted()
+        if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+            _exit_interrupted(code)
         sys.exit(code or 0)
     except (typer.Abort, KeyboardInterrupt):
         _exit_interrupted()
@@ -985,25 +1052,31 @@ def main() -> None:
             sys.exit(EXIT_OK)
         _fail(e.format_message(), getattr(e, "exit_code", EXIT_USAGE))
     code = code if isinstance(code, int) else EXIT_OK
-    if code == EXIT_INTERRUPTED:
-        _exit_interrupted()
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        _exit_interrupted(code)
     sys.exit(code)
 
 
-def _exit_interrupted() -> NoReturn:
-    """Exit 130. A further Ctrl-C is ignored from here: Python's shutdown gives SIGINT back to the system
-    default, so a press landing during it would end the process by the signal instead of with 130."""
+def _exit_interrupted(code: int = EXIT_INTERRUPTED) -> NoReturn:
+    """Exit 130 (Ctrl-C) or 143 (SIGTERM). A further signal is ignored from here: Python's shutdown gives
+    SIGINT back to the system default, so a press landing during it would end the process by the signal
+    instead of with the status."""
     import signal
 
-    err.print("interrupted", highlight=False)
+    err.print("interrupted" if code == EXIT_INTERRUPTED else "interrupted (SIGTERM)", highlight=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(EXIT_INTERRUPTED)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
+def _error(message: str) -> None:
     text = Text("error: ", style="bold red")
     text.append(" ".join(plain(message).split()))
     err.print(text, highlight=False, soft_wrap=True)
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    _error(message)
     sys.exit(code)
 
 

@@ -36,10 +36,11 @@ def _script() -> str:
     return exe
 
 
-def _interrupt_when(args: list[str], cue: str, presses: int = 1) -> tuple[int, str, list[str], float]:
-    """Run the console script, send ``presses`` SIGINTs once a stderr line holds ``cue``; returns the exit
-    status, stdout, stderr lines and the seconds from the first SIGINT to the exit."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+def _interrupt_when(args: list[str], cue: str, presses: int = 1, sig: int = signal.SIGINT,
+                    env: dict[str, str] | None = None) -> tuple[int, str, list[str], float]:
+    """Run the console script, send ``presses`` signals ``sig`` (SIGINT: Ctrl-C) once a stderr line holds
+    ``cue``; returns the exit status, stdout, stderr lines and the seconds from the first signal to the exit."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})}
     proc = subprocess.Popen([_script(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: list[str] = []
     cued = threading.Event()
@@ -58,7 +59,7 @@ def _interrupt_when(args: list[str], cue: str, presses: int = 1) -> tuple[int, s
     out_reader.start()
     assert cued.wait(600), f"no progress line with {cue!r}: {lines[-5:]}"
     for _ in range(presses):
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         time.sleep(0.3)
     sent = time.perf_counter()
     code = proc.wait(timeout=600)
@@ -107,6 +108,62 @@ def test_a_second_ctrl_c_exits_at_once_without_an_answer(tmp_path: Path) -> None
     # the run is cut off: either before it printed (nothing written) or, when the first press already
     # ended it, after a whole answer (never half a file)
     assert (stdout == "" and not out.exists()) or json.loads(out.read_text())["interrupted"] is True
+
+
+def test_sigterm_stops_optimal_mode_like_ctrl_c_and_exits_143(tmp_path: Path) -> None:
+    """SIGTERM (kubectl delete, systemd, CI) is the first Ctrl-C: the answer so far is printed and written,
+    marked interrupted, and the exit status is 143 (128 + SIGTERM)."""
+    cluster = _cluster_file(tmp_path, nodes=100, pods=900, load=1.1, seed=1)
+    out = tmp_path / "placements.json"
+    code, stdout, lines, took = _interrupt_when(
+        ["schedule", str(cluster), "--mode", "optimal", "--time-limit", "60", "--json", "--output", str(out)],
+        "placed[", sig=signal.SIGTERM)
+    assert code == 143, lines[-5:]
+    doc = json.loads(stdout)
+    assert doc["interrupted"] is True and doc["certificate"]["interrupted"] is True
+    assert doc["counts"]["scheduled"] > 0
+    assert json.loads(out.read_text())["interrupted"] is True
+    assert took < 60, f"{took:.0f} s from SIGTERM to the exit"
+    assert lines[-1] == "interrupted (SIGTERM)"
+
+
+def test_a_second_signal_of_the_other_kind_exits_at_once(tmp_path: Path) -> None:
+    """SIGTERM then Ctrl-C: the second signal ends the run at once, with its own status (130)."""
+    cluster = _cluster_file(tmp_path, nodes=100, pods=900, load=1.1, seed=1)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    proc = subprocess.Popen([_script(), "schedule", str(cluster), "--mode", "optimal", "--time-limit", "300",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "placed[" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    stdout, _ = proc.communicate(timeout=120)
+    # 130: the Ctrl-C ended it, while solving or while it printed; 143: the run had ended before it came
+    assert proc.returncode in (130, 143)
+    assert proc.returncode == 130 or json.loads(stdout)["interrupted"] is True
+    assert time.perf_counter() - sent < 60
+
+
+def test_sigterm_requests_a_stop_and_remembers_its_status() -> None:
+    """In-process: SIGTERM sets requested() like Ctrl-C; the exit status is 143 and the cause SIGTERM;
+    after the block SIGTERM is the second signal; reset() gives the system default back."""
+    try:
+        with interrupt.catching():
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.perf_counter() + 5
+            while not interrupt.requested() and time.perf_counter() < deadline:
+                time.sleep(0.01)
+            assert interrupt.requested()
+        assert interrupt.exit_status() == 143 and interrupt.cause() == "SIGTERM"
+        assert signal.getsignal(signal.SIGTERM) is interrupt._press_again
+    finally:
+        interrupt.reset()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert not interrupt.requested() and interrupt.exit_status() == 130
 
 
 def _kill_self_after(pods: int):  # type: ignore[no-untyped-def]

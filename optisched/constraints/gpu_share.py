@@ -20,6 +20,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from ortools.sat.python import cp_model
 
+from .. import cpsat
+
 __all__ = [
     "DEMAND_ANNOTATIONS",
     "GPU_COUNT",
@@ -294,7 +296,7 @@ def pack_node(nodes: GpuNodes, node: int, pods: Sequence[GpuPod], seconds: float
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = seconds
-    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if cpsat.solve(solver, model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     found = dev.devices(solver.value, pods, {key: 1 for key in place})
     return [found[i, node][0] for i in range(len(pods))]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import cpsat
 from ..constraints.gpu_share import GpuNodes, GpuPod
 from .fgd_optimum_model import build_model, decode_model, hint_model
 
@@ -69,7 +70,7 @@ def _step(nodes: GpuNodes, pods: Sequence[GpuPod], placement: list, subset: np.n
     solver.parameters.max_time_in_seconds = wall  # gives each part the same effort
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = int(rng.integers(2**31))
-    if solver.solve(model.cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.objective_value <= before:
+    if cpsat.solve(solver, model.cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.objective_value <= before:
         return False
     for i, (n, devs) in zip(rows.tolist(), decode_model(model, solver)):
         placement[i] = (int(subset[n]) if n >= 0 else -1, devs if n >= 0 else ())

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from ortools.sat.python import cp_model
 
+from .. import cpsat
 from ..constraints.gpu_share import MILLI, GpuNodes
 from ..datasets.openb import PodTable, load_nodes, load_pods
 from .fgd import RunResult, arrival_order, run_fgd
@@ -123,7 +124,7 @@ def _solve_whole(nodes: GpuNodes, pods: list, start: Placement, seconds: float,
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = seconds
     solver.parameters.num_workers = workers
-    status = solver.solve(model.cp)
+    status = cpsat.solve(solver, model.cp)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return start, None
     found = decode_model(model, solver)

@@ -80,10 +80,13 @@ def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
 def run_comparison(state: ClusterState, config: SchedulerConfig, options: CompareOptions = CompareOptions(), *,
                    on_greedy: Callable[[int, int], None] | None = None,
                    on_solver: Progress | None = None,
-                   extra: Sequence[PlacementRun] = ()) -> tuple[Comparison, OptimalResult]:
+                   extra: Sequence[PlacementRun] = (),
+                   solve: Callable[..., OptimalResult] | None = None) -> tuple[Comparison, OptimalResult]:
     """Greedy, optimal, each policy, then the ``extra`` runs given (e.g. :func:`~.runs.placement_run`);
     ``on_greedy(done, total)`` and ``on_solver`` report progress. With ``options.replay`` the comparison
-    is of the replay's batch (same pod rows as ``state``), and its ``current`` run is third."""
+    is of the replay's batch (same pod rows as ``state``), and its ``current`` run is third. ``solve(state,
+    config, options, progress, greedy)`` gives the optimal run instead of :func:`solve_optimal` (a rescue
+    after the solver's process crashed: :mod:`optisched.worker`)."""
     known: list[PlacementRun] = []
     if options.replay:
         replay = prepare_replay(state.cluster, [p.scheduler_name for p in config.profiles], options.selector,
@@ -94,11 +97,11 @@ def run_comparison(state: ClusterState, config: SchedulerConfig, options: Compar
                                                           interruptible=True)).run(progress=on_greedy)
     runs = [PlacementRun.from_greedy("greedy", greedy, time.perf_counter() - start)]
     start = time.perf_counter()
-    opt = solve_optimal(state, config, OptimalOptions(time_limit=options.time_limit, workers=options.workers,
-                                                      seed=options.seed, movable=options.movable,
-                                                      objective=options.objective, weights=options.weights,
-                                                      eviction=options.eviction),
-                        progress=on_solver, greedy=greedy)
+    optimal = OptimalOptions(time_limit=options.time_limit, workers=options.workers, seed=options.seed,
+                             movable=options.movable, objective=options.objective, weights=options.weights,
+                             eviction=options.eviction)
+    opt = solve_optimal(state, config, optimal, progress=on_solver, greedy=greedy) if solve is None else \
+        solve(state, config, optimal, on_solver, greedy)
     runs.append(optimal_run(opt, time.perf_counter() - start))
     runs += known
     for policy in options.policies if not interrupt.requested() else ():  # (Ctrl-C: the runs so far)

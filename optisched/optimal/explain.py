@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .. import interrupt
+from .. import cpsat
 from .clock import Clock
 from .model import BatchModel
 from .tiers import Tier
@@ -58,7 +58,7 @@ def minimum_cover(masks: dict[str, np.ndarray], seconds: float = 5.0) -> list[st
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.01, seconds)
     solver.parameters.num_workers = 1
-    if interrupt.solve(solver, cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if cpsat.solve(solver, cp) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return names
     return [r for r in names if solver.value(pick[r])]
 
@@ -81,7 +81,7 @@ def _can_place_one(model: BatchModel, base: cp_model.CpModel, c_index: int, dead
     size = len(probe.proto.variables)
     clock.set_limits(solver.parameters, seconds, variables=size)
     solver.parameters.num_workers = 1
-    status = interrupt.solve(solver, probe)
+    status = cpsat.solve(solver, probe)
     clock.settle(solver.response_proto, seconds, size)
     if status == cp_model.INFEASIBLE:
         return False

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .. import interrupt
+from .. import cpsat
 from ..constraints.node_ports import host_ports
 from ..model.state import ClusterState
 from ..preemption.pdb_model import beyond_budgets
@@ -106,7 +106,7 @@ def _fixed_probe(model: BatchModel, values: dict[int, int], seconds: float, cloc
     size = len(probe.proto.variables)
     clock.set_limits(solver.parameters, seconds, variables=size)
     solver.parameters.fix_variables_to_their_hinted_value = True
-    status = interrupt.solve(solver, probe)
+    status = cpsat.solve(solver, probe)
     clock.settle(solver.response_proto, seconds, size)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]
@@ -148,7 +148,7 @@ def repair_hint(model: BatchModel, values: dict[int, int], clock: Clock | None =
         solver.parameters.num_workers = 1
         size = len(probe.proto.variables)
         clock.set_limits(solver.parameters, seconds, variables=size)
-        status = interrupt.solve(solver, probe)
+        status = cpsat.solve(solver, probe)
         clock.settle(solver.response_proto, seconds, size)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return list(solver.response_proto.solution)[:len(model.cp.proto.variables)]

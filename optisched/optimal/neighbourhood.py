@@ -32,7 +32,7 @@ import numpy as np
 from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 
-from .. import interrupt
+from .. import cpsat
 from .clock import Clock
 from .model import BatchModel
 from .tiers import Linear
@@ -382,7 +382,7 @@ class NodeSearch:
             solver.parameters.random_seed = int(self.rng.integers(1 << 30))
             clock.charge(STEP_COST + SUB_COST * len(fv))  # building the step's model
             clock.work("step", n + len(view.var))  # drawing it: passes over every variable and term
-            status = interrupt.solve(solver, sub)
+            status = cpsat.solve(solver, sub)
             clock.settle(solver.response_proto, seconds, len(fv))
             stats.steps += 1
             stats.optimal += status == cp_model.OPTIMAL

@@ -42,7 +42,7 @@ from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
 from .user_objectives import check_objective, objective_names, user_objective
 
-__all__ = ["Certificate", "OptimalOptions", "OptimalResult", "parse_weights", "solve_optimal"]
+__all__ = ["Certificate", "OptimalOptions", "OptimalResult", "greedy_answer", "parse_weights", "solve_optimal"]
 
 
 # Search on large models restricted to candidate nodes (presolve off): CP-SAT's bound is not used
@@ -809,6 +809,15 @@ def _greedy_only(state: ClusterState, config: SchedulerConfig, options: OptimalO
                        interrupted=clock.interrupted)
     return OptimalResult(state, batch, greedy.snapshot.node_of.copy(), cert, greedy, [], used=clock.now(),
                          ledger=clock.ledger)
+
+
+def greedy_answer(state: ClusterState, config: SchedulerConfig, options: OptimalOptions, greedy: GreedyResult,
+                  note: str) -> OptimalResult:
+    """kube-scheduler's placement (``greedy``) as optimal mode's answer, no tier solved, ``note`` saying why
+    (the solver's process crashed: :mod:`optisched.worker`)."""
+    result = _greedy_only(state, config, options, greedy, Clock(options.time_limit, options.deterministic))
+    result.certificate.notes = [note]
+    return result
 
 
 def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions, deadline: float,

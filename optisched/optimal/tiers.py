@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .. import interrupt
+from .. import cpsat
 from .clock import Clock
 
 __all__ = ["SCORE_SCALE", "Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
@@ -156,13 +156,16 @@ class _Watch(cp_model.CpSolverSolutionCallback):
         if self.progress is not None:
             self.progress(self.name, value, (self.best_objective_bound - self.offset) // self.scale,
                           time.perf_counter() - self.t0)
-        if self.target is not None and value >= self.target:
+        # (never at the hint's own solution: a stop there is OR-Tools' abort window, :mod:`optisched.cpsat`)
+        if self.target is not None and value >= self.target and not cpsat.is_hint_solution(self):
             self.stop_search()
 
 
 class TierSolver:
     """Solves tiers in order on one model, carrying each answer (every variable's value) as the next
-    tier's hint: a complete hint is what lets CP-SAT start from it instead of repairing it."""
+    tier's hint: a complete hint is what lets CP-SAT start from it instead of repairing it. In OR-Tools'
+    abort window (presolve on with interleaved workers) :func:`optisched.cpsat.solve` runs such a call on
+    one worker."""
 
     def __init__(self, cp: cp_model.CpModel, *, workers: int, seed: int, deadline: float,
                  progress: Progress | None = None, presolve: bool = True, clock: Clock | None = None) -> None:
@@ -322,7 +325,7 @@ class TierSolver:
                 setattr(solver.parameters, k, v)
         watch = _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi,
                        best if sense == "max" and cap is not None else None)
-        status = interrupt.solve(solver, self.cp, watch)
+        status = cpsat.solve(solver, self.cp, watch)
         self.clock.settle(solver.response_proto, budget, size)
         seconds = time.perf_counter() - start
         value = current

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import cpsat
+
 __all__ = ["Flows", "WaveSchedule", "fewest_waves", "first_fit", "lower_bound", "schedule_moves"]
 
 # above this many move x wave booleans the model is not built: first-fit stands (not proven minimal)
@@ -190,7 +192,7 @@ def _solve(model: cp_model.CpModel, x: list[list[cp_model.IntVar]], used: list[c
     # LP's propagation on the capacity rows cost 25 s of wall for 5 deterministic seconds at 840 moves
     # without a solution, where the search alone proves 18 waves optimal in 4 s.
     solver.parameters.linearization_level = 0
-    status = solver.solve(model)
+    status = cpsat.solve(solver, model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return WaveSchedule(greedy, False)
     found = [next(w for w, v in enumerate(row) if solver.value(v)) for row in x]
