@@ -649,7 +649,7 @@ def reschedule(
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
     state, config, _ = _load(cluster, profile, kubeconfig, context)
-    from .interrupt import catching, requested
+    from .interrupt import catching, cause, requested
 
     with catching():
         plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
@@ -672,7 +672,7 @@ def reschedule(
         written = write_reschedule_report(plan, state, report)
         err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
     if requested():  # an interrupted plan is shown and written, never carried out
-        out.print("interrupted (Ctrl-C): the plan so far" + (", not applied" if apply else ""), highlight=False)
+        out.print(f"interrupted ({cause()}): the plan so far" + (", not applied" if apply else ""), highlight=False)
         _stop_if_interrupted()
     if fail_on_unreached and not plan.reached:  # a gate: the plan is shown and written, not carried out
         missed = ", ".join(r.goal for r in plan.reach if not r.reached)

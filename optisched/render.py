@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from . import interrupt
 from .model.quantity import human_quantity
 from .optimal.tier_labels import tier_glossary, tier_label
 from .summaries import optimal_summary
@@ -167,7 +168,7 @@ def _render_placement(console: Console, s: dict[str, Any], title: str) -> None:
     console.print(t)
     if s.get("interrupted"):
         untried = c.get("notAttempted")
-        console.print("interrupted (Ctrl-C): the answer so far" +
+        console.print(f"interrupted ({interrupt.cause()}): the answer so far" +
                       (f"; {untried} pending pod(s) not attempted" if untried else ""), highlight=False)
     _render_evicted(console, s["evicted"])
     if s["unschedulable"]:

@@ -61,7 +61,7 @@ STOP_AFTER = ("placed",)
 RECHECK_CPU = 7e-4
 # the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
 LP_SHARE = 0.1
-INTERRUPTED = "interrupted (Ctrl-C): the best answer found before it, not the end of the search"
+INTERRUPTED = "interrupted (Ctrl-C or SIGTERM): the best answer found before it, not the end of the search"
 NOT_ATTEMPTED = "not attempted: the run was interrupted first"
 NO_LP = "no LP bound: the time limit had passed before it was built; the bounds shown are the levels' pod counts"
 

@@ -373,7 +373,7 @@ def minimal_victims(state: ClusterState, config: SchedulerConfig, pod: str, *, c
         out.status = "FEASIBLE"
         out.message = f"nodes left out may hold a better answer (their bound: {rest})"
     _kube_floor(out)
-    stopped = "interrupted (Ctrl-C): the best answer found before it" if clock.interrupted else \
+    stopped = "interrupted (Ctrl-C or SIGTERM): the best answer found before it" if clock.interrupted else \
         "the wall-clock limit stopped the search before its deterministic budget: another run may differ" \
         if clock.wall_hit else ""
     if stopped:
