@@ -249,3 +249,14 @@ def test_standard_input_is_read_twice_from_its_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
     with pytest.raises(InputError, match="^<stdin>: larger than the input limit of 100 bytes"):
         load_cluster(["-"], 100)
+
+
+def test_the_default_limit_still_refuses_absurd_input_at_once(tmp_path):
+    """A 50 GB file (sparse here: it takes no disk) is refused from its size, before a byte is read."""
+    f = tmp_path / "cluster.yaml"
+    with open(f, "wb") as out:
+        out.truncate(50 * 10**9)
+    with pytest.raises(InputError) as e:
+        load_cluster([str(f)])
+    assert str(e.value) == (f"{f}: larger than the input limit of {bounded.DEFAULT_MAX_INPUT} bytes "
+                            "(raise it with --max-input-size)")

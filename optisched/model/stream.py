@@ -47,6 +47,7 @@ __all__ = ["DOC", "ITEM", "REITEMS", "RESTART", "Streamed", "documents", "yaml_e
 
 _STR = "tag:yaml.org,2002:str"
 _OPEN = object()  # a mapping's key waiting for its value
+_DEPTH = {MappingStartEvent: 1, SequenceStartEvent: 1, MappingEndEvent: -1, SequenceEndEvent: -1}
 
 
 def yaml_error(e: yaml.YAMLError, source: str) -> InputError:
@@ -125,16 +126,19 @@ class _Composer(_BoundedLoader):
         """Consume the next value without building it, but for what carries an anchor (a later alias may
         name it) and the check that each alias names an anchor."""
         depth = 0
+        get = self.get_event
         while True:
-            ev = self.get_event()
-            if getattr(ev, "anchor", None) is not None and not isinstance(ev, AliasEvent):
-                self.node(ev)
-            elif isinstance(ev, AliasEvent) and ev.anchor not in self.anchors:
-                raise yaml.composer.ComposerError(None, None, "found undefined alias", ev.start_mark)
-            elif isinstance(ev, CollectionStartEvent):
-                depth += 1
-            elif isinstance(ev, (SequenceEndEvent, MappingEndEvent)):
+            ev = get()
+            step = _DEPTH.get(type(ev), 0)
+            if step < 0:
                 depth -= 1
+            elif ev.anchor is None:
+                depth += step
+            elif type(ev) is AliasEvent:
+                if ev.anchor not in self.anchors:
+                    raise yaml.composer.ComposerError(None, None, "found undefined alias", ev.start_mark)
+            else:
+                self.node(ev)
             if depth == 0:
                 return
 
