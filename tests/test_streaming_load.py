@@ -100,6 +100,10 @@ SPECIAL = [
     ("a List whose kind comes first", lambda tmp: as_list([NODE, POD], "yaml", kind_last=False)),
     ("a Node with a top-level items sequence is no List", lambda tmp: yaml.safe_dump(
         {**NODE, "items": [POD, "not an object"]})),
+    ("an Event with a top-level items sequence, in kubectl's key order", lambda tmp: yaml.safe_dump(
+        {"apiVersion": "v1", "items": [NODE], "kind": "Event", "metadata": {"name": "e"}})),
+    ("a document's own managedFields", lambda tmp: yaml.safe_dump({**NODE, "metadata": {
+        **NODE["metadata"], "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]}})),
     ("a List that repeats items: the last one counts", lambda tmp: "kind: List\nitems:\n- " + json.dumps(POD)
      + "\nitems:\n- " + json.dumps(NODE) + "\n"),
     ("a JSON List that repeats items", lambda tmp: '{"kind": "List", "items": [' + json.dumps(POD)
@@ -260,3 +264,21 @@ def test_the_default_limit_still_refuses_absurd_input_at_once(tmp_path):
         load_cluster([str(f)])
     assert str(e.value) == (f"{f}: larger than the input limit of {bounded.DEFAULT_MAX_INPUT} bytes "
                             "(raise it with --max-input-size)")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(st.tuples(objects(), st.lists(objects(), max_size=3)), min_size=1, max_size=3),
+       fmt=st.sampled_from(["yaml", "json"]), sort=st.booleans(), kind=st.sampled_from(["List", "PodList", "Node",
+                                                                                         "Event", None]))
+def test_random_documents_with_items_load_as_before(docs, fmt, sort, kind, tmp_path):
+    """Top-level objects of any kind that hold an items sequence, its kind before or after it."""
+    objs = []
+    for obj, items in docs:
+        obj = {**obj, "items": items}
+        if kind is not None:
+            obj["kind"] = kind
+        objs.append(obj)
+    f = tmp_path / f"c.{fmt}"
+    f.write_text(json.dumps(objs if len(objs) > 1 else objs[0]) if fmt == "json" else
+                 yaml.safe_dump_all(objs, sort_keys=sort))
+    same([str(f)])

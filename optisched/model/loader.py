@@ -41,7 +41,7 @@ from .storage import (
     storage_warnings,
 )
 from .storage_kinds import CSIStorageCapacity, VolumeAttachment
-from .stream import DOC, ITEM, REITEMS, Streamed, documents
+from .stream import DOC, ITEM, REITEMS, documents
 
 __all__ = ["cluster_from_objects", "load_cluster", "load_documents", "read_source", "validation_message"]
 
@@ -259,9 +259,8 @@ class _Stage:
 
     def document(self, raw: Any, index: int) -> None:
         kind = raw.get("kind") if isinstance(raw, dict) else None
-        if isinstance(raw, dict) and isinstance(raw.get("items"), Streamed) and not (
-                isinstance(kind, str) and kind.endswith("List")):
-            self.back(self.doc)  # its items were no objects of their own
+        if not (isinstance(kind, str) and kind.endswith("List")):
+            self.back(self.doc)  # the items read before it were no objects of their own
         self.doc = None
         self.add(raw, index)
 

@@ -86,10 +86,12 @@ class _Composer(_BoundedLoader):
         self._anchor(ev.anchor, node, ev.start_mark)
         return node
 
-    def node(self, ev: Any = None) -> Node:
+    def node(self, ev: Any = None, meta: bool = False) -> Node:
         """The next value's node (starting at ``ev`` when given), as PyYAML's composer builds it; an
-        object's ``metadata.managedFields`` is skipped, not composed."""
+        object's ``metadata.managedFields`` is skipped, not composed (``meta``: this value is the
+        metadata)."""
         stack: list[list[Any]] = []
+        at = 1 if meta else 2
         while True:
             ev = ev or self.get_event()
             if isinstance(ev, AliasEvent):
@@ -117,7 +119,7 @@ class _Composer(_BoundedLoader):
             elif top[1] is not _OPEN:
                 top[0].value.append((top[1], node))
                 top[1] = _OPEN
-            elif len(stack) == 2 and _named(node, "managedFields") and _named(stack[0][1], "metadata"):
+            elif len(stack) == at and _named(node, "managedFields") and (meta or _named(stack[0][1], "metadata")):
                 self._skip()
             else:
                 top[1] = node
@@ -163,9 +165,9 @@ class _Composer(_BoundedLoader):
                 self.tree_error = e
         return obj
 
-    def next_node(self) -> tuple[Node, bool]:
+    def next_node(self, meta: bool = False) -> tuple[Node, bool]:
         self.aliased = False
-        node = self.node()
+        node = self.node(meta=meta)
         return node, self.aliased
 
 
@@ -202,7 +204,7 @@ def _mapping(loader: _Composer, keep: Callable[[Any], Any], index: int) -> Itera
                 i += 1
             loader.get_event()
             continue
-        value, value_aliased = loader.next_node()
+        value, value_aliased = loader.next_node(meta=_named(key, "metadata"))
         aliased |= key_aliased or value_aliased
         pairs.append((key, value))
     end = loader.get_event()
