@@ -3,7 +3,8 @@
 Accepts what ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets -A -o yaml``
 (and ``pv,pvc,storageclass,csinode,csidriver,csistoragecapacities,volumeattachments``) writes (``kind: List``), multi-document YAML manifests and JSON. Any problem
 becomes an :class:`~optisched.errors.InputError` naming the file, the object
-and the field; input files are only ever read.
+and the field; input files are only ever read. Each input is read as a stream, a List's items validated
+one at a time (:mod:`optisched.model.stream`), so memory follows what is kept.
 """
 from __future__ import annotations
 
