@@ -1,7 +1,7 @@
 """Peak memory and time of loading dumps, each in a fresh process under an address-space limit.
 
     python benchmarks/gen_dump.py --nodes 5000 -o /tmp/dump-5000.yaml
-    python benchmarks/bench_load_memory.py /tmp/dump-5000.yaml --max-input-size 4Gi
+    python benchmarks/bench_load_memory.py /tmp/dump-5000.yaml /tmp/dump-5000.json
 
 Baseline in the same run: the peak of a process that only imports the loader. A load that needs more
 than ``--memory-limit`` fails there instead of taking the machine's memory (reported as such).
