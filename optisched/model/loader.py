@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from .. import collector
 from ..errors import InputError
-from .bounded import DEFAULT_MAX_INPUT, open_input
+from .bounded import DEFAULT_MAX_INPUT, Input, open_input
 from .cluster import Cluster, resolve_priority
 from .documents import load_documents, read_source, validation_message
 from .names import check_object_name
@@ -266,7 +266,7 @@ class _Stage:
         self.add(raw, index)
 
 
-def _load_input(cluster: Cluster, seen: _Seen, inp: Any) -> None:
+def _load_input(cluster: Cluster, seen: _Seen, inp: Input) -> None:
     stage = _Stage(cluster, seen, inp.name)
     for event in documents(inp, trim):
         if event[0] == ITEM:
