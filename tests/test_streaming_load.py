@@ -96,6 +96,15 @@ NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels":
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop"},
        "spec": {"containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": "100m"}}}]}}
 
+def spread_bomb(levels: int = 3, items: int = 30) -> str:
+    """Anchors of 9**levels expanded nodes in the first item, each later item naming the largest: every
+    item alone stays within the budget, all of them do not."""
+    lines = ["kind: List", "items:", "- kind: Event", "  l0: &l0 [" + ", ".join(['"lol"'] * 9) + "]"]
+    lines += [f"  l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels + 1)]
+    lines += [f"- {{kind: Event, x: *l{levels}}}"] * items
+    return "\n".join(lines) + "\n"
+
+
 SPECIAL = [
     ("a List whose kind comes first", lambda tmp: as_list([NODE, POD], "yaml", kind_last=False)),
     ("a Node with a top-level items sequence is no List", lambda tmp: yaml.safe_dump(
@@ -133,6 +142,7 @@ SPECIAL = [
         "annotations": {LAST_APPLIED: json.dumps(NODE), "keep": "me"}}}], "yaml")),
     ("a List item that is a string", lambda tmp: as_list([NODE, "text"], "json")),
     ("an empty List", lambda tmp: as_list([], "json")),
+    ("an alias bomb spread over a List's items", lambda tmp: spread_bomb()),
     ("a List's items with an anchor", lambda tmp: "kind: List\nitems: &i\n- " + json.dumps(NODE) + "\n"),
 ]
 
@@ -144,6 +154,14 @@ def test_documents_the_stream_treats_specially_load_as_before(make, tmp_path):
         f = tmp_path / f"c{suffix}"
         f.write_text(text)
         same([str(f)])
+
+
+def test_an_alias_bomb_spread_over_items_is_refused_as_a_whole(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text(spread_bomb(items=1))
+    assert same([str(f)])[0] == {}  # one item naming the anchors stays within the budget
+    f.write_text(spread_bomb(items=30))
+    assert same([str(f)]) == ("error", f"{f}: YAML aliases expand the document beyond 10 times its size")
 
 
 def test_a_folder_of_several_files_loads_as_before(tmp_path):
