@@ -18,7 +18,7 @@ from test_hostile_input import CASES as HOSTILE
 from test_hostile_input import assert_refused, run
 
 from optisched.errors import InputError
-from optisched.model import bounded
+from optisched.model import bounded, stream_json
 from optisched.model.cluster import Cluster
 from optisched.model.loader import (
     LAST_APPLIED,
@@ -28,7 +28,9 @@ from optisched.model.loader import (
     load_cluster,
     load_documents,
     read_source,
+    trim,
 )
+from optisched.model.stream import RESTART, documents
 
 REPO = Path(__file__).resolve().parents[1]
 INPUTS = sorted(p for folder in ("datasets", "tests/data") for p in (REPO / folder).rglob("*")
@@ -300,3 +302,21 @@ def test_random_documents_with_items_load_as_before(docs, fmt, sort, kind, tmp_p
     f.write_text(json.dumps(objs if len(objs) > 1 else objs[0]) if fmt == "json" else
                  yaml.safe_dump_all(objs, sort_keys=sort))
     same([str(f)])
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64, 4096])
+def test_json_values_cut_at_any_point_of_the_buffer_decode_as_before(chunk, tmp_path, monkeypatch):
+    """Every value crosses the buffer's end when it is refilled a few characters at a time: numbers,
+    escapes (kubectl's last-applied JSON, \\u00e9), literals, nested objects; and text that only starts
+    like JSON is still read as YAML."""
+    f = dump(tmp_path / "c.json", 3, 12)
+    text = f.read_text().replace('"pool": "general"', '"pool": "caf\\u00e9"').replace(
+        '"resourceVersion": ', '"x": {"n": 12345678901, "t": true, "z": null, "f": -1.5e3}, "resourceVersion": ')
+    f.write_text(text)
+    monkeypatch.setattr(stream_json, "_CHUNK", chunk)
+    assert same([str(f)])[0]["nodes"]
+    with bounded.open_input(str(f)) as inp:
+        assert RESTART not in {e[0] for e in documents(inp, trim)}  # read as JSON, not again as YAML
+    for name, make in SPECIAL:
+        f.write_text(make(tmp_path))
+        same([str(f)])

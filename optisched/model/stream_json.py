@@ -2,7 +2,8 @@
 
 Each value is decoded by Python's own ``json`` scanner (``raw_decode``) from a buffer refilled chunk by
 chunk, so the file's text is never held whole and every value is decoded exactly as ``json.loads`` would
-decode it. A truncated value at the buffer's end is decoded again once more text is in.
+decode it. A value cut at the buffer's end is decoded again once more text is in; an error before the
+end is final, so text that only looks like JSON (YAML's flow style) is given up at once.
 """
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ _CHUNK = 2**20
 
 class Streamed(list):  # type: ignore[type-arg]
     """A document's ``items``, yielded one by one before the document."""
+
+
+def _truncated(e: json.JSONDecodeError, end: int) -> bool:
+    """Whether more text could mend the error: it is at the buffer's end (a literal, a number, an escape
+    of up to 6 characters cut there) or a string runs into it. An error before is final, whatever follows."""
+    return e.pos >= end - 6 or e.msg.startswith("Unterminated string")
 
 
 class _Reader:
@@ -73,8 +80,8 @@ class _Reader:
                 if end < len(self.buf) or self.eof:  # (a number at the buffer's end may go on)
                     self.pos = end
                     return obj
-            except json.JSONDecodeError:
-                if self.eof:
+            except json.JSONDecodeError as e:
+                if self.eof or not _truncated(e, len(self.buf)):
                     raise
             except RecursionError:
                 raise InputError("nested too deeply", source=self.source) from None
