@@ -1,4 +1,5 @@
-"""A cluster dump as ``kubectl get nodes,pods,... -A -o yaml`` (or ``-o json``) prints it, at any size.
+"""A cluster dump as ``kubectl get nodes,pods,... -A -o yaml --show-managed-fields`` (or ``-o json``)
+prints it, at any size (``--no-managed-fields``: as kubectl prints it by default since v1.21).
 
 ``optisched generate``'s cluster (:mod:`optisched.datasets.generate`), dressed as the API server returns
 it: one ``v1 List`` with ``items``; metadata with uid, resourceVersion, creationTimestamp, the
