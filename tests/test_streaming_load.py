@@ -320,3 +320,23 @@ def test_json_values_cut_at_any_point_of_the_buffer_decode_as_before(chunk, tmp_
     for name, make in SPECIAL:
         f.write_text(make(tmp_path))
         same([str(f)])
+
+
+def test_a_file_that_fails_on_its_second_reading_is_one_error(tmp_path, monkeypatch):
+    """The input is read twice (checked, then parsed); an I/O error in the second is an input error too."""
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump(NODE))
+
+    class Failing(io.FileIO):
+        reads = 0
+
+        def read(self, size: int = -1) -> bytes:
+            Failing.reads += 1
+            if Failing.reads > 2:  # the first pass reads the text, then its end
+                raise OSError(5, "Input/output error")
+            return super().read(size)
+
+    monkeypatch.setattr(bounded, "open", lambda path, mode: Failing(path, "r"), raising=False)
+    with pytest.raises(InputError, match=f"^{f}: cannot read: Input/output error$"):
+        load_cluster([str(f)])
+    assert Failing.reads == 3

@@ -101,18 +101,21 @@ class Input:
 
     def text(self) -> _Text:
         self.file.seek(0)
-        return _Text(self.file)
+        return _Text(self.file, self.name)
 
 
 class _Text:
     """A binary file read as UTF-8 text, chunk by chunk (the parsers call ``read(size)``)."""
 
-    def __init__(self, file: IO[bytes]) -> None:
-        self.file = file
+    def __init__(self, file: IO[bytes], name: str) -> None:
+        self.file, self.name = file, name
         self.decoder = codecs.getincrementaldecoder("utf-8")()
 
     def read(self, size: int = _CHUNK) -> str:
-        data = self.file.read(size if size > 0 else _CHUNK)
+        try:
+            data = self.file.read(size if size > 0 else _CHUNK)
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror}", source=self.name) from None
         return self.decoder.decode(data, final=not data)
 
 
