@@ -42,7 +42,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON
 
 
 def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
-          context: str | None = None, max_input_size: str = "256Mi"):
+          context: str | None = None, max_input_size: str = "4Gi"):
     """Load, compile and print the input's warnings on stderr (the same lines in every command)."""
     from .input_warnings import input_warnings
     from .model.loader import load_cluster
@@ -136,7 +136,7 @@ def schedule(
     evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
-    max_input_size: MaxInputOpt = "256Mi",
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Place the pending pods as kube-scheduler would (greedy mode), or all at once (optimal mode)."""
     from .greedy.select import TieBreak
@@ -316,7 +316,7 @@ def compare(
     evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
-    max_input_size: MaxInputOpt = "256Mi",
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
     from .experiments.pipeline import CompareOptions, policy_config, run_comparison
@@ -382,7 +382,7 @@ def inspect(
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
-    max_input_size: MaxInputOpt = "256Mi",
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
     from .inspect import summarize
@@ -405,7 +405,7 @@ def explain(
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
-    max_input_size: MaxInputOpt = "256Mi",
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Show one pod's scheduling cycles: every node, the plugin that rejected it and why, or its scores; a
     preemptor's attempt that evicted victims, then the attempt that placed it."""
@@ -460,7 +460,7 @@ def preempt(
     evict: EvictOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
-    max_input_size: MaxInputOpt = "256Mi",
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Show which pods preemption evicts for which preemptors, with priorities and PDBs."""
     import yaml

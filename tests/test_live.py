@@ -26,9 +26,12 @@ def fake_kubernetes(objects: list[dict], calls: list[str]) -> types.ModuleType:
         def __getattr__(self, method):
             kind = next(k for k, _, _, m in live.LISTS if m == method)
 
-            def call(_preload_content=True):
+            def call(_preload_content=True, limit=None, _continue=None):
                 calls.append(method)
-                return types.SimpleNamespace(data=json.dumps({"items": by_kind.get(kind, [])}).encode())
+                items, start = by_kind.get(kind, []), int(_continue or 0)
+                end = start + limit if limit else len(items)
+                meta = {"continue": str(end)} if end < len(items) else {}
+                return types.SimpleNamespace(data=json.dumps({"metadata": meta, "items": items[start:end]}).encode())
             return call
 
     mod.client = types.SimpleNamespace(ApiClient=lambda: None, CoreV1Api=Api, SchedulingV1Api=Api, PolicyV1Api=Api,
@@ -57,3 +60,20 @@ def test_without_the_kube_extra_the_error_says_how_to_install(monkeypatch, capsy
 def test_files_and_a_live_cluster_together_are_refused(capsys):
     code, _, err = run(["inspect", str(EXAMPLES / "quickstart.yaml"), "--context", "x"], capsys)
     assert code == 2 and "not both" in err
+
+
+def test_lists_are_read_in_pages_without_their_managed_fields(monkeypatch):
+    objects = [o for o in yaml.safe_load_all((EXAMPLES / "quickstart.yaml").read_text()) if o]
+    for o in objects:
+        o["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
+    calls: list[str] = []
+    monkeypatch.setitem(sys.modules, "kubernetes", fake_kubernetes(objects, calls))
+    whole = live.list_live()
+    monkeypatch.setattr(live, "CHUNK", 4)
+    calls.clear()
+    paged = live.list_live()
+    assert paged == whole and len(paged) == len(objects)
+    assert [(o["kind"], o["metadata"]["name"]) for o in paged] == [
+        (o["kind"], o["metadata"]["name"]) for kind, *_ in live.LISTS for o in objects if o["kind"] == kind]
+    assert all("managedFields" not in o["metadata"] for o in paged)
+    assert calls.count("list_pod_for_all_namespaces") == 5  # 19 pods, 4 a page

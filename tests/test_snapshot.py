@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
@@ -72,10 +73,15 @@ class Server:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                path = self.path.split("?")[0]
+                path, _, query = self.path.partition("?")
                 outer.requests.append(path)
                 items = outer.by_path.get(path)
-                body = json.dumps({"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}).encode()
+                args = dict(parse_qsl(query))  # pages of ?limit=N, the next one from ?continue=...
+                start = int(args.get("continue", 0))
+                end = start + int(args["limit"]) if "limit" in args and items else len(items or [])
+                meta = {"continue": str(end)} if items and end < len(items) else {}
+                page = items[start:end] if items is not None else None
+                body = json.dumps({"kind": "List", "apiVersion": "v1", "metadata": meta, "items": page}).encode()
                 self.send_response(200 if items is not None else 404)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -138,6 +144,20 @@ def test_a_snapshot_loads_back_to_the_state_of_the_live_read(tmp_path, capsys, s
     assert doc["kind"] == "List" and "managedFields" not in json.dumps(doc)
     pods = [o for o in doc["items"] if o["kind"] == "Pod"]
     assert all(p["status"]["phase"] in ("Running", "Pending") for p in pods)  # status kept
+
+
+def test_a_snapshot_read_in_pages_is_the_same(tmp_path, capsys, server, kubeconfig, monkeypatch):
+    whole = tmp_path / "whole.yaml"
+    assert run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", str(whole)],
+                   capsys)[0] == 0
+    monkeypatch.setattr("optisched.model.live.CHUNK", 5)
+    server.requests.clear()
+    paged = tmp_path / "paged.yaml"
+    code, _, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", str(paged)],
+                           capsys)
+    assert code == 0, err
+    assert server.requests.count(ROUTES["list_pod_for_all_namespaces"]) == 4  # 19 pods, 5 a page
+    assert paged.read_text() == whole.read_text()
 
 
 def test_an_existing_file_is_kept_unless_force(tmp_path, capsys, kubeconfig, server):

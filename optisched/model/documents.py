@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..errors import InputError
 from .bounded import DEFAULT_MAX_INPUT, check_parsed, parse_json, parse_yaml, read_bounded
+from .stream import yaml_error
 
 __all__ = ["load_documents", "read_source", "validation_message"]
 
@@ -26,8 +26,9 @@ def read_source(path: str, limit: int = DEFAULT_MAX_INPUT) -> tuple[str, str]:
 
 
 def load_documents(source: str, text: str) -> list[Any]:
-    """Parse one file's text: JSON when it looks like JSON, else (multi-document) YAML; bounded in
-    expansion, depth and number length (:mod:`optisched.model.bounded`)."""
+    """Parse one file's whole text: JSON when it looks like JSON, else (multi-document) YAML; bounded in
+    expansion, depth and number length (:mod:`optisched.model.bounded`). For small files (a scheduler
+    configuration); clusters are read as a stream (:mod:`optisched.model.stream`)."""
     stripped = text.lstrip()
     docs: list[Any] | None = None
     try:
@@ -40,10 +41,7 @@ def load_documents(source: str, text: str) -> list[Any]:
         if docs is None:
             docs = list(parse_yaml(text))
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"invalid YAML{where}: {problem}", source=source) from None
+        raise yaml_error(e, source) from None
     check_parsed(docs, text, source)
     return docs
 

@@ -3,8 +3,10 @@
 The same objects ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets,
 statefulsets,replicationcontrollers,pv,pvc,storageclass,csinode,csidriver,csistoragecapacities,volumeattachments -A -o json`` would list, fetched
 as raw JSON so they go through the same validation as files. Only ``list`` calls are made, never for
-Secrets. :func:`snapshot_list` keeps what such a read returned as one ``kind: List`` document, so a run
-can be repeated offline.
+Secrets, in pages of :data:`CHUNK` objects as kubectl lists (``--chunk-size``), each page's
+``metadata.managedFields`` dropped as it arrives, so memory follows what is kept, not the largest list.
+:func:`snapshot_list` keeps what such a read returned as one ``kind: List`` document, so a run can be
+repeated offline.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,7 +24,7 @@ from ..errors import InputError
 from .cluster import Cluster
 from .loader import cluster_from_objects
 
-__all__ = ["LISTS", "check_snapshot_path", "list_live", "load_live", "snapshot_list", "write_snapshot"]
+__all__ = ["CHUNK", "LISTS", "check_snapshot_path", "list_live", "load_live", "snapshot_list", "write_snapshot"]
 
 # (kind, apiVersion, API class, list method)
 LISTS = [
@@ -42,6 +45,10 @@ LISTS = [
     ("CSIStorageCapacity", "storage.k8s.io/v1", "StorageV1Api", "list_csi_storage_capacity_for_all_namespaces"),
     ("VolumeAttachment", "storage.k8s.io/v1", "StorageV1Api", "list_volume_attachment"),
 ]
+
+CHUNK = 500
+"""Objects per list call, kubectl's default ``--chunk-size``; later pages follow ``metadata.continue``,
+from the same consistent read of the API server."""
 
 
 def _client() -> tuple[Any, Any]:
@@ -68,17 +75,30 @@ def list_live(kubeconfig: str | None = None, context: str | None = None) -> list
     api_client = client.ApiClient()
     objs: list[dict] = []
     for kind, api_version, api_name, method in LISTS:
-        api = getattr(client, api_name)(api_client)
-        try:
-            resp = getattr(api, method)(_preload_content=False)
-            data = json.loads(resp.data)
-        except Exception as e:  # noqa: BLE001 - ApiException, urllib3 and TLS errors alike
-            raise InputError(f"listing {kind} objects failed: {e}", source=source) from None
-        for item in data.get("items") or []:
+        list_call = getattr(getattr(client, api_name)(api_client), method)
+        for item in _pages(list_call, kind, source):
             item.setdefault("kind", kind)
             item.setdefault("apiVersion", api_version)
             objs.append(item)
     return objs
+
+
+def _pages(list_call: Any, kind: str, source: str) -> Iterator[dict]:
+    """The items of one list, page by page, without their managedFields."""
+    token = None
+    while True:
+        try:
+            resp = list_call(limit=CHUNK, _preload_content=False, **({"_continue": token} if token else {}))
+            data = json.loads(resp.data)
+        except Exception as e:  # noqa: BLE001 - ApiException, urllib3 and TLS errors alike
+            raise InputError(f"listing {kind} objects failed: {e}", source=source) from None
+        for item in data.get("items") or []:
+            if isinstance(item.get("metadata"), dict):
+                item["metadata"].pop("managedFields", None)
+            yield item
+        token = (data.get("metadata") or {}).get("continue")
+        if not token:
+            return
 
 
 def load_live(kubeconfig: str | None = None, context: str | None = None) -> Cluster:

@@ -3,11 +3,13 @@
 Accepts what ``kubectl get nodes,pods,pdb,priorityclasses,namespaces,services,replicasets -A -o yaml``
 (and ``pv,pvc,storageclass,csinode,csidriver,csistoragecapacities,volumeattachments``) writes (``kind: List``), multi-document YAML manifests and JSON. Any problem
 becomes an :class:`~optisched.errors.InputError` naming the file, the object
-and the field; input files are only ever read.
+and the field; input files are only ever read. Each input is read as a stream, a List's items validated
+one at a time (:mod:`optisched.model.stream`), so memory follows what is kept.
 """
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from .. import collector
 from ..errors import InputError
-from .bounded import DEFAULT_MAX_INPUT
+from .bounded import DEFAULT_MAX_INPUT, Input, open_input
 from .cluster import Cluster, resolve_priority
 from .documents import load_documents, read_source, validation_message
 from .names import check_object_name
@@ -40,6 +42,7 @@ from .storage import (
     storage_warnings,
 )
 from .storage_kinds import CSIStorageCapacity, VolumeAttachment
+from .stream import DOC, ITEM, REITEMS, documents
 
 __all__ = ["cluster_from_objects", "load_cluster", "load_documents", "read_source", "validation_message"]
 
@@ -65,6 +68,8 @@ _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
 _NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
                "PersistentVolumeClaim", "CSIStorageCapacity"}
 _SUFFIXES = (".yaml", ".yml", ".json")
+_ATTRS = tuple(attr for _, _, attr in _MODELS.values())
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def _walk_error(e: OSError) -> None:
@@ -182,6 +187,103 @@ def _finish(cluster: Cluster) -> Cluster:
     return cluster
 
 
+def trim(raw: Any) -> Any:
+    """``raw`` without what nothing here reads and dumps are mostly made of: ``metadata.managedFields`` and
+    kubectl's ``last-applied-configuration`` copy; an object of a kind not read is only its ``kind``."""
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    if not isinstance(kind, str) or not kind:
+        return raw
+    if kind not in _MODELS:
+        return raw if kind == "KubeSchedulerConfiguration" or kind.endswith("List") else {"kind": kind}
+    meta = raw.get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, dict) else None
+    applied = isinstance(ann, dict) and isinstance(ann.get(LAST_APPLIED), str)
+    if not isinstance(meta, dict) or ("managedFields" not in meta and not applied):
+        return raw
+    meta = {k: v for k, v in meta.items() if k != "managedFields"}
+    if applied:
+        meta["annotations"] = {k: v for k, v in ann.items() if k != LAST_APPLIED}  # type: ignore[union-attr]
+    return {**raw, "metadata": meta}
+
+
+class _Seen(set):  # type: ignore[type-arg]
+    """The keys of the objects read, also in the order they came (to take the last ones back)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[tuple] = []
+
+    def add(self, key: Any) -> None:
+        super().add(key)
+        self.order.append(key)
+
+
+class _Stage:
+    """What one input adds to the cluster, as it is read. What a document or the input turns out not to
+    hold (the items of a document that is no List, a JSON-looking input that is YAML) is taken back; the
+    first error waits for the parse to end, as a syntax error anywhere comes first."""
+
+    def __init__(self, cluster: Cluster, seen: _Seen, source: str) -> None:
+        self.cluster, self.seen, self.source = cluster, seen, source
+        self.error: InputError | None = None
+        self.start = self.mark()
+        self.doc: tuple | None = None  # the mark before the current document's items
+
+    def mark(self) -> tuple:
+        c = self.cluster
+        return {a: len(getattr(c, a)) for a in _ATTRS}, c.config, Counter(c.skipped), len(self.seen.order), self.error
+
+    def back(self, mark: tuple | None) -> None:
+        if mark is None:
+            return
+        lengths, config, skipped, n, self.error = mark
+        c = self.cluster
+        for attr, length in lengths.items():
+            del getattr(c, attr)[length:]
+        c.config, c.skipped = config, Counter(skipped)
+        origin = c.__dict__.get("_origin", {})
+        for key in self.seen.order[n:]:
+            self.seen.discard(key)
+            origin.pop(key, None)
+        del self.seen.order[n:]
+
+    def add(self, raw: Any, index: int) -> None:
+        if self.error is None:
+            try:
+                _add_object(self.cluster, self.source, raw, index, self.seen)
+            except InputError as e:
+                self.error = e
+
+    def item(self, raw: Any, index: int) -> None:
+        if self.doc is None:
+            self.doc = self.mark()
+        self.add(raw, index)
+
+    def document(self, raw: Any, index: int) -> None:
+        kind = raw.get("kind") if isinstance(raw, dict) else None
+        if not (isinstance(kind, str) and kind.endswith("List")):
+            self.back(self.doc)  # the items read before it were no objects of their own
+        self.doc = None
+        self.add(raw, index)
+
+
+def _load_input(cluster: Cluster, seen: _Seen, inp: Input) -> None:
+    stage = _Stage(cluster, seen, inp.name)
+    for event in documents(inp, trim):
+        if event[0] == ITEM:
+            stage.item(event[2], event[1])
+        elif event[0] == DOC:
+            stage.document(event[2], event[1])
+        elif event[0] == REITEMS:
+            stage.back(stage.doc)
+            stage.doc = None
+        else:  # RESTART: read again, as YAML
+            stage.back(stage.start)
+            stage.doc = None
+    if stage.error is not None:
+        raise stage.error
+
+
 def cluster_from_objects(objects: Iterable[dict], source: str = "<objects>") -> Cluster:
     """Build a :class:`Cluster` from already-parsed API objects (dicts)."""
     cluster, seen = Cluster(sources=[source]), set()
@@ -193,14 +295,14 @@ def cluster_from_objects(objects: Iterable[dict], source: str = "<objects>") -> 
 
 def load_cluster(paths: Iterable[str], max_bytes: int = DEFAULT_MAX_INPUT) -> Cluster:
     """Load one or more files, folders (``*.yaml``, ``*.yml``, ``*.json``, recursively) or ``-`` (stdin),
-    each at most ``max_bytes`` long."""
-    cluster, seen = Cluster(), set()
+    each at most ``max_bytes`` long. Objects are validated as they are read (a List's items one at a
+    time, :mod:`optisched.model.stream`), so memory follows what is kept, not the files' size."""
+    cluster, seen = Cluster(), _Seen()
     with collector.paused(freeze=True):  # what was loaded lives as long as the run
         for path in _expand(paths):
-            source, text = read_source(path, max_bytes)
-            cluster.sources.append(source)
-            for i, raw in enumerate(load_documents(source, text)):
-                _add_object(cluster, source, raw, i, seen)
+            with open_input(path, max_bytes) as inp:
+                cluster.sources.append(inp.name)
+                _load_input(cluster, seen, inp)
         if not cluster.sources:
             raise InputError("no input given")
         return _finish(cluster)
