@@ -30,7 +30,8 @@ err = safe_console(stderr=True)
 ClusterArg = Annotated[list[str] | None, typer.Argument(
     help="Files, folders or - (stdin): YAML/JSON objects or List dumps. Omit with --kubeconfig/--context.")]
 ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
-KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Read a live cluster (read-only; only reschedule --apply and --undo-cordons write to it).")]
+KubeconfigOpt = Annotated[str | None, typer.Option(
+    "--kubeconfig", help="Read a live cluster (read-only; only reschedule --apply and --undo-cordons write to it).")]
 ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context of the live cluster.")]
 EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: protected kinds that may leave their node, "
                                               "comma-separated: protected, local-storage, bare-pods, system-critical.")]
