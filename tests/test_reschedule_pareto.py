@@ -140,7 +140,7 @@ def test_a_budget_whose_solve_found_less_keeps_the_smaller_budgets_placement():
 def test_every_budget_gets_the_same_fixed_share_whatever_the_wall_clock_says(monkeypatch):
     """The sweep's shares are fixed in advance (the same curve twice): a first solve that takes the
     wall clock past the sweep's end does not shrink the later budgets' shares."""
-    import optisched.reschedule.pareto as pareto
+    from optisched.reschedule import pareto
 
     now = {"t": 0.0}
     monkeypatch.setattr(pareto.time, "perf_counter", lambda: now["t"])

@@ -42,7 +42,16 @@ from ..descheduler.encoding import encode_anti_affinity, encode_duplicates, enco
 from ..errors import InputError
 from ..metrics.cost import COST_KEY, node_costs
 from ..policy.eviction import KINDS, Keep, pod_kinds
-from .score_terms import Affine, abs_var, add_var, convex_load, node_fractions, node_utilization, upper_var, used_flag
+from .score_terms import (
+    Affine,
+    abs_var,
+    add_var,
+    convex_load,
+    node_fractions,
+    node_utilization,
+    upper_var,
+    used_flag,
+)
 from .tiers import Linear
 
 if TYPE_CHECKING:
