@@ -116,7 +116,7 @@ def test_sigterm_stops_optimal_mode_like_ctrl_c_and_exits_143(tmp_path: Path) ->
     cluster = _cluster_file(tmp_path, nodes=100, pods=900, load=1.1, seed=1)
     out = tmp_path / "placements.json"
     code, stdout, lines, took = _interrupt_when(
-        ["schedule", str(cluster), "--mode", "optimal", "--time-limit", "60", "--json", "--output", str(out)],
+        ["schedule", str(cluster), "--mode", "optimal", "--time-limit", "300", "--json", "--output", str(out)],
         "placed[", sig=signal.SIGTERM)
     assert code == 143, lines[-5:]
     doc = json.loads(stdout)
