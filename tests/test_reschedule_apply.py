@@ -11,7 +11,7 @@ import re
 import pytest
 import yaml
 from conftest import require
-from helpers.fake_api import EXAMPLE, FakeCluster, Servers, kubeconfig
+from helpers.fake_api import EXAMPLE, FakeCluster, Servers, kubeconfig, landings
 
 import optisched
 from optisched.reschedule.apply import apply_plan
@@ -69,12 +69,8 @@ def plan():  # type: ignore[no-untyped-def]
     return optisched.reschedule(optisched.load([str(EXAMPLE)]), goal="consolidate", time_limit=5)
 
 
-def _lands(plan) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {m.key.split("/")[1]: m.predicted for w in plan.staging.waves for m in w.moves}
-
-
 def test_a_429_is_retried_until_the_budget_allows_it(plan, serve):
-    cluster = FakeCluster({"web-31": [429, 429]}, _lands(plan))
+    cluster = FakeCluster({"web-31": [429, 429]}, landings(plan))
     report = apply_plan(plan, serve(cluster), sleep=lambda s: None, poll=0.01)
     assert report.stopped is None and report.waves_done == 1
     assert sorted(report.evicted) == ["default/web-31", "default/web-32"]
@@ -82,7 +78,7 @@ def test_a_429_is_retried_until_the_budget_allows_it(plan, serve):
 
 
 def test_a_500_is_reported_and_skipped(plan, serve):
-    cluster = FakeCluster({"web-32": [500]}, _lands(plan))
+    cluster = FakeCluster({"web-32": [500]}, landings(plan))
     report = apply_plan(plan, serve(cluster), sleep=lambda s: None, poll=0.01)
     assert report.evicted == ["default/web-31"] and report.skipped[0][0] == "default/web-32"
     assert report.stopped is None and "default/web-32" in cluster.pods
@@ -90,14 +86,14 @@ def test_a_500_is_reported_and_skipped(plan, serve):
 
 
 def test_a_replacement_landing_elsewhere_stops_the_run(plan, serve):
-    lands = _lands(plan) | {"web-31": "n3"}
+    lands = landings(plan) | {"web-31": "n3"}
     report = apply_plan(plan, serve(FakeCluster({}, lands)), sleep=lambda s: None, poll=0.01)
     assert report.stopped is not None and "landed on" in report.stopped and "'n3'" in report.stopped
     assert report.waves_done == 0
 
 
 def test_a_budget_that_never_allows_it_stops_at_the_deadline(plan, serve):
-    cluster = FakeCluster({"web-31": [429] * 100_000}, _lands(plan))
+    cluster = FakeCluster({"web-31": [429] * 100_000}, landings(plan))
     report = apply_plan(plan, serve(cluster), sleep=lambda s: None, retry_for=0.2)
     assert report.stopped is not None and "429" in report.stopped and report.evicted == []
 
@@ -139,7 +135,7 @@ def test_a_detour_evicts_the_replacement_of_its_first_leg(plan, serve):
     onward = "n2" if first.predicted != "n2" else "n1"
     detour.staging.waves.append(Wave([Move(first.pod, first.key, first.predicted, onward, "detour (2 of 2)",
                                            onward)], {}))
-    cluster = FakeCluster({}, _lands(plan) | {"web-31-r": onward})
+    cluster = FakeCluster({}, landings(plan) | {"web-31-r": onward})
     report = apply_plan(detour, serve(cluster), sleep=lambda s: None, poll=0.01)
     assert report.stopped is None and report.waves_done == 2
     assert cluster.posts[-1] == "web-31-r" and cluster.pods["default/web-31-r-r"]["spec"]["nodeName"] == onward
@@ -160,7 +156,7 @@ def _run(plan, cluster, serve, **kw):  # type: ignore[no-untyped-def]
 
 
 def test_the_nodes_a_plan_empties_are_cordoned_before_the_first_eviction(plan, serve):
-    cluster = FakeCluster({}, _lands(plan))
+    cluster = FakeCluster({}, landings(plan))
     report = _run(plan, cluster, serve)
     assert report.stopped is None and not report.failed
     assert cluster.log == [("PATCH", "n3"), ("POST", "web-31"), ("POST", "web-32")]
@@ -172,7 +168,7 @@ def test_the_nodes_a_plan_empties_are_cordoned_before_the_first_eviction(plan, s
 
 
 def test_held_nodes_are_uncordoned_after_the_last_wave(held_plan, serve):
-    cluster = FakeCluster({}, _lands(held_plan), extra=(N4,))
+    cluster = FakeCluster({}, landings(held_plan), extra=(N4,))
     report = _run(held_plan, cluster, serve)
     assert report.stopped is None and report.waves_done == 1
     assert cluster.log == [("PATCH", "n3"), ("PATCH", "n4"), ("POST", "web-31"), ("POST", "web-32"),
@@ -192,7 +188,7 @@ def test_held_nodes_are_uncordoned_after_the_last_wave(held_plan, serve):
 ])
 def test_a_stop_uncordons_the_held_nodes_and_the_emptied_ones_still_holding_pods(held_plan, serve, answers, lands,
                                                                                  list_answers, why):
-    cluster = FakeCluster(answers, _lands(held_plan) | lands, extra=(N4,), list_answers=list_answers)
+    cluster = FakeCluster(answers, landings(held_plan) | lands, extra=(N4,), list_answers=list_answers)
     report = _run(held_plan, cluster, serve, retry_for=0.2)
     assert report.stopped is not None and why in report.stopped and report.failed
     assert cluster.log[-2:] == [("PATCH", "n4"), ("PATCH", "n3")]
@@ -204,7 +200,7 @@ def test_a_stop_uncordons_the_held_nodes_and_the_emptied_ones_still_holding_pods
 def test_a_stop_keeps_an_emptied_node_cordoned_once_it_is_empty(held_plan, serve):
     """Both replacements land on n2 (n1 predicted for one): the run stops after the wave, n3 holds only
     its DaemonSet pod, so it stays cordoned and marked, for an autoscaler."""
-    lands = _lands(held_plan)
+    lands = landings(held_plan)
     cluster = FakeCluster({}, dict.fromkeys(lands, "n2"), extra=(N4,))
     assert set(lands.values()) == {"n1", "n2"}
     report = _run(held_plan, cluster, serve)
@@ -220,7 +216,7 @@ def test_a_stop_keeps_an_emptied_node_cordoned_once_it_is_empty(held_plan, serve
     pytest.param(["n3", "n4"], [], id="nothing is patched when every node is cordoned already"),
 ])
 def test_a_node_unschedulable_already_is_neither_patched_nor_uncordoned(held_plan, serve, already, patched):
-    cluster = FakeCluster({}, _lands(held_plan), extra=(N4,))
+    cluster = FakeCluster({}, landings(held_plan), extra=(N4,))
     for name in already:
         cluster.node(name).setdefault("spec", {})["unschedulable"] = True
     report = _run(held_plan, cluster, serve)
@@ -236,7 +232,7 @@ def test_a_node_unschedulable_already_is_neither_patched_nor_uncordoned(held_pla
     pytest.param("n4", ["n3"], id="a later node failing uncordons the ones before it"),
 ])
 def test_a_node_that_cannot_be_cordoned_stops_the_run_before_any_eviction(held_plan, serve, failing, undone):
-    cluster = FakeCluster({}, _lands(held_plan), extra=(N4,), node_answers={failing: [500]})
+    cluster = FakeCluster({}, landings(held_plan), extra=(N4,), node_answers={failing: [500]})
     report = _run(held_plan, cluster, serve)
     assert report.stopped == f"cannot cordon node {failing}: the patch answered 500 Internal Server Error"
     assert cluster.posts == [] and report.evicted == [] and report.waves_done == 0
@@ -244,7 +240,7 @@ def test_a_node_that_cannot_be_cordoned_stops_the_run_before_any_eviction(held_p
 
 
 def test_a_held_node_that_cannot_be_uncordoned_is_reported(held_plan, serve):
-    cluster = FakeCluster({}, _lands(held_plan), extra=(N4,), node_answers={"n4": [200, 500]})
+    cluster = FakeCluster({}, landings(held_plan), extra=(N4,), node_answers={"n4": [200, 500]})
     report = _run(held_plan, cluster, serve)
     assert report.stopped is None and report.waves_done == 1 and report.failed
     assert report.uncordon_failed == [("n4", "cannot uncordon node n4: the patch answered 500 Internal Server Error")]
@@ -256,7 +252,7 @@ def test_a_held_node_that_cannot_be_uncordoned_is_reported(held_plan, serve):
 def test_a_cordon_the_user_makes_between_the_read_and_the_patch_is_never_marked(plan, serve):
     """The cordon's patch carries the resourceVersion it read, a precondition: the user's cordon landing in
     between makes it fail (409) instead of marking the user's cordon, and the run stops before any eviction."""
-    cluster = FakeCluster({}, _lands(plan))
+    cluster = FakeCluster({}, landings(plan))
     cluster.node("n3")["metadata"]["resourceVersion"] = "7"
 
     def user_cordons(name: str) -> None:
@@ -275,7 +271,7 @@ def test_a_cordon_the_user_makes_between_the_read_and_the_patch_is_never_marked(
 def test_the_run_uncordons_only_the_node_as_it_marked_it(held_plan, serve):
     """Each patch names the resourceVersion read just before it: cordoning n4 bumps it, and the uncordon
     after the last wave names the bumped one."""
-    cluster = FakeCluster({}, _lands(held_plan), extra=(N4,))
+    cluster = FakeCluster({}, landings(held_plan), extra=(N4,))
     cluster.node("n4")["metadata"]["resourceVersion"] = "3"
     report = _run(held_plan, cluster, serve)
     assert report.uncordoned == ["n4"] and cluster.node("n4")["metadata"]["resourceVersion"] == "5"

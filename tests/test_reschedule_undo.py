@@ -17,7 +17,7 @@ import pytest
 import yaml
 from builders import run_cli
 from conftest import require
-from helpers.fake_api import EXAMPLE, FakeCluster, Servers, kubeconfig
+from helpers.fake_api import EXAMPLE, FakeCluster, Servers, kubeconfig, landings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -53,10 +53,6 @@ def plan():  # type: ignore[no-untyped-def]
     return optisched.reschedule(optisched.load([str(EXAMPLE)]), goal="consolidate", time_limit=5)
 
 
-def _lands(plan) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {m.key.split("/")[1]: m.predicted for w in plan.staging.waves for m in w.moves}
-
-
 def _mark(cluster: FakeCluster, name: str, plan_id: str, why: str = "emptied", cordoned: bool = True) -> None:
     node = cluster.node(name)
     node["metadata"]["annotations"] = {BY: plan_id, AT: "2026-01-01T00:00:00Z", FOR: why}
@@ -78,7 +74,7 @@ def _stranger(node: str) -> dict:
 # --- an earlier run's marks ---------------------------------------------------------------------------
 
 def test_an_earlier_runs_mark_on_a_node_of_the_plan_refuses_it_before_any_change(plan, servers):
-    cluster = FakeCluster({}, _lands(plan))
+    cluster = FakeCluster({}, landings(plan))
     _mark(cluster, "n3", "0123456789ab")
     report = _apply(plan, cluster, servers)
     assert report.failed and report.refused == ["n3"] and cluster.log == []
@@ -89,7 +85,7 @@ def test_an_earlier_runs_mark_on_a_node_of_the_plan_refuses_it_before_any_change
 
 def test_an_earlier_runs_marks_elsewhere_are_reported_and_the_run_goes_on(plan, servers):
     n5 = copy.deepcopy(N4) | {"metadata": {"name": "n5", "labels": {"kubernetes.io/hostname": "n5"}}}
-    cluster = FakeCluster({}, _lands(plan), extra=(n5,))
+    cluster = FakeCluster({}, landings(plan), extra=(n5,))
     _mark(cluster, "n5", "0123456789ab", "held")
     report = _apply(plan, cluster, servers)
     assert not report.failed and report.waves_done == 1 and report.refused == []
@@ -109,7 +105,7 @@ def test_an_earlier_runs_mark_refuses_the_plan_only_where_undo_would_restore_the
     extra.write_text(yaml.safe_dump(N4))
     plan = optisched.reschedule(optisched.load([str(EXAMPLE), str(extra)]), goal="consolidate", time_limit=5)
     assert "n4" in plan.staging.held
-    cluster = FakeCluster({}, _lands(plan), extra=(N4,))
+    cluster = FakeCluster({}, landings(plan), extra=(N4,))
     _mark(cluster, "n4", "0123456789ab", why)
     report = _apply(plan, cluster, servers)
     assert report.refused == refused and report.earlier is not None and "n4" in report.earlier
@@ -132,7 +128,7 @@ def _bound(cluster: FakeCluster) -> dict[str, str]:
                  "default/web-31, to be evicted from n3, is on n2 now", id="a pod to evict moved"),
 ])
 def test_a_cluster_that_changed_since_the_plan_stops_the_run_before_the_first_eviction(plan, servers, change, why):
-    cluster = FakeCluster({}, _lands(plan))
+    cluster = FakeCluster({}, landings(plan))
     expected = _bound(cluster)  # the cluster the plan was made from
     assert {"n1", "n2", "n3"} == {m.predicted for w in plan.staging.waves for m in w.moves} | {"n3"}
     change(cluster)
@@ -152,7 +148,7 @@ def test_the_pods_are_read_again_before_every_wave(plan, servers):
     onward = "n2" if first.predicted != "n2" else "n1"
     detour.staging.waves.append(Wave([Move(first.pod, first.key, first.predicted, onward, "detour (2 of 2)",
                                            onward)], {}))
-    cluster = FakeCluster({}, _lands(plan) | {"web-31-r": onward})
+    cluster = FakeCluster({}, landings(plan) | {"web-31-r": onward})
     expected = _bound(cluster)
     # pod lists: 0 before wave 1, 1 its replacements, 2 before wave 2
     cluster.on_list = lambda i: cluster.pods.update({"default/stranger": _stranger(onward)}) if i == 2 else None
@@ -179,7 +175,7 @@ def test_an_interrupt_stops_the_evictions_and_uncordons_the_nodes_still_holding_
     def press(seconds: float) -> None:
         interrupt._requested.set()
 
-    cluster = FakeCluster({"web-31": [429]}, _lands(plan))
+    cluster = FakeCluster({"web-31": [429]}, landings(plan))
     try:
         report = _apply(plan, cluster, servers, sleep=press)
     finally:

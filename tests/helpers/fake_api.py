@@ -221,6 +221,11 @@ class Servers:
             s.shutdown()
 
 
+def landings(plan) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Each moved pod's name -> the node the plan predicts for its replacement."""
+    return {m.key.split("/")[1]: m.predicted for w in plan.staging.waves for m in w.moves}
+
+
 def kubeconfig(folder: Path, host: str) -> str:
     """A kubeconfig file in ``folder`` whose one context is the server at ``host``."""
     kc = folder / "kubeconfig"
