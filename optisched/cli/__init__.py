@@ -9,10 +9,10 @@ from typing import Annotated, NoReturn
 import typer
 from rich.text import Text
 
-from .errors import InputError
-from .options import check_int32, check_seconds, check_workers
-from .textsafe import plain, safe, safe_console
-from .version import KUBE_VERSION, __version__
+from ..errors import InputError
+from ..options import check_int32, check_seconds, check_workers
+from ..textsafe import plain, safe, safe_console
+from ..version import KUBE_VERSION, __version__
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
@@ -45,21 +45,21 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON
 def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
           context: str | None = None, max_input_size: str = "4Gi"):
     """Load, compile and print the input's warnings on stderr (the same lines in every command)."""
-    from .input_warnings import input_warnings
-    from .model.loader import load_cluster
-    from .model.state import compile_cluster
-    from .profile import default_config, load_config
+    from ..input_warnings import input_warnings
+    from ..model.loader import load_cluster
+    from ..model.state import compile_cluster
+    from ..profile import default_config, load_config
 
     if kubeconfig or context:
         if paths:
             raise InputError("give either CLUSTER files or --kubeconfig/--context, not both")
-        from .model.live import load_live
+        from ..model.live import load_live
 
         cluster = load_live(kubeconfig, context)
     elif not paths:
         raise InputError("no input: give CLUSTER files or folders, - for stdin, or --kubeconfig/--context")
     else:
-        from .model.bounded import parse_size
+        from ..model.bounded import parse_size
 
         cluster = load_cluster(paths, parse_size(max_input_size))
     config = load_config(profile) if profile else (cluster.config or default_config())
@@ -77,8 +77,8 @@ def _print_json(doc: dict) -> None:
 def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict,  # type: ignore[no-untyped-def]
                       extra: dict, not_attempted: list[int] | tuple[()] = ()) -> None:
     """``--output``: FILE.csv (pod,node,status) or JSON; the shapes are in docs/cli.md; ``-``: stdout."""
-    from .outputs import write_text
-    from .summaries import placements_text
+    from ..outputs import write_text
+    from ..summaries import placements_text
 
     write_text(path, placements_text("csv" if path.suffix == ".csv" else "json", mode, state, node_of, not_handled,
                                      extra, not_attempted))
@@ -86,7 +86,7 @@ def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict, 
 
 def _stop_if_interrupted() -> None:
     """After an interrupted run printed its answer: exit 130 after Ctrl-C, 143 after SIGTERM (docs/cli.md)."""
-    from . import interrupt
+    from .. import interrupt
 
     if interrupt.requested():
         raise typer.Exit(interrupt.exit_status())
@@ -95,7 +95,7 @@ def _stop_if_interrupted() -> None:
 def _check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[str, ...] | Path | None,
                    folders: tuple[str, ...] = ()) -> None:
     """Refuse unwritable output paths, and outputs that are (or lie inside) inputs, before any work."""
-    from .outputs import check_outputs, input_paths
+    from ..outputs import check_outputs, input_paths
 
     check_outputs(outputs, input_paths(*inputs), folders=folders)
 
@@ -140,7 +140,7 @@ def schedule(
     max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Place the pending pods as kube-scheduler would (greedy mode), or all at once (optimal mode)."""
-    from .greedy.select import TieBreak
+    from ..greedy.select import TieBreak
 
     if mode not in MODES:
         raise InputError(f"--mode: {mode!r} is not one of {', '.join(MODES)}")
@@ -154,12 +154,12 @@ def schedule(
         raise InputError("--objective applies to optimal mode (--mode optimal)")
     if weights is not None and mode != "optimal":
         raise InputError("--weights applies to optimal mode (--mode optimal)")
-    from .optimal.solve import STOP_AFTER, parse_weights
+    from ..optimal.solve import STOP_AFTER, parse_weights
 
     if stop_after is not None and stop_after not in STOP_AFTER:
         raise InputError(f"--stop-after: {stop_after!r} is not one of {', '.join(STOP_AFTER)}")
-    from .optimal.user_objectives import check_objective
-    from .policy.eviction import EvictionPolicy
+    from ..optimal.user_objectives import check_objective
+    from ..policy.eviction import EvictionPolicy
 
     check_objective(objective)
     parsed = parse_weights(weights)
@@ -169,7 +169,7 @@ def schedule(
     if mode == "greedy":
         summary = _schedule_greedy(state, config, tb, seed, no_requeue, trace, output, as_json)
         return _schedule_end(summary, as_json, warnings, fail_on_pending)
-    from .optimal.solve import OptimalOptions
+    from ..optimal.solve import OptimalOptions
 
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
                              weights=parsed, eviction=policy, deterministic=not nondeterministic,
@@ -197,7 +197,7 @@ def _schedule_end(summary: dict, as_json: bool, warnings: list[str], fail_on_pen
 def _guarded(work, rescue) -> None:  # type: ignore[no-untyped-def]
     """``work()`` in a worker process (:mod:`optisched.worker`): when the worker crashes, ``rescue(crash)``
     here, and exit 1; else exit as the work did."""
-    from .worker import guarded
+    from ..worker import guarded
 
     def status(fn) -> int:  # type: ignore[no-untyped-def]
         try:
@@ -219,7 +219,7 @@ def _guarded(work, rescue) -> None:  # type: ignore[no-untyped-def]
 
 def _solved(state, config, options):  # type: ignore[no-untyped-def]
     """``solve(options, progress)``: optimal mode's answer, interruptible (Ctrl-C, SIGTERM)."""
-    from .optimal.solve import solve_optimal
+    from ..optimal.solve import solve_optimal
 
     return lambda options, progress: solve_optimal(state, config, options, progress=progress)
 
@@ -227,8 +227,8 @@ def _solved(state, config, options):  # type: ignore[no-untyped-def]
 def _rescued(state, config, crash):  # type: ignore[no-untyped-def]
     """``solve(options, progress)`` after the solver's process crashed: say so on one line, then kube-scheduler's
     placement (greedy mode, run again here to the end) as optimal mode's answer, marked as such."""
-    from .greedy.scheduler import GreedyOptions, GreedyScheduler
-    from .optimal.solve import greedy_answer
+    from ..greedy.scheduler import GreedyOptions, GreedyScheduler
+    from ..optimal.solve import greedy_answer
 
     line = crash.line("kube-scheduler's placement (greedy mode)")
     _error(line)
@@ -242,12 +242,12 @@ def _rescued(state, config, crash):  # type: ignore[no-untyped-def]
 
 def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path | None,  # type: ignore[no-untyped-def]
                      output: Path | None, as_json: bool) -> dict:
-    from .greedy.scheduler import GreedyOptions, GreedyScheduler
-    from .greedy.trace import trace_of
-    from .interrupt import catching
-    from .progress import progress_bar
-    from .render import render_schedule_summary
-    from .summaries import greedy_summary
+    from ..greedy.scheduler import GreedyOptions, GreedyScheduler
+    from ..greedy.trace import trace_of
+    from ..interrupt import catching
+    from ..progress import progress_bar
+    from ..render import render_schedule_summary
+    from ..summaries import greedy_summary
 
     sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
                                                          record=trace is not None, interruptible=True))
@@ -255,7 +255,7 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
         result = sched.run(progress=advance)
     summary = greedy_summary(result)
     if trace is not None:
-        from .outputs import write_text
+        from ..outputs import write_text
 
         write_text(trace, json.dumps(trace_of(result, config, tb), indent=1) + "\n")
     if output is not None:
@@ -272,10 +272,10 @@ def _schedule_optimal(state, config, options, output: Path | None, as_json: bool
                       solve) -> dict:
     """Optimal mode's answer by ``solve(options, progress)`` (:func:`_solved`, :func:`_rescued`): written,
     printed; its summary."""
-    from .interrupt import catching
-    from .progress import solver_status
-    from .render import render_optimal_summary
-    from .summaries import optimal_summary
+    from ..interrupt import catching
+    from ..progress import solver_status
+    from ..render import render_optimal_summary
+    from ..summaries import optimal_summary
 
     with catching(), solver_status(err) as update:
         result = solve(options, update)
@@ -320,30 +320,30 @@ def compare(
     max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
-    from .experiments.pipeline import CompareOptions, policy_config, run_comparison
-    from .experiments.render import render_comparison
-    from .progress import progress_bar, solver_status
+    from ..experiments.pipeline import CompareOptions, policy_config, run_comparison
+    from ..experiments.render import render_comparison
+    from ..progress import progress_bar, solver_status
 
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     for name in names:
         policy_config(name)  # refuse a bad policy before the long runs
-    from .optimal.solve import parse_weights
-    from .optimal.user_objectives import check_objective
-    from .policy.eviction import EvictionPolicy
+    from ..optimal.solve import parse_weights
+    from ..optimal.user_objectives import check_objective
+    from ..policy.eviction import EvictionPolicy
 
     check_objective(objective)
     parsed = parse_weights(weights)
     policy = EvictionPolicy.parse(evict)
     _check_outputs({"--report": report}, cluster, profile, names, folders=("--report",))
     if report is not None:
-        from .report import check_report_dir
+        from ..report import check_report_dir
 
         check_report_dir(report)
     state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
                              objective=objective, weights=parsed, replay=replay, selector=selector,
                              namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()), eviction=policy)
-    from .interrupt import catching, cause, requested
+    from ..interrupt import catching, cause, requested
 
     def answer(solve) -> None:  # type: ignore[no-untyped-def]
         with catching(), progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, \
@@ -356,7 +356,7 @@ def compare(
         else:
             render_comparison(out, comparison)
         if report is not None:
-            from .report import write_report
+            from ..report import write_report
 
             written = write_report(comparison, report)
             err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
@@ -367,7 +367,7 @@ def compare(
         _stop_if_interrupted()
 
     def rescued(crash) -> None:  # type: ignore[no-untyped-def]
-        from .optimal.solve import greedy_answer
+        from ..optimal.solve import greedy_answer
 
         line = crash.line("kube-scheduler's placement (greedy mode) as the optimal run")
         _error(line)
@@ -386,8 +386,8 @@ def inspect(
     max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
-    from .inspect import summarize
-    from .render import render_inspect
+    from ..inspect import summarize
+    from ..render import render_inspect
 
     state, config, _ = _load(cluster, profile, kubeconfig, context, max_input_size)
     summary = summarize(state, config)
@@ -410,10 +410,10 @@ def explain(
 ) -> None:
     """Show one pod's scheduling cycles: every node, the plugin that rejected it and why, or its scores; a
     preemptor's attempt that evicted victims, then the attempt that placed it."""
-    from .greedy.explain import explain_pod
-    from .greedy.scheduler import GreedyOptions, GreedyScheduler
-    from .progress import progress_bar
-    from .render import render_explain
+    from ..greedy.explain import explain_pod
+    from ..greedy.scheduler import GreedyOptions, GreedyScheduler
+    from ..progress import progress_bar
+    from ..render import render_explain
 
     if not pod:
         raise InputError("--pod namespace/name is required")
@@ -472,14 +472,14 @@ def preempt(
         raise InputError("give --pod or --all-pending, not both")
     if cross_node and (mode != "optimal" or not pod):
         raise InputError("--cross-node applies to optimal mode for one pod (--mode optimal --pod NS/NAME)")
-    from .policy.eviction import EvictionPolicy
+    from ..policy.eviction import EvictionPolicy
 
     policy = EvictionPolicy.parse(evict)
     _check_outputs({"--output": output}, cluster, profile)
     state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
     key = state.pods[_pending_row(state, pod)].key if pod else None
     shown = err if str(output) == "-" else out  # --output -: the evictions on stdout, the table on stderr
-    from .interrupt import catching, cause, requested
+    from ..interrupt import catching, cause, requested
 
     with catching():
         if mode == "optimal":
@@ -496,7 +496,7 @@ def preempt(
     if failed:
         raise typer.Exit(EXIT_CHECK_FAILED)
     if output is not None:
-        from .outputs import write_text
+        from ..outputs import write_text
 
         if output.suffix == ".json":  # one v1 List, as `kubectl get -o json` writes several objects
             write_text(output, json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=1) + "\n")
@@ -508,10 +508,10 @@ def preempt(
 def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):  # type: ignore[no-untyped-def]
     from dataclasses import asdict
 
-    from .greedy.scheduler import GreedyOptions, GreedyScheduler
-    from .preemption.plan import eviction_objects, preemptions
-    from .progress import progress_bar
-    from .render import render_preemptions
+    from ..greedy.scheduler import GreedyOptions, GreedyScheduler
+    from ..preemption.plan import eviction_objects, preemptions
+    from ..progress import progress_bar
+    from ..render import render_preemptions
 
     sched = GreedyScheduler(state, config, GreedyOptions(interruptible=True))
     with progress_bar(err, "greedy mode", len(state.pending)) as advance:
@@ -524,12 +524,12 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):
 
 def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
                      workers: int, seed: int, as_json: bool, policy=None, console=out):
-    from .progress import solver_status
+    from ..progress import solver_status
 
     if key is not None:
-        from .preemption.minimal import minimal_victims
-        from .preemption.plan import minimal_eviction_objects
-        from .render import render_minimal_preemption
+        from ..preemption.minimal import minimal_victims
+        from ..preemption.plan import minimal_eviction_objects
+        from ..render import render_minimal_preemption
 
         with solver_status(err) as update:
             answer = minimal_victims(state, config, key, cross_node=cross_node, time_limit=time_limit,
@@ -540,18 +540,18 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
         return doc, minimal_eviction_objects([answer]), bool(answer.violations)
     from dataclasses import asdict
 
-    from .optimal.solve import OptimalOptions, solve_optimal
-    from .preemption.plan import batch_eviction_objects, batch_preemptions
-    from .render import render_batch_preemptions
-    from .summaries import optimal_summary
+    from ..optimal.solve import OptimalOptions, solve_optimal
+    from ..preemption.plan import batch_eviction_objects, batch_preemptions
+    from ..render import render_batch_preemptions
+    from ..summaries import optimal_summary
 
     with solver_status(err) as update:
         result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed,
                                                              eviction=policy), progress=update)
-    from .preemption.landing import predict_landing
-    from .preemption.pdb_model import budget_use
-    from .preemption.plan import plan_document
-    from .render import render_budgets, render_landing
+    from ..preemption.landing import predict_landing
+    from ..preemption.pdb_model import budget_use
+    from ..preemption.plan import plan_document
+    from ..render import render_budgets, render_landing
 
     plan = batch_preemptions(result)
     landing = predict_landing(state, config, result.node_of)
@@ -622,10 +622,10 @@ def reschedule(
     if plan_id is not None or undo_all:
         raise InputError("--plan and --all go with --undo-cordons")
 
-    from .policy.eviction import EvictionPolicy
-    from .reschedule import Budgets, parse_goals, plan_reschedule
-    from .reschedule.goals import parse_thresholds
-    from .reschedule.output import check_output, write_plan
+    from ..policy.eviction import EvictionPolicy
+    from ..reschedule import Budgets, parse_goals, plan_reschedule
+    from ..reschedule.goals import parse_thresholds
+    from ..reschedule.output import check_output, write_plan
 
     goals = parse_goals(goal)
     if bool(thresholds) != bool(target_thresholds):
@@ -640,17 +640,17 @@ def reschedule(
         check_output(output)
     _check_outputs({"--output": output, "--report": report}, cluster, profile, descheduler_policy, folders=("--report",))
     if report is not None:
-        from .reschedule.report import check_reschedule_report
+        from ..reschedule.report import check_reschedule_report
 
         check_reschedule_report(report)
-    from .descheduler import load_policy
+    from ..descheduler import load_policy
 
     versus_policy = load_policy(descheduler_policy) if descheduler_policy else None
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
     state, config, _ = _load(cluster, profile, kubeconfig, context)
-    from .interrupt import catching, cause, requested
+    from ..interrupt import catching, cause, requested
 
     with catching():
         plan = plan_reschedule(state, config, goals, Budgets(max_moves, max_moves_per_node, max_unavailable), policy,
@@ -660,15 +660,15 @@ def reschedule(
     for line in plan.summary():
         out.print(Text(line), highlight=False, soft_wrap=True)
     if compare_descheduler or descheduler_policy:
-        from .reschedule.versus import compare_descheduler as versus
-        from .reschedule.versus import render_versus
+        from ..reschedule.versus import compare_descheduler as versus
+        from ..reschedule.versus import render_versus
 
         plan.versus = versus(state, config, plan, versus_policy, levels)
         render_versus(out, plan.versus)
     if output is not None:
         write_plan(plan, output)
     if report is not None:
-        from .reschedule.report import write_reschedule_report
+        from ..reschedule.report import write_reschedule_report
 
         written = write_reschedule_report(plan, state, report)
         err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
@@ -681,8 +681,8 @@ def reschedule(
                   + ("; not applied" if apply else ""), highlight=False)
         raise typer.Exit(1)
     if apply:
-        from .reschedule.apply import apply_live
-        from .reschedule.recheck import placement
+        from ..reschedule.apply import apply_live
+        from ..reschedule.recheck import placement
 
         with catching():  # Ctrl-C (or SIGTERM) stops between two evictions, then the report is printed
             done = apply_live(plan, kubeconfig, context, placement(state))
@@ -704,8 +704,8 @@ def _undo_cordons(cluster: list[str] | None, apply: bool, kubeconfig: str | None
     if plan_id is not None and not (len(plan_id) == 12 and all(c in "0123456789abcdef" for c in plan_id)):
         raise InputError(f"--plan: {plan_id!r} is not a plan id (12 hex digits: the planId of plan.json, the first "
                          "line of the summary)")
-    from .reschedule.apply import core_api
-    from .reschedule.undo import undo_cordons
+    from ..reschedule.apply import core_api
+    from ..reschedule.undo import undo_cordons
 
     done = undo_cordons(core_api(kubeconfig, context), plan_id, undo_all)
     for line in done.lines:
@@ -723,7 +723,7 @@ def snapshot(
 ) -> None:
     """Save what a live read sees (the kinds optisched reads, status included, never Secrets) as one List
     file, so a run can be repeated offline: optisched compare FILE."""
-    from .model.live import check_snapshot_path, list_live, write_snapshot
+    from ..model.live import check_snapshot_path, list_live, write_snapshot
 
     check_snapshot_path(output, kubeconfig, force)
     objects = list_live(kubeconfig, context)
@@ -747,9 +747,9 @@ def generate(
     csi_limit: Annotated[int, typer.Option(min=0, help="With --volumes: CSI volumes each node attaches.")] = 25,
 ) -> None:
     """Write a seeded synthetic cluster (same seed, same bytes)."""
-    from .datasets.generate import GenerateSpec, dump
-    from .datasets.generate import generate as gen
-    from .datasets.storage import VolumeSpec, add_volumes
+    from ..datasets.generate import GenerateSpec, dump
+    from ..datasets.generate import generate as gen
+    from ..datasets.storage import VolumeSpec, add_volumes
 
     _check_outputs({"OUTPUT": output})
     spec = GenerateSpec(nodes=nodes, pods=pods, pending_fraction=pending_fraction, load=load, zones=zones,
@@ -786,8 +786,8 @@ def experiment(
 ) -> None:
     """Seeded sweeps of the FGD paper's protocol on the openb trace, and its offline optimum ('optimum')
     (see docs/experiments.md)."""
-    from .experiments.fgd_report import plot_results
-    from .experiments.sweep import FGD_POLICIES, FGD_WORKLOADS, SweepSpec, load_spec, parse_seeds, run_sweep
+    from ..experiments.fgd_report import plot_results
+    from ..experiments.sweep import FGD_POLICIES, FGD_WORKLOADS, SweepSpec, load_spec, parse_seeds, run_sweep
 
     if target == "plot":
         if results is None:
@@ -817,7 +817,7 @@ def experiment(
     inputs = {Path(spec.data).resolve(), Path(target).resolve()}
     if out_path.resolve() in inputs or Path(spec.data).resolve() in out_path.resolve().parents:
         raise InputError(f"{out_path}: the output must not be an input or lie inside the data folder")
-    from .progress import progress_bar
+    from ..progress import progress_bar
 
     with progress_bar(err, "experiment", len(spec.cells()), unit="cells", every=1) as advance:
         df = run_sweep(spec, out_path, executor, jobs, address, progress=advance)
@@ -829,8 +829,8 @@ def _experiment_optimum(data: Path | None, workloads: str | None, seeds: str, po
     """``experiment optimum``: the offline optimum beside FGD at the given arrived points (one Parquet row each)."""
     import os
 
-    from .experiments.fgd_optimum import OPTIMUM_WORKLOADS, run_optimum
-    from .experiments.sweep import SweepSpec, parse_seeds
+    from ..experiments.fgd_optimum import OPTIMUM_WORKLOADS, run_optimum
+    from ..experiments.sweep import SweepSpec, parse_seeds
 
     folder = str(data or os.environ.get("OPENB_DIR", ""))
     if not folder:
@@ -849,7 +849,7 @@ def _experiment_optimum(data: Path | None, workloads: str | None, seeds: str, po
     out_path = output or Path("optimum.parquet")
     if Path(folder).resolve() in out_path.resolve().parents:
         raise InputError(f"{out_path}: the output must not lie inside the data folder")
-    from .progress import progress_bar
+    from ..progress import progress_bar
 
     total = len(names) * len(spec.seeds) * len(at)
     with progress_bar(err, "optimum", total, unit="points", every=1) as advance:
@@ -876,8 +876,8 @@ def deschedule(
     context: ContextOpt = None,
 ) -> None:
     """Run the descheduler's strategies once, replay kube-scheduler on the replacements, count a second cycle."""
-    from .descheduler import load_policy, run_descheduler
-    from .descheduler.render import render_outcome
+    from ..descheduler import load_policy, run_descheduler
+    from ..descheduler.render import render_outcome
 
     if policy == Path():
         raise InputError("--policy: give a DeschedulerPolicy file")
@@ -906,14 +906,14 @@ def pressure(
     context: ContextOpt = None,
 ) -> None:
     """Which pods the kubelet evicts from nodes under memory or disk pressure, and where they land."""
-    from .whatif import (
+    from ..whatif import (
         load_kubelet_config,
         load_usage,
         parse_thresholds,
         run_pressure,
         usage_from_annotations,
     )
-    from .whatif.render import render_pressure
+    from ..whatif.render import render_pressure
 
     th = load_kubelet_config(kubelet_config) if kubelet_config else \
         parse_thresholds({"kind": "KubeletConfiguration"}, "<defaults>")
@@ -948,9 +948,9 @@ def drain(
 ) -> None:
     """What `kubectl drain` would do: refused pods, eviction waves under PDBs, where the pods land (and
     optisched's best placement), and the largest set of the nodes that drains together."""
-    from .whatif.drain import DrainFlags, pool_nodes, run_drain
-    from .whatif.drainable import annotate
-    from .whatif.render import render_drain
+    from ..whatif.drain import DrainFlags, pool_nodes, run_drain
+    from ..whatif.drainable import annotate
+    from ..whatif.render import render_drain
 
     names = [n.strip() for n in node.split(",") if n.strip()]
     if bool(names) == bool(pool):
@@ -959,7 +959,7 @@ def drain(
         raise InputError(f"--output: {output} must end in .json")
     _check_outputs({"--output": output, "--report": report}, cluster, profile, folders=("--report",))
     if report is not None:
-        from .whatif.drain_report import check_drain_report
+        from ..whatif.drain_report import check_drain_report
 
         check_drain_report(report)
     state, config, _ = _load(cluster, profile, kubeconfig, context)
@@ -969,11 +969,11 @@ def drain(
     annotate(outcome, state, config, flags, time_limit)
     _print_json(outcome.to_dict()) if as_json else render_drain(out, outcome)
     if output is not None:
-        from .outputs import write_text
+        from ..outputs import write_text
 
         write_text(output, json.dumps(outcome.to_dict(), indent=1) + "\n")
     if report is not None:
-        from .whatif.drain_report import write_drain_report
+        from ..whatif.drain_report import write_drain_report
 
         written = write_drain_report(outcome, state, report)
         err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
@@ -996,8 +996,8 @@ def what_if(
     context: ContextOpt = None,
 ) -> None:
     """Taint-based eviction or node failure: which pods go and when, broken PDBs, where pods land."""
-    from .whatif.render import render_taint
-    from .whatif.taint import parse_taint, run_taint
+    from ..whatif.render import render_taint
+    from ..whatif.taint import parse_taint, run_taint
 
     names = [n.strip() for n in node.split(",") if n.strip()]
     if fail or fail_zone:
@@ -1017,8 +1017,8 @@ def what_if(
 
 def _what_if_failure(cluster, names: list[str], zone: str, zone_key: str, optimal: bool,  # type: ignore[no-untyped-def]
                      profile, as_json: bool, kubeconfig, context) -> None:
-    from .whatif.failure import run_failure, zone_nodes
-    from .whatif.render import render_failure
+    from ..whatif.failure import run_failure, zone_nodes
+    from ..whatif.render import render_failure
 
     if bool(zone) == bool(names):
         raise InputError("give either --fail-zone ZONE or --fail --node N[,N...]")
@@ -1080,6 +1080,3 @@ def _fail(message: str, code: int = EXIT_USAGE) -> None:
     _error(message)
     sys.exit(code)
 
-
-if __name__ == "__main__":
-    main()
