@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from .version import KUBE_VERSION, __version__
 
 if TYPE_CHECKING:
-    from .experiments.compare import Comparison
+    from .comparison.compare import Comparison
     from .greedy.scheduler import GreedyResult
     from .model.cluster import Cluster
     from .optimal.solve import OptimalResult
@@ -103,15 +103,15 @@ def compare(cluster: Cluster, profile: SchedulerConfig | None = None, *, time_li
             placements: Mapping[str, Mapping[str, str | None]] | None = None,
             evict: str | Iterable[str] = ()) -> Comparison:
     """Greedy mode vs optimal mode (and greedy ``policies``: ``MostAllocated``, ``LeastAllocated`` or config
-    files) on one snapshot: a :class:`~optisched.experiments.Comparison` with DataFrames ``.summary``,
+    files) on one snapshot: a :class:`~optisched.comparison.Comparison` with DataFrames ``.summary``,
     ``.pods`` (the per-pod diff), ``.nodes`` and ``.plot_*()`` helpers; ``optisched.report.write_report``
     writes it as a report. ``replay=True`` takes the running pods (those ``selector``, kubectl's ``-l``
     syntax, and ``namespaces`` pick; DaemonSet, mirror and static pods stay) off their nodes and places
     them again with the pending ones; the input's placement is the third run, ``"current"``.
     ``placements`` adds your own runs, ``{"mine": {"ns/pod": "node" or None}}`` (pods not named keep
     their input node), measured with the same metrics. ``evict``: as for :func:`solve`."""
-    from .experiments.pipeline import CompareOptions, run_comparison
-    from .experiments.runs import placement_run
+    from .comparison.pipeline import CompareOptions, run_comparison
+    from .comparison.runs import placement_run
     from .model.state import compile_cluster
     from .policy.eviction import EvictionPolicy
     from .profile import default_config

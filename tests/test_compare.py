@@ -15,8 +15,8 @@ import pytest
 from builders import node, pod, state_of
 
 import optisched
-from optisched.experiments import PlacementRun, build_comparison, run_greedy
-from optisched.experiments.tables import format_value
+from optisched.comparison import PlacementRun, build_comparison, run_greedy
+from optisched.comparison.tables import format_value
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.state import compile_cluster
 from optisched.profile import default_config
@@ -241,7 +241,7 @@ def test_bad_runs_are_refused(runs, message):
 def test_render_comparison_prints_the_summary_side_by_side_and_the_diff(comparison):
     from rich.console import Console
 
-    from optisched.experiments.render import render_comparison
+    from optisched.comparison.render import render_comparison
 
     console = Console(record=True, width=200, color_system=None)
     render_comparison(console, comparison, max_pod_rows=3)
@@ -256,7 +256,7 @@ def test_render_comparison_prints_the_summary_side_by_side_and_the_diff(comparis
 def test_render_comparison_says_when_every_run_agrees(state):
     from rich.console import Console
 
-    from optisched.experiments.render import render_comparison
+    from optisched.comparison.render import render_comparison
 
     run = run_greedy(state, default_config())
     console = Console(record=True, width=120, color_system=None)
@@ -265,7 +265,7 @@ def test_render_comparison_says_when_every_run_agrees(state):
 
 
 def test_resources_nobody_requests_are_left_out_of_the_tables():
-    from optisched.experiments.tables import shown_resources
+    from optisched.comparison.tables import shown_resources
 
     st = state_of(node("n1").alloc(ephemeral_storage="10Gi", nvidia_gpu="2"), pod("p").req(cpu="1", memory="1Gi"),
                   node("n2").alloc(**{"example.com/foo": "3"}).unschedulable(), pod("q").req(**{"example.com/foo": "1"}))

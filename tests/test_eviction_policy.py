@@ -143,7 +143,7 @@ def test_namespaces_and_selector_narrow_who_may_leave(obj, policy, reason):
 
 def test_node_bound_kinds_are_one_rule_for_replays_and_policies():
     """The replay's kept pods and the policy's never-leaving kinds come from the same helper."""
-    from optisched.experiments.replay import stays_reason
+    from optisched.comparison.replay import stays_reason
     from optisched.policy.eviction import node_bound
 
     ds = pod("p").set("metadata.ownerReferences", [{"kind": "DaemonSet", "name": "ds"}]).on("n")

@@ -7,7 +7,7 @@ import pytest
 
 import optisched
 from optisched.errors import InputError
-from optisched.experiments import placement_run
+from optisched.comparison import placement_run
 from optisched.model.state import compile_cluster
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "preemption.yaml"

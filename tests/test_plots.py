@@ -7,7 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 
 import optisched
-from optisched.experiments import PlacementRun, build_comparison, run_greedy
+from optisched.comparison import PlacementRun, build_comparison, run_greedy
 from optisched.model.state import compile_cluster
 from optisched.profile import default_config
 

@@ -18,7 +18,7 @@ import pytest
 from builders import chromium_command
 
 import optisched
-from optisched.experiments import PlacementRun, build_comparison, run_greedy
+from optisched.comparison import PlacementRun, build_comparison, run_greedy
 from optisched.model.state import compile_cluster
 from optisched.profile import default_config
 from optisched.report import write_report

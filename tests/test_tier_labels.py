@@ -10,7 +10,7 @@ import pytest
 from builders import run_cli
 
 import optisched
-from optisched.experiments import PlacementRun, build_comparison, run_greedy
+from optisched.comparison import PlacementRun, build_comparison, run_greedy
 from optisched.model.state import compile_cluster
 from optisched.optimal.tier_labels import tier_glossary, tier_label
 from optisched.profile import default_config

@@ -320,8 +320,8 @@ def compare(
     max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
-    from ..experiments.pipeline import CompareOptions, policy_config, run_comparison
-    from ..experiments.render import render_comparison
+    from ..comparison.pipeline import CompareOptions, policy_config, run_comparison
+    from ..comparison.render import render_comparison
     from ..progress import progress_bar, solver_status
 
     names = tuple(p.strip() for p in policies.split(",") if p.strip())

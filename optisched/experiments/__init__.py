@@ -1,9 +1,1 @@
-"""Experiments: runs of several modes on one batch, compared as tables, plots and reports."""
-from __future__ import annotations
-
-from .compare import Comparison, build_comparison
-from .replay import Replay, prepare_replay
-from .runs import PlacementRun, placement_run, run_greedy
-
-__all__ = ["Comparison", "PlacementRun", "Replay", "build_comparison", "placement_run", "prepare_replay",
-           "run_greedy"]
+"""Experiments: the FGD paper's GPU-sharing sweeps, its bound and its figures."""

@@ -1,7 +1,7 @@
 """Metrics of a placement: pure functions over ``(state, node_of)``, vectorized over nodes.
 
 ``node_of`` is an int64 vector over the pod rows of a :class:`~optisched.model.state.ClusterState`
-giving each pod's node row after a run (-1 = not placed); see :mod:`optisched.experiments.runs`.
+giving each pod's node row after a run (-1 = not placed); see :mod:`optisched.comparison.runs`.
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from ..experiments.compare import Comparison
+    from ..comparison.compare import Comparison
 
 __all__ = ["REPORT_FILES", "check_report_dir", "claim_report_dir", "csv_file", "png_bytes", "write_report"]
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..experiments.tables import format_value, shown_resources, tier_definitions
+from ..comparison.tables import format_value, shown_resources, tier_definitions
 from ..metrics import evicted, moved
 from ..optimal.tier_labels import tier_label
 from ..version import KUBE_VERSION
@@ -18,7 +18,7 @@ from .page import page
 from .page import table as _table
 
 if TYPE_CHECKING:
-    from ..experiments.compare import Comparison
+    from ..comparison.compare import Comparison
 
 __all__ = ["render_html"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..experiments.tables import shown_resources
+from ..comparison.tables import shown_resources
 from ..metrics.cost import node_costs
 from ..metrics.resources import pods_per_node, utilization
 from ..model.state import ClusterState

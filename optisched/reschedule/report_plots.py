@@ -1,5 +1,5 @@
 """The plots of ``reschedule --report`` as matplotlib Figures on the Agg canvas (no display needed),
-built as compare's are (:mod:`optisched.experiments.plots`): no pyplot state, names from the input drawn
+built as compare's are (:mod:`optisched.comparison.plots`): no pyplot state, names from the input drawn
 as typed (no mathtext) with control characters shown escaped (:func:`optisched.textsafe.plain`)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..experiments.plots import MAX_BARS, literal_text
+from ..comparison.plots import MAX_BARS, literal_text
 from ..textsafe import plain
 from .pareto import ParetoCurve
 

@@ -4,7 +4,7 @@ Greedy mode runs first (recording each cycle, for the per-plugin scores of the p
 result is reused as optimal mode's hint, so optimal mode's time limit is spent on the solver. Other
 policies are greedy mode under another profile: a named NodeResourcesFit strategy (``MostAllocated``,
 ``LeastAllocated``) or a ``KubeSchedulerConfiguration`` file. With ``replay`` the running pods are placed
-again first (:mod:`optisched.experiments.replay`) and the input's placement is the third run, ``current``.
+again first (:mod:`optisched.comparison.replay`) and the input's placement is the third run, ``current``.
 """
 from __future__ import annotations
 

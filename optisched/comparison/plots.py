@@ -2,7 +2,7 @@
 
 Figures are built with ``matplotlib.figure.Figure`` rather than pyplot, so no global figure state is
 kept and nothing needs closing. Each run keeps one colour across every plot. The plots read a
-:class:`~optisched.experiments.compare.Comparison` through the :class:`Compared` protocol, so this
+:class:`~optisched.comparison.compare.Comparison` through the :class:`Compared` protocol, so this
 module sits below the one whose ``plot_*`` methods call it.
 """
 from __future__ import annotations
