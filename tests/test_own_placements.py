@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 import optisched
-from optisched.errors import InputError
 from optisched.comparison import placement_run
+from optisched.errors import InputError
 from optisched.model.state import compile_cluster
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "preemption.yaml"

@@ -17,9 +17,9 @@ import yaml
 from builders import node, pod, run_cli
 
 import optisched
-from optisched.errors import InputError
 from optisched.comparison import run_greedy
 from optisched.comparison.replay import prepare_replay, stays_reason
+from optisched.errors import InputError
 from optisched.metrics import COST_KEY
 from optisched.model.loader import cluster_from_objects
 from optisched.profile import default_config
