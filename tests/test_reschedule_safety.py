@@ -208,11 +208,27 @@ def _unreachable(tmp_path: Path) -> Path:
     return path
 
 
-def test_fail_on_unreached_exits_1_when_a_budget_keeps_the_plan_from_its_target(tmp_path, capsys):
+def test_a_budget_that_allows_no_disruption_keeps_its_pods_in_the_target_and_the_plan_says_so(tmp_path, capsys):
+    """No wave can evict a pod whose budget allows no disruption, so the target does not move it: the plan
+    reaches that target, its bound counts the violations kept, and a line names the budget."""
+    path = _unreachable(tmp_path)
+    code, out, _ = run_cli(["reschedule", str(path), "--goal", "repair", "--time-limit", "2",
+                              "--output", str(tmp_path / "plan.json")], capsys)
+    assert code == 0 and "repair: 2 -> 2 violations (target 2, bound 2): reached" in out
+    assert "2 running pod(s) stay on their node: PodDisruptionBudget default/web allows no disruption" in out
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    assert doc["goalReached"] is True and not doc["dropped"] and not any(w["moves"] for w in doc["waves"])
+
+
+def test_fail_on_unreached_exits_1_when_a_budget_keeps_the_plan_from_its_target(tmp_path, capsys, monkeypatch):
+    """With the zero budget left out of the target's solve, the target moves the budget's pods and no
+    wave can: the plan does not reach it."""
+    from optisched.reschedule import solve
+    monkeypatch.setattr(solve, "unbudgeted", lambda state, policy: (policy, []))
     path = _unreachable(tmp_path)
     code, out, err = run_cli(["reschedule", str(path), "--goal", "repair", "--time-limit", "2",
                               "--output", str(tmp_path / "plan.json")], capsys)
-    assert code == 0 and "repair: " in out and "not reached" in out and "budgets" in out
+    assert code == 0 and "repair: 2 -> 2 violations (target 0, bound 0): not reached" in out and "budgets" in out
     doc = json.loads((tmp_path / "plan.json").read_text())
     assert doc["goalReached"] is False and doc["reach"][0]["dropped"].get("budgets", 0) >= 1
     code, out, err = run_cli(["reschedule", str(path), "--goal", "repair", "--time-limit", "2",

@@ -80,7 +80,7 @@ def _bound(goal: Goal, measure: str, target: float, certificate: Certificate) ->
         if placed and all(t.bound is not None for t in placed):
             return target + sum(t.bound - t.objective for t in placed)
     if goal == Goal.REPAIR and (t := tiers.get("objective:repair")) is not None and t.bound == 0:
-        return 0
+        return target - t.objective  # the violations of pods the model keeps in place (it counts the rest)
     if goal == Goal.BALANCE and measure == "nodesOverTarget":
         t = next((t for name, t in tiers.items() if name.startswith("objective:excess")), None)
         return 0 if t is not None and t.bound == 0 else None

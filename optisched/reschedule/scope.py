@@ -20,9 +20,30 @@ import numpy as np
 
 from ..model.state import ClusterState
 from ..policy.eviction import KINDS, EvictionPolicy, Keep, pod_kinds
+from ..preemption.pdb import PDBLedger
 from .goals import Goal
 
-__all__ = ["narrowed"]
+__all__ = ["narrowed", "unbudgeted"]
+
+
+def unbudgeted(state: ClusterState, policy: EvictionPolicy) -> tuple[EvictionPolicy, list[str]]:
+    """``policy`` with the running pods stay that a PodDisruptionBudget of ``disruptionsAllowed`` 0 covers
+    (``maxUnavailable: 0``, ``minAvailable`` of every pod, or pods already disrupted): the Eviction API
+    refuses them in every wave (each wave gets the budget's ``disruptionsAllowed``, :mod:`.wave_limits`),
+    so the target leaves them where they are instead of planning a move no wave can take; with a
+    line for the summary per budget."""
+    ledger = PDBLedger(state, (state.pod_node >= 0).tolist())
+    closed = [b for b, allowed in enumerate(ledger.allowed) if allowed <= 0]
+    if not closed:
+        return policy, []
+    running = np.flatnonzero((state.pod_node >= 0) & policy.verdicts(state).may_leave)
+    at, budget = ledger.budget_pairs(running)
+    hit = np.isin(budget, closed)
+    keys = {state.pods[int(p)].key for p in running[at[hit]].tolist()}
+    lines = [f"{int(np.count_nonzero(budget[hit] == b))} running pod(s) stay on their node: PodDisruptionBudget "
+             f"{ledger.names[b]} allows no disruption (disruptionsAllowed {ledger.allowed[b]})"
+             for b in closed if np.any(budget[hit] == b)]
+    return (replace(policy, stay=policy.stay | keys), lines) if keys else (policy, [])
 
 
 def narrowed(state: ClusterState, policy: EvictionPolicy, goals: list[Goal], bad: dict[int, str]) -> EvictionPolicy:

@@ -25,7 +25,7 @@ from .pareto import sweep
 from .plan import ReschedulePlan, node_saving
 from .reach import reach, side_effects
 from .rounds import Realized, Rounds, final_rows, realize
-from .scope import narrowed
+from .scope import narrowed, unbudgeted
 from .tier_start import GoalStarts
 from .violations import violating
 from .waves import Budgets
@@ -121,6 +121,8 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | l
     if thresholds is not None and Goal.BALANCE in parsed:
         policy = _low_node_utilization(state, policy, thresholds, notes)
     bad = violating(state, config, state.pod_node, counted, soft)
+    policy, closed = unbudgeted(state, policy)
+    notes += closed
     policy = narrowed(state, policy, parsed, bad)
     started = time.perf_counter()
     balance = thresholds if thresholds is not None and Goal.BALANCE in parsed else None
