@@ -21,11 +21,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_NODE_SCORE",
+    "ClusterEvent",
     "Code",
     "CycleState",
     "Fidelity",
     "FilterResult",
     "FilterRule",
+    "Plugin",
     "ScoreRule",
     "Status",
     "default_normalize",
@@ -106,6 +108,37 @@ class CycleState:
     @property
     def pod_obj(self) -> Pod:
         return self.snapshot.state.pods[self.pod]
+
+
+class ClusterEvent(StrEnum):
+    """The cluster events a greedy run generates (``framework.ClusterEvent``): a pod bound to a node, and
+    one deleted from it (a preemption victim)."""
+
+    ASSIGNED_POD_ADD = "AssignedPodAdd"
+    ASSIGNED_POD_DELETE = "AssignedPodDelete"
+
+
+class Plugin:
+    """What the engines read of a plugin besides its extension points, declared on the rule class once:
+
+    - ``events``: the cluster events after which a pod it rejected may fit (its ``EventsToRegister``
+      whose queueing hint can answer Queue): the scheduling queue moves such a pod back on them;
+    - ``static``: its PreFilter and Filter read only the pod's spec and the node's fixed labels, taints
+      and flags, never a pod on a node or another object a run changes: greedy mode computes them once
+      per pod shape, and a preemption dry run, which only removes pods, never evaluates them again;
+    - ``placement_free``: its Filter reads no pod on the node (true of every static filter, and of
+      filters that read objects a run changes, such as volumes): a dry run keeps its answer;
+    - :meth:`score_key`: for a score that reads only the pod's spec and the nodes, what it reads of the
+      pod (greedy mode keeps the raw score per key); None for every other score.
+    """
+
+    events: ClassVar[frozenset[ClusterEvent]] = frozenset()
+    static: ClassVar[bool] = False
+    placement_free: ClassVar[bool] = False
+
+    @staticmethod
+    def score_key(pod: Pod) -> tuple | None:
+        return None
 
 
 @runtime_checkable

@@ -1,9 +1,11 @@
 """The in-tree plugin registry (``pkg/scheduler/framework/plugins/registry.go``'s ``NewInTreeRegistry``).
 
 Each plugin name maps to the rule classes that implement it: a filter side in
-``constraints/`` and a score side in ``objectives/``. Plugins of the default
-profile that optisched does not model (DRA, scheduling gates) are
-listed in :data:`optisched.profile.NOT_MODELLED` instead.
+``constraints/`` and a score side in ``objectives/``. What the engines need to know
+of a plugin beyond its extension points (the events it requeues on, whether its
+filter is static) is declared on its class (:class:`optisched.framework.Plugin`),
+not in tables here. Plugins of the default profile that optisched does not model
+(DRA, scheduling gates) are listed in :data:`optisched.profile.NOT_MODELLED` instead.
 """
 from __future__ import annotations
 

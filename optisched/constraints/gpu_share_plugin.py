@@ -20,7 +20,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from ..errors import InputError
-from ..framework import CycleState, Fidelity, FilterResult, Status
+from ..framework import CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from .gpu_share import (
@@ -124,7 +124,7 @@ class GpuShareState:
         return found is not None
 
 
-class GpuShare:
+class GpuShare(Plugin):
     """Filter of ``Open-Gpu-Share``: a GPU pod needs a node of an allowed model with ``gpu-count``
     devices each holding ``gpu-milli`` free."""
 

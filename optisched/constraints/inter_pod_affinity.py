@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod, PodAffinityTerm
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
@@ -270,8 +270,9 @@ class _PreFilter:
     self_match: bool
 
 
-class InterPodAffinity:
+class InterPodAffinity(Plugin):
     name = "InterPodAffinity"
+    events = frozenset({ClusterEvent.ASSIGNED_POD_ADD, ClusterEvent.ASSIGNED_POD_DELETE})
     depends_on_placement = True  # PreFilter state changes when pods are added or removed
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status, default_normalize
+from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status, default_normalize
 from ..model.objects import NodeAffinity as NodeAffinitySpec
 from ..model.objects import NodeSelectorOperator, Pod
 from ..model.snapshot import Snapshot
@@ -90,8 +90,15 @@ def _node_names_restriction(state: ClusterState, pod: Pod) -> Status:
     return Status(nodes=mask)
 
 
-class NodeAffinity:
+class NodeAffinity(Plugin):
     name = "NodeAffinity"
+    static = True
+    placement_free = True
+
+    @staticmethod
+    def score_key(pod: Pod) -> tuple:
+        aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+        return (aff.model_dump_json() if aff is not None else None),
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.state

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -20,8 +20,10 @@ __all__ = ["REASON", "NodeName"]
 REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName:
+class NodeName(Plugin):
     name = "NodeName"
+    static = True
+    placement_free = True
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.state

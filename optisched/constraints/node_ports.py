@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..framework import CycleState, Fidelity, FilterResult, Status
+from ..framework import ClusterEvent, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 
@@ -63,8 +63,9 @@ class PodHostPorts:
         self.of = [host_ports(p) for p in snapshot.state.pods]
 
 
-class NodePorts:
+class NodePorts(Plugin):
     name = "NodePorts"
+    events = frozenset({ClusterEvent.ASSIGNED_POD_DELETE})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         n = snapshot.state.num_nodes

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -75,11 +75,12 @@ def is_scalar_resource_name(name: str) -> bool:
             or is_attachable_volume(name))
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(Plugin):
     """PreFilter + Filter of ``NodeResourcesFit``; ``fits`` is ``fitsRequest`` for any "used" matrix
     (preemption calls it with the lower-priority pods taken away)."""
 
     name = "NodeResourcesFit"
+    events = frozenset({ClusterEvent.ASSIGNED_POD_DELETE})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.snapshot = snapshot

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Taint, TaintEffect
 from ..model.snapshot import Snapshot
 
@@ -23,8 +23,10 @@ REASON = "node(s) were unschedulable"
 _TAINT = Taint(key="node.kubernetes.io/unschedulable", effect=TaintEffect.NO_SCHEDULE)
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(Plugin):
     name = "NodeUnschedulable"
+    static = True
+    placement_free = True
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.unschedulable = snapshot.state.unschedulable

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..model.storage import StorageCatalog, pod_claims
@@ -82,7 +82,7 @@ def counts_volumes(pod: Pod, cat: StorageCatalog) -> bool:
     return bool(pod_claims(pod)) or any(inline_volume(v) is not None for v in pod.spec.volumes)
 
 
-class NodeVolumeLimits:
+class NodeVolumeLimits(Plugin):
     name = "NodeVolumeLimits"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
 from ..model.snapshot import Snapshot
 from ..model.state import HOSTNAME_LABEL as HOSTNAME
@@ -326,10 +326,11 @@ class _FilterState:
     minimum: list[int] = field(default_factory=list)
 
 
-class PodTopologySpread:
+class PodTopologySpread(Plugin):
     """PreFilter + Filter of ``PodTopologySpread``."""
 
     name = "PodTopologySpread"
+    events = frozenset({ClusterEvent.ASSIGNED_POD_ADD, ClusterEvent.ASSIGNED_POD_DELETE})
     depends_on_placement = True  # Filter follows pods added/removed after PreFilter (AddPod/RemovePod)
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

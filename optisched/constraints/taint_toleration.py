@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status, default_normalize
-from ..model.objects import TaintEffect, Toleration
+from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status, default_normalize
+from ..model.objects import Pod, TaintEffect, Toleration
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import encode_static
 
@@ -32,8 +32,14 @@ def untolerated(tolerations: list[Toleration], taints: list, effects: set[TaintE
                     dtype=bool)
 
 
-class TaintToleration:
+class TaintToleration(Plugin):
     name = "TaintToleration"
+    static = True
+    placement_free = True
+
+    @staticmethod
+    def score_key(pod: Pod) -> tuple:
+        return tuple(pod.spec.tolerations),
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.taints, self.matrix = snapshot.state.distinct_taints  # [T], bool [N, T]

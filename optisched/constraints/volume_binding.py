@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..model.state import HOSTNAME_LABEL
@@ -51,7 +51,7 @@ REASON_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 PV_KEY = tuple[int, str]  # (class index, claim name)
 
 
-class VolumeBinding:
+class VolumeBinding(Plugin):
     name = "VolumeBinding"
     placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod, Volume
 from ..model.snapshot import Snapshot
 from .volume_common import claim_not_found, storage_of, unresolvable
@@ -62,7 +62,7 @@ class PodVolumeKeys:
         self.has = [bool(d or c) for d, c in zip(self.disks, self.claims)]
 
 
-class VolumeRestrictions:
+class VolumeRestrictions(Plugin):
     name = "VolumeRestrictions"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Status
+from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..model.storage import BindingMode, PersistentVolume
 from .volume_common import (
@@ -58,7 +58,7 @@ def pv_topologies(pv: PersistentVolume) -> list[tuple[str, set[str]]]:
     return out
 
 
-class VolumeZone:
+class VolumeZone(Plugin):
     name = "VolumeZone"
     placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
 

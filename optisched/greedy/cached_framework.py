@@ -1,8 +1,8 @@
 """A :class:`Framework` that computes the placement-independent part of a cycle once per pod shape.
 
-NodeUnschedulable, NodeName, TaintToleration and NodeAffinity filter on the pod's spec and the nodes'
-fixed labels, taints and flags; TaintToleration, NodeAffinity and ImageLocality score on them too. Their
-answer for every node is computed once per distinct (tolerations, nodeName, nodeSelector, node
+The *static* filters (:class:`optisched.framework.Plugin`: NodeUnschedulable, NodeName, TaintToleration
+and NodeAffinity) filter on the pod's spec and the nodes' fixed labels, taints and flags; the scores with
+a ``score_key`` (TaintToleration, NodeAffinity and ImageLocality) score on them too. Their answer for every node is computed once per distinct (tolerations, nodeName, nodeSelector, node
 affinity, images) and read back for the nodes a cycle evaluates: the leading run of these filters in
 the profile's order becomes one lookup, with each node's first failing plugin, code and reasons as
 the plugins themselves gave them, so FitError histograms and traces are unchanged. Their PreFilter
@@ -20,33 +20,19 @@ from ..model.snapshot import Snapshot
 from ..profile import Profile
 from .framework_runner import FilterPass, Framework
 
-__all__ = ["STATIC_FILTERS", "STATIC_SCORES", "CachedFramework"]
+__all__ = ["CachedFramework"]
 
-STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
-STATIC_SCORES = frozenset({"TaintToleration", "NodeAffinity", "ImageLocality"})
 _ABSENT = object()
 _FILTER_KEY = "__static_filter_key__"
 MAX_ENTRIES = 512  # per cache: distinct pod shapes are few; a bound keeps memory flat on odd inputs
 
 
-def _node_affinity(pod: Pod) -> str | None:
-    aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
-    return aff.model_dump_json() if aff is not None else None
-
-
 def filter_key(pod: Pod) -> tuple:
     """What the static filters read of a pod."""
     spec = pod.spec
-    return (spec.node_name, tuple(spec.tolerations), frozenset(spec.node_selector.items()), _node_affinity(pod))
-
-
-def score_key(name: str, pod: Pod) -> tuple:
-    """What static score ``name`` reads of a pod."""
-    if name == "TaintToleration":
-        return tuple(pod.spec.tolerations),
-    if name == "NodeAffinity":
-        return _node_affinity(pod),
-    return tuple(c.image for c in (*pod.spec.init_containers, *pod.spec.containers)),
+    aff = spec.affinity.node_affinity if spec.affinity else None
+    return (spec.node_name, tuple(spec.tolerations), frozenset(spec.node_selector.items()),
+            aff.model_dump_json() if aff is not None else None)
 
 
 @dataclass
@@ -70,7 +56,7 @@ class CachedFramework(Framework):
     def __init__(self, snapshot: Snapshot, profile: Profile) -> None:
         super().__init__(snapshot, profile)
         prefix = 0
-        while prefix < len(self.filter_names) and self.filter_names[prefix] in STATIC_FILTERS:
+        while prefix < len(self.filter_names) and self.filter_rules[self.filter_names[prefix]].static:
             prefix += 1
         self.static_prefix = prefix
         self.all_nodes = np.arange(snapshot.state.num_nodes, dtype=np.int64)
@@ -87,7 +73,7 @@ class CachedFramework(Framework):
 
     def _pre_filter_one(self, name: str, cycle: CycleState) -> Status:
         """A static plugin's PreFilter status, and what it keeps in the cycle state, once per pod shape."""
-        if name not in STATIC_FILTERS:
+        if not self.filter_rules[name].static:
             return super()._pre_filter_one(name, cycle)
         key = (name, self._filter_key(cycle))
         hit = self._pre_filters.get(key)
@@ -137,9 +123,10 @@ class CachedFramework(Framework):
         return self._filter_from(cycle, fp, self.static_prefix, skipped)
 
     def _raw_score(self, name: str, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
-        if name not in STATIC_SCORES:
+        shape = self.score_rules[name].score_key(cycle.pod_obj)
+        if shape is None:
             return super()._raw_score(name, cycle, nodes)
-        key = (name, *score_key(name, cycle.pod_obj))
+        key = (name, *shape)
         raw = self._scores.get(key)
         if raw is None:
             raw = np.asarray(super()._raw_score(name, cycle, self.all_nodes), dtype=np.int64)

@@ -6,8 +6,8 @@ earliest). ``shuffle`` (a seed) replaces the timestamps by a seeded random order
 within each priority: any such order is one PrioritySort can meet, since creation
 times are the user's (tests use it to reach other valid outcomes). A pod that
 fails is parked among the unschedulable pods together with the plugins that
-rejected it; a cluster event that one of those plugins cares
-about moves it back, to backoffQ while its backoff (1 s doubling per attempt, at
+rejected it; a cluster event that one of those plugins registers for (its
+``events``, :class:`optisched.framework.Plugin`) moves it back, to backoffQ while its backoff (1 s doubling per attempt, at
 most 10 s) runs, else to activeQ. When activeQ is empty the clock jumps to the
 next backoff expiry. The run ends when activeQ and backoffQ are both empty.
 """
@@ -16,11 +16,13 @@ from __future__ import annotations
 import heapq
 import random
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
+from functools import cache
 
+from ..framework import ClusterEvent
 from ..model.state import ClusterState
+from ..registry import REGISTRY, rule_class
 
-__all__ = ["EVENT_INTEREST", "INITIAL_BACKOFF", "MAX_BACKOFF", "ClusterEvent", "SchedulingQueue", "split_handled"]
+__all__ = ["INITIAL_BACKOFF", "MAX_BACKOFF", "ClusterEvent", "SchedulingQueue", "event_interest", "split_handled"]
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -28,17 +30,15 @@ _EPOCH = datetime.min.replace(tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-class ClusterEvent(StrEnum):
-    ASSIGNED_POD_ADD = "AssignedPodAdd"
-    ASSIGNED_POD_DELETE = "AssignedPodDelete"
+def event_interest(event: ClusterEvent) -> frozenset[str]:
+    """The plugins whose rejection ``event`` may undo (each registered filter's ``events``)."""
+    return _interest()[event]
 
 
-EVENT_INTEREST: dict[ClusterEvent, frozenset[str]] = {
-    # Which rejecting plugins an event may help (each plugin's EventsToRegister, upstream).
-    ClusterEvent.ASSIGNED_POD_ADD: frozenset({"PodTopologySpread", "InterPodAffinity"}),
-    ClusterEvent.ASSIGNED_POD_DELETE: frozenset({"NodeResourcesFit", "NodePorts", "PodTopologySpread",
-                                                 "InterPodAffinity"}),
-}
+@cache
+def _interest() -> dict[ClusterEvent, frozenset[str]]:
+    classes = {name: rule_class(sides["filter"]) for name, sides in REGISTRY.items() if "filter" in sides}
+    return {e: frozenset(name for name, cls in classes.items() if e in cls.events) for e in ClusterEvent}
 
 
 def split_handled(state: ClusterState, rows: list[int], scheduler_names: set[str]) -> tuple[list[int], dict[int, str]]:
@@ -144,7 +144,7 @@ class SchedulingQueue:
 
     def on_event(self, event: ClusterEvent) -> int:
         """Move unschedulable pods an event may help to backoffQ/activeQ; returns how many moved."""
-        interest = EVENT_INTEREST[event]
+        interest = event_interest(event)
         moved = [p for p, plugins in self.unschedulable.items() if plugins & interest]
         for p in moved:
             del self.unschedulable[p]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
+from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, abs_var, add_var, class_nodes, node_fractions
 from ..profile import BalancedAllocationArgs
@@ -77,7 +77,7 @@ def balanced_pair(req1: np.ndarray, alloc1: np.ndarray, req2: np.ndarray, alloc2
     return ((1 - np.abs((f1 - f2) / 2)) * MAX_NODE_SCORE).astype(np.int64)
 
 
-class BalancedAllocation:
+class BalancedAllocation(Plugin):
     """PreScore + Score of ``NodeResourcesBalancedAllocation``."""
 
     name = "NodeResourcesBalancedAllocation"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..constraints.gpu_share_plugin import GpuShareState
-from ..framework import CycleState, Fidelity, Status
+from ..framework import CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import encode_static
 from .fgd import FragCache, typical_pods
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["PolicyScore", "score_plugin"]
 
 
-class PolicyScore:
+class PolicyScore(Plugin):
     """Score plugin running the registered policy ``policy``."""
 
     name: ClassVar[str]

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
+from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import encode_static
 
 if TYPE_CHECKING:
+    from ..model.objects import Pod
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
     from ..optimal.tiers import Linear
@@ -36,8 +37,12 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
-class ImageLocality:
+class ImageLocality(Plugin):
     name = "ImageLocality"
+
+    @staticmethod
+    def score_key(pod: Pod) -> tuple:
+        return tuple(c.image for c in (*pod.spec.init_containers, *pod.spec.containers)),
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         state = snapshot.state

@@ -19,7 +19,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..constraints.inter_pod_affinity import AffinityIndex, AffinityTerm
-from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
+from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, add_arrival_scores, add_var, static_scores
 
@@ -33,7 +33,7 @@ Terms = dict[int, list[tuple[cp_model.IntVar, int]]]
 __all__ = ["InterPodAffinityScore"]
 
 
-class InterPodAffinityScore:
+class InterPodAffinityScore(Plugin):
     name = "InterPodAffinity"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

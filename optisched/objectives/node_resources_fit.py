@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..constraints.node_resources_fit import is_scalar_resource_name
-from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Status
+from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, add_var, class_nodes, convex_load, node_utilization, used_flag
 from ..profile import NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType
@@ -212,7 +212,7 @@ def requested_to_capacity_ratio(req: np.ndarray, alloc: np.ndarray, weights: np.
 
 
 # ------------------------------------------------------------------------------------ the plugin
-class NodeResourcesFitScore:
+class NodeResourcesFitScore(Plugin):
     """PreScore + Score of ``NodeResourcesFit`` with the profile's scoring strategy."""
 
     name = "NodeResourcesFit"

@@ -43,7 +43,7 @@ from ..constraints.pod_topology_spread import (
     matching_pods_per_node,
     resolve_constraints,
 )
-from ..framework import MAX_NODE_SCORE, Code, CycleState, Fidelity, Status
+from ..framework import MAX_NODE_SCORE, Code, CycleState, Fidelity, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
@@ -73,7 +73,7 @@ class _SoftState:
     scored_ignored: np.ndarray | None = None  # ignored[nodes] of the last score() call, for normalize
 
 
-class PodTopologySpreadScore:
+class PodTopologySpreadScore(Plugin):
     """PreScore + Score + NormalizeScore of ``PodTopologySpread``."""
 
     name = "PodTopologySpread"

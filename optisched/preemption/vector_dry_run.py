@@ -39,7 +39,6 @@ from .worlds import AffinityWorld, PortsWorld, ResourceWorld, SpreadWorld
 
 __all__ = ["DryRuns", "VectorPreemption"]
 
-STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
 FEW_NODES = 8  # dry runs set up for at most this many nodes find their pods through the nodes' pod lists
 SPARE = 16  # kept runs: nodes reprieved beyond what the search needs, for the next pods of the shape
 Check = Callable[[np.ndarray], FilterResult]
@@ -64,12 +63,12 @@ class VectorPreemption(DefaultPreemption):
             if name in skipped:
                 continue
             rule = fw.filter_rules[name]
-            if getattr(rule, "placement_free", False):
-                checks.append((name, _static_check(rule.filter(cycle, nodes))))
-                continue
-            if name in STATIC_FILTERS:
+            if rule.static:
                 if dynamic_seen:  # otherwise the node passed it in the cycle's filter pass
                     checks.append((name, _static_check(rule.filter(cycle, nodes))))
+                continue
+            if rule.placement_free:
+                checks.append((name, _static_check(rule.filter(cycle, nodes))))
                 continue
             dynamic_seen = True
             if name == "NodePorts":
@@ -174,13 +173,15 @@ class VectorPreemption(DefaultPreemption):
             if built is None:
                 runs.local = False  # nothing here may be kept
                 return False
-            self._first_pass(nodes, live, pairs_pos, pairs_pod, *built, runs)
+            static = frozenset(n for n in fw.filter_names if fw.filter_rules[n].static)
+            self._first_pass(nodes, live, pairs_pos, pairs_pod, *built, static, runs)
         runs.known[nodes] = True
         return True
 
     def _first_pass(self, nodes: np.ndarray, live: np.ndarray, pairs_pos: np.ndarray, pairs_pod: np.ndarray,
-                    checks: list[tuple[str, Check]], worlds: list, runs: DryRuns) -> None:
-        """Take the pairs' pods off the ``live`` nodes' worlds and run the filters once."""
+                    checks: list[tuple[str, Check]], worlds: list, static: frozenset[str], runs: DryRuns) -> None:
+        """Take the pairs' pods off the ``live`` nodes' worlds and run the filters once (later passes
+        leave out the ``static`` filters: removing pods cannot change them)."""
         runs.local &= all(isinstance(w, _LOCAL_WORLDS) for w in worlds)
         wpos = np.full(len(nodes), -1, dtype=np.int64)
         wpos[live] = np.arange(len(live))
@@ -192,7 +193,7 @@ class VectorPreemption(DefaultPreemption):
         runs.kind[rows] = 1 + first.passed
         runs.batch[rows] = len(runs.batches)
         runs.wq[rows] = np.arange(len(live))
-        runs.batches.append(_Batch(rows, (wpairs_pos, wpairs_pod), [c for c in checks if c[0] not in STATIC_FILTERS],
+        runs.batches.append(_Batch(rows, (wpairs_pos, wpairs_pod), [c for c in checks if c[0] not in static],
                                    worlds, first))
 
 
