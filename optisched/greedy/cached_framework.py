@@ -2,8 +2,9 @@
 
 The *static* filters (:class:`optisched.framework.Plugin`: NodeUnschedulable, NodeName, TaintToleration
 and NodeAffinity) filter on the pod's spec and the nodes' fixed labels, taints and flags; the scores with
-a ``score_key`` (TaintToleration, NodeAffinity and ImageLocality) score on them too. Their answer for every node is computed once per distinct (tolerations, nodeName, nodeSelector, node
-affinity, images) and read back for the nodes a cycle evaluates: the leading run of these filters in
+a ``score_key`` (TaintToleration, NodeAffinity and ImageLocality) score on them too. Their answer for
+every node is computed once per distinct (tolerations, nodeName, nodeSelector, node affinity, images)
+and read back for the nodes a cycle evaluates: the leading run of these filters in
 the profile's order becomes one lookup, with each node's first failing plugin, code and reasons as
 the plugins themselves gave them, so FitError histograms and traces are unchanged. Their PreFilter
 statuses (NodeAffinity's node-name restriction and required-affinity mask) are kept the same way.
