@@ -30,6 +30,7 @@ __all__ = [
     "Plugin",
     "ScoreRule",
     "Status",
+    "World",
     "default_normalize",
 ]
 
@@ -129,7 +130,10 @@ class Plugin:
     - ``placement_free``: its Filter reads no pod on the node (true of every static filter, and of
       filters that read objects a run changes, such as volumes): a dry run keeps its answer;
     - :meth:`score_key`: for a score that reads only the pod's spec and the nodes, what it reads of the
-      pod (greedy mode keeps the raw score per key); None for every other score.
+      pod (greedy mode keeps the raw score per key); None for every other score;
+    - :meth:`dry_run`: for a filter that reads the pods on nodes, its :class:`World` over the candidate
+      nodes of a preemption, so that the dry runs of all of them are computed together; None, and those
+      dry runs go node by node through the filter itself.
     """
 
     events: ClassVar[frozenset[ClusterEvent]] = frozenset()
@@ -139,6 +143,27 @@ class Plugin:
     @staticmethod
     def score_key(pod: Pod) -> tuple | None:
         return None
+
+    def dry_run(self, cycle: CycleState, nodes: np.ndarray, index: Any) -> World | None:
+        """This filter's world over the candidate ``nodes`` (``index``: the snapshot's pod index)."""
+        return None
+
+
+class World(Protocol):
+    """A filter answering for many preemption dry runs at once, one per candidate node.
+
+    ``SelectVictimsOnNode`` (``pkg/scheduler/framework/preemption/preemption.go``) runs on a copy of the
+    cycle state where only one node's pods change, so the dry runs of different nodes are independent:
+    a world keeps, per candidate node, the part of one filter's state that the node's own removals and
+    returns can move, and answers the filter for those nodes as the rule would on the modified snapshot.
+    ``move(pos, pods, sign)`` takes ``pods[i]`` off (``sign`` -1) or puts it back (+1) on the node at
+    position ``pos[i]``; ``check(qs)`` is the filter's answer for the nodes at positions ``qs``. A world
+    whose ``local`` is true reads only its own node's pods (its answers for two nodes never interact).
+    """
+
+    def move(self, pos: np.ndarray, pods: np.ndarray, sign: int) -> None: ...
+
+    def check(self, qs: np.ndarray) -> FilterResult: ...
 
 
 @runtime_checkable

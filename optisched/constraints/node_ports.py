@@ -22,12 +22,13 @@ from ortools.sat.python import cp_model
 from ..framework import ClusterEvent, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
+from .pod_index import PodIndex, count_in
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
 
-__all__ = ["REASON", "NodePorts", "PodHostPorts", "host_ports"]
+__all__ = ["REASON", "NodePorts", "PodHostPorts", "PortsWorld", "host_ports"]
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY_IP = "0.0.0.0"
@@ -76,6 +77,11 @@ class NodePorts(Plugin):
         self.ips: dict[tuple[str, int], set[str]] = defaultdict(set)  # (protocol, port) -> host IPs seen
         self._holders: dict[int, list[int]] | None = None
         snapshot.subscribe(self)
+
+    def dry_run(self, cycle: CycleState, nodes: np.ndarray, index: PodIndex) -> PortsWorld:
+        """Whether each host port the pod could conflict with is marked used on the node (a pod taken off
+        clears its ports and a pod put back sets them, as ``HostPortInfo`` does)."""
+        return PortsWorld(self, cycle, nodes, index)
 
     def _update(self, pod: int, node: int, used: bool) -> None:
         for ip, proto, port in self._ports[pod]:
@@ -216,3 +222,43 @@ def _batch_holders(model: BatchModel) -> dict[tuple[str, str, int], dict[int, li
                 for n in d.running:
                     out[key][n].append(d)
     return out
+
+
+class _PortUsers:
+    """Pod rows declaring each (hostIP, protocol, hostPort), per snapshot."""
+
+    def __init__(self, snapshot) -> None:  # type: ignore[no-untyped-def]
+        rows: dict[tuple[str, str, int], list[int]] = {}
+        for i, ports in enumerate(snapshot.shared(PodHostPorts).of):
+            for key in ports:
+                rows.setdefault(key, []).append(i)
+        self.rows = {k: np.array(v, dtype=np.int64) for k, v in rows.items()}
+
+
+class PortsWorld:
+    """NodePorts' Filter over each node's own used-port marks."""
+
+    local = True  # it reads only its own node
+
+    def __init__(self, rule, cycle: CycleState, nodes: np.ndarray, index: PodIndex) -> None:  # type: ignore[no-untyped-def]
+        users: _PortUsers = cycle.snapshot.shared(_PortUsers)
+        self.index = index
+        self.marks = []  # (pods declaring the port, used mark per node)
+        for ip, proto, port in host_ports(cycle.pod_obj):
+            others = rule.ips.get((proto, port), ()) if ip == ANY_IP else (ANY_IP, ip)
+            for other in others:
+                used = rule.used.get((other, proto, port))
+                if used is not None:
+                    members = users.rows.get((other, proto, port), np.zeros(0, dtype=np.int64))
+                    self.marks.append((members, used[nodes].copy()))
+
+    def move(self, pos: np.ndarray, pods: np.ndarray, sign: int) -> None:
+        for members, used in self.marks:
+            hit = count_in(self.index, members, pods) > 0
+            used[pos[hit]] = sign > 0
+
+    def check(self, qs: np.ndarray) -> FilterResult:
+        conflict = np.zeros(len(qs), dtype=bool)
+        for _, used in self.marks:
+            conflict |= used[qs]
+        return FilterResult.from_mask(conflict, REASON)

@@ -30,10 +30,12 @@ from ..model.snapshot import Snapshot
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
+    from .pod_index import PodIndex
 
 __all__ = [
     "TOO_MANY_PODS",
     "NodeResourcesFit",
+    "ResourceWorld",
     "is_attachable_volume",
     "is_extended_resource",
     "is_hugepages",
@@ -111,6 +113,10 @@ class NodeResourcesFit(Plugin):
         self._stale = True
         self._touched: list[int] = []  # nodes changed since the last refresh (when not all are stale)
         snapshot.subscribe(self)
+
+    def dry_run(self, cycle: CycleState, nodes: np.ndarray, index: PodIndex) -> ResourceWorld:
+        """What is requested on each node."""
+        return ResourceWorld(self, cycle, nodes)
 
     def on_add(self, pod: int, node: int) -> None:
         self._touched.append(node)
@@ -254,3 +260,39 @@ class NodeResourcesFit(Plugin):
                                                                    [a for _, a, _ in coeffs]) <= int(free[j]))
                 if kept > free[j]:
                     ct.only_enforce_if(model.any_arrival(n, j))
+
+
+_MANY = 512  # pods moved at once from which ResourceWorld sums them with bincount
+
+
+class ResourceWorld:
+    """NodeResourcesFit (``fitsRequest``) against each node's own requested amounts."""
+
+    local = True  # it reads only its own node
+
+    def __init__(self, rule, cycle: CycleState, nodes: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+        self.rule, self.pod, self.nodes = rule, cycle.pod, nodes
+        self.used = rule.snapshot.requested[nodes]
+        self.requests = rule.snapshot.state.pod_requests
+        self.allocatable = rule.snapshot.state.allocatable[nodes]
+
+    def move(self, pos: np.ndarray, pods: np.ndarray, sign: int) -> None:
+        if len(pos) < _MANY or not self.rule.sums_exact:
+            np.add.at(self.used, pos, sign * self.requests[pods])
+            return
+        # many pods (taking every lower-priority pod off): one bincount per requested column, about
+        # four times faster than np.add.at; its float64 sums are exact below 2**53
+        req = self.requests[pods]
+        for j in np.flatnonzero(req.any(axis=0)).tolist():
+            self.used[:, j] += sign * np.bincount(pos, weights=req[:, j], minlength=len(self.used)).astype(np.int64)
+
+    def check(self, qs: np.ndarray) -> FilterResult:
+        return self.rule.fits(self.pod, self.nodes[qs], self.used[qs])
+
+    def put_back(self, pos: np.ndarray, pods: np.ndarray) -> np.ndarray:
+        """``move(pos, pods, 1)`` for the pods that then pass :meth:`check` (positions do not repeat);
+        which did. The reprieve step when this is the only dynamic filter."""
+        used = self.used[pos] + self.requests[pods]
+        ok = self.rule.fits_rows(self.pod, self.allocatable[pos], used)
+        self.used[pos[ok]] = used[ok]
+        return ok

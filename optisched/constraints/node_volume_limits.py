@@ -31,6 +31,7 @@ from .volume_migration import inline_volume, migrated_mask, provisioner_driver, 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
+    from .pod_index import PodIndex
 
 __all__ = ["REASON", "LimitsWorld", "NodeVolumeLimits", "csi_volumes"]
 
@@ -98,6 +99,10 @@ class NodeVolumeLimits(Plugin):
         for (driver, _), at in self.va.items():
             self.attached[driver] += at
         snapshot.subscribe(self)
+
+    def dry_run(self, cycle: CycleState, nodes: np.ndarray, index: PodIndex) -> LimitsWorld:
+        """Per node, the volumes attached of the drivers the preemptor uses."""
+        return LimitsWorld(self, cycle, nodes)
 
     def _attachments(self) -> dict[tuple[str, str], np.ndarray]:
         """``getNodeVolumeAttachmentInfo``: per ``attacher/volumeHandle``, the nodes a VolumeAttachment

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..constraints.node_resources_fit import ResourceWorld
 from ..framework import FilterResult
 from .default_preemption import MAX_INT32
-from .worlds import ResourceWorld
 
 __all__ = ["Reprieved", "pdb_violating", "reprieve"]
 

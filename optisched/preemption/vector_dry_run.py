@@ -5,7 +5,8 @@ reference, one ``SelectVictimsOnNode`` per node), in numpy passes over the candi
 
 1. the pods of lower priority on each candidate node (none: "No preemption victims found");
 2. every candidate node with all of them taken off, through the profile's filters in order, each
-   dynamic filter answering from a per-node world (:mod:`optisched.preemption.worlds`);
+   dynamic filter answering from its per-node world (:class:`optisched.framework.World`, the rule's
+   ``dry_run``);
 3. for the nodes where the pod then fits, as many as the candidate search needs, the reprieve loop
    run for all of them at once, one victim rank per step: rank *k* puts back each node's *k*-th
    pod (PDB-violating ones first, each group from the most important) and takes it off again when
@@ -21,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..constraints.node_volume_limits import LimitsWorld
+from ..constraints.pod_index import PodIndex
 from ..framework import Code, CycleState, FilterResult
 from ..greedy.fiterror import fit_error_message
 from ..greedy.framework_runner import FilterPass
@@ -33,9 +34,7 @@ from .default_preemption import (
     DefaultPreemption,
     PreemptionOutcome,
 )
-from .pod_index import PodIndex
 from .reprieve import Reprieved, reprieve
-from .worlds import AffinityWorld, PortsWorld, ResourceWorld, SpreadWorld
 
 __all__ = ["DryRuns", "VectorPreemption"]
 
@@ -71,17 +70,8 @@ class VectorPreemption(DefaultPreemption):
                 checks.append((name, _static_check(rule.filter(cycle, nodes))))
                 continue
             dynamic_seen = True
-            if name == "NodePorts":
-                world = PortsWorld(rule, cycle, nodes, index)
-            elif name == "NodeResourcesFit":
-                world = ResourceWorld(rule, cycle, nodes)
-            elif name == "PodTopologySpread":
-                world = SpreadWorld(rule, cycle, nodes, index)
-            elif name == "InterPodAffinity":
-                world = AffinityWorld(rule, cycle, nodes, index)
-            elif name == "NodeVolumeLimits":
-                world = LimitsWorld(rule, cycle, nodes)
-            else:
+            world = rule.dry_run(cycle, nodes, index)
+            if world is None:
                 return None
             worlds.append(world)
             checks.append((name, world.check))
@@ -182,7 +172,7 @@ class VectorPreemption(DefaultPreemption):
                     checks: list[tuple[str, Check]], worlds: list, static: frozenset[str], runs: DryRuns) -> None:
         """Take the pairs' pods off the ``live`` nodes' worlds and run the filters once (later passes
         leave out the ``static`` filters: removing pods cannot change them)."""
-        runs.local &= all(isinstance(w, _LOCAL_WORLDS) for w in worlds)
+        runs.local &= all(getattr(w, "local", False) for w in worlds)
         wpos = np.full(len(nodes), -1, dtype=np.int64)
         wpos[live] = np.arange(len(live))
         wpairs_pos, wpairs_pod = wpos[pairs_pos], pairs_pod
@@ -197,7 +187,6 @@ class VectorPreemption(DefaultPreemption):
                                    worlds, first))
 
 
-_LOCAL_WORLDS = (ResourceWorld, PortsWorld)  # worlds that read only their own node
 
 
 class _Batch:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints.selectors import Selector
 from ..model.snapshot import Snapshot
+from .selectors import Selector
 
-__all__ = ["PodIndex", "count_in"]
+__all__ = ["PodIndex", "count_at", "count_in"]
 
 
 class PodIndex:
@@ -57,3 +57,10 @@ def count_in(index: PodIndex, members: np.ndarray, pods: np.ndarray, weight: int
     out = scratch[pods]
     scratch[members] = 0
     return out
+
+
+def count_at(counts: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``counts[code]`` per node, 0 where the node lacks the label (code -1) or there are no values."""
+    if len(counts) == 0:
+        return np.zeros(len(codes), dtype=np.int64)
+    return np.where(codes >= 0, counts[np.maximum(codes, 0)], 0).astype(np.int64)
