@@ -11,7 +11,12 @@ from helpers.replay import case_names, replay
 from test_node_resources_fit import score_problems
 
 from optisched.framework import Code, CycleState
-from optisched.objectives.balanced_allocation import BalancedAllocation, balanced_score
+from optisched.objectives.balanced_allocation import (
+    BalancedAllocation,
+    balanced_change,
+    balanced_pair,
+    balanced_score,
+)
 from optisched.profile import default_config, parse_config
 
 DEFAULT = default_config().profiles[0]
@@ -154,3 +159,34 @@ def test_two_column_score_matches_the_matrix_score(seed):
             continue
         want = balanced_score(*rule.scorer.inputs(nodes, rule.scorer.pod_requests(p)))
         assert rule.score(cycle, nodes).tolist() == want.tolist(), name
+
+
+# v1.36.2's TestNodeResourcesBalancedAllocation (pkg/scheduler/framework/plugins/noderesources/
+# balanced_allocation_test.go): per node, allocatable, what the node's pods request, the pod's request
+# (a resource the score leaves out has allocatable 0), and the score upstream expects
+V136_CASES = [
+    ("nothing scheduled, differently sized nodes: node1", [4000, 10000], [0, 0], [3000, 5000], 68),
+    ("nothing scheduled, differently sized nodes: node2", [6000, 10000], [0, 0], [3000, 5000], 75),
+    ("pods scheduled with resources: node1", [10000, 20000], [3000, 0], [3000, 5000], 73),
+    ("pods scheduled with resources: node2", [10000, 20000], [3000, 5000], [3000, 5000], 74),
+    ("differently sized nodes: node2", [10000, 50000], [3000, 5000], [3000, 5000], 70),
+    ("min/max score: node1 goes to balance", [3000, 5000], [3000, 0], [0, 5000], 100),
+    ("min/max score: node2 leaves it", [3000, 5000], [0, 0], [0, 5000], 50),
+    ("at node capacity: node1", [6000, 10000], [3000, 0], [3000, 0], 62),
+    ("at node capacity: node2", [6000, 10000], [3000, 5000], [3000, 0], 62),
+    ("a scalar resource the pod requests counts: node1", [3500, 40000, 8], [3000, 5000, 3], [0, 0, 1], 75),
+    ("a scalar resource the pod requests counts: node2", [3500, 40000, 8], [3000, 5000, 0], [0, 0, 1], 76),
+    ("a scalar resource the pod does not request is left out", [3500, 40000, 0], [0, 0, 0], [3000, 5000, 0], 56),
+]
+
+
+@pytest.mark.parametrize("case,alloc,used,req,want", V136_CASES, ids=[c[0] for c in V136_CASES])
+def test_v136_scores_the_change_in_balance_as_upstream(case, alloc, used, req, want):
+    alloc_, used_, req_ = (np.array([x], dtype=np.int64) for x in (alloc, used, req))
+    with_pod = balanced_score(used_ + req_, alloc_)
+    without = balanced_score(used_, alloc_)
+    assert balanced_change(with_pod, without).tolist() == [want]
+    if len(alloc) == 2:
+        pair = balanced_change(balanced_pair(used_[:, 0] + req_[:, 0], alloc_[:, 0], used_[:, 1] + req_[:, 1], alloc_[:, 1]),
+                               balanced_pair(used_[:, 0], alloc_[:, 0], used_[:, 1], alloc_[:, 1]))
+        assert pair.tolist() == [want]

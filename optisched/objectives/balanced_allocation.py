@@ -1,6 +1,6 @@
 """NodeResourcesBalancedAllocation: favour nodes whose resource fractions stay balanced.
 
-Upstream (v1.35): ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go``
+Upstream (v1.35.4 and v1.36.2): ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go``
 (``PreScore``, ``Score``, ``balancedResourceScorer``; no NormalizeScore) on the shared
 ``resource_allocation.go`` with ``useRequested: true``.
 
@@ -11,7 +11,12 @@ Upstream (v1.35): ``pkg/scheduler/framework/plugins/noderesources/balanced_alloc
   pod does not request is left out), fraction = (requested on the node + the pod's request) /
   allocatable as float64, capped at 1. With two fractions std = |f1 − f2| / 2; with more, the
   population standard deviation (mean and sum of squares accumulated in resource order, as Go does);
-  with fewer, 0. Score = ``int64((1 − std) · MaxNodeScore)``, truncated.
+  with fewer, 0. Score = ``int64((1 − std) · MaxNodeScore)``, truncated (:func:`balanced_score`).
+* Since v1.36 (kubernetes PR 135573, no feature gate) the score is the change in balance the pod
+  causes: the same score of the node with the pod (*with*) and of its requests without it (*without*,
+  same resources left out), then ``MaxNodeScore/2 + (MaxNodeScore/2 + with − without) / 2`` in int64
+  (:func:`balanced_change`): about 75 when the balance does not move, towards 100 when the pod
+  improves it, towards 50 when it spoils it.
 
 The batch objective is a SURROGATE (a pod's score depends on the pods placed before it on its node):
 per node the batch may change, the absolute differences of the resources' per-mille fractions at the
@@ -35,7 +40,7 @@ if TYPE_CHECKING:
     from ..optimal.model import BatchModel
     from ..optimal.tiers import Linear
 
-__all__ = ["BalancedAllocation", "balanced_pair", "balanced_score"]
+__all__ = ["BalancedAllocation", "balanced_change", "balanced_pair", "balanced_score"]
 
 
 def balanced_score(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
@@ -75,6 +80,14 @@ def balanced_pair(req1: np.ndarray, alloc1: np.ndarray, req2: np.ndarray, alloc2
     f1 = np.minimum(req1.astype(np.float64) / alloc1.astype(np.float64), 1.0)
     f2 = np.minimum(req2.astype(np.float64) / alloc2.astype(np.float64), 1.0)
     return ((1 - np.abs((f1 - f2) / 2)) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def balanced_change(with_pod: np.ndarray, without: np.ndarray) -> np.ndarray:
+    """v1.36's ``balancedResourceScorer`` from the node's balanced scores with and without the pod (each
+    :func:`balanced_score` or :func:`balanced_pair`): both lie in [50, 100], so Go's truncating division
+    is a floor here."""
+    half = MAX_NODE_SCORE // 2
+    return half + (half + with_pod - without) // 2
 
 
 class BalancedAllocation(Plugin):
