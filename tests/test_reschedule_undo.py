@@ -138,6 +138,60 @@ def test_a_cluster_that_changed_since_the_plan_stops_the_run_before_the_first_ev
     assert cluster.annotations("n3") == {}
 
 
+def _taint(cluster: FakeCluster, node: str) -> None:
+    cluster.node(node).setdefault("spec", {})["taints"] = [{"key": "maintenance", "effect": "NoSchedule"}]
+
+
+def _resize(cluster: FakeCluster, pod: str) -> None:
+    cluster.pods[pod]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+
+
+N5 = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n5", "labels": {"kubernetes.io/hostname": "n5"}},
+      "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+
+
+@pytest.mark.parametrize("change, why", [
+    pytest.param(lambda c: _resize(c, "default/web-11"), "default/web-11 on n1 requests cpu=2000, memory=1073741824 "
+                 "now, not cpu=1000, memory=1073741824", id="a pod of a target resized in place"),
+    pytest.param(lambda c: _taint(c, "n1"), "node n1 changed its taints since the plan", id="a target tainted"),
+    pytest.param(lambda c: c.node("n2")["spec"].update(unschedulable=True) if "spec" in c.node("n2") else
+                 c.node("n2").update(spec={"unschedulable": True}),
+                 "node n2 changed its unschedulable since the plan", id="a target cordoned by its user"),
+    pytest.param(lambda c: c.node("n2")["metadata"]["labels"].update(zone="b"), "node n2 changed its labels since the plan",
+                 id="a node relabelled"),
+    pytest.param(lambda c: c.nodes.append(copy.deepcopy(N5)), "node n5 appeared", id="a node added"),
+])
+def test_a_node_or_a_resize_the_replays_did_not_see_stops_the_run_before_the_first_eviction(plan, servers, change, why):
+    """The first wave is checked against the cluster the plan was made from, its requests and nodes
+    included (:func:`optisched.reschedule.recheck.placement`); the node the run cordons is no change."""
+    from optisched.model.state import compile_cluster
+    from optisched.reschedule.recheck import placement
+
+    cluster = FakeCluster({}, landings(plan))
+    expected = placement(compile_cluster(optisched.load([str(EXAMPLE)])))
+    assert _apply(plan, FakeCluster({}, landings(plan)), servers, expected=expected).waves_done == 1  # unchanged: runs
+    change(cluster)
+    report = _apply(plan, cluster, servers, expected=expected)
+    assert report.stopped == f"before wave 1: {why}" and cluster.posts == []
+    assert report.uncordoned == ["n3"] and cluster.unschedulable() == (["n2"] if "unschedulable" in why else [])
+
+
+def test_a_node_tainted_while_a_wave_runs_stops_the_next(plan, servers):
+    from optisched.reschedule.waves import Move, Wave
+
+    detour = copy.deepcopy(plan)
+    first = next(m for w in detour.staging.waves for m in w.moves if m.key == "default/web-31")
+    onward = "n2" if first.predicted != "n2" else "n1"
+    detour.staging.waves.append(Wave([Move(first.pod, first.key, first.predicted, onward, "detour (2 of 2)",
+                                           onward)], {}))
+    cluster = FakeCluster({}, landings(plan) | {"web-31-r": onward})
+    # pod lists: 0 before wave 1, 1 its replacements (the taint comes while they are awaited), 2 before wave 2
+    cluster.on_list = lambda i: _taint(cluster, onward) if i == 1 else None
+    report = _apply(detour, cluster, servers, expected=_bound(cluster))
+    assert report.stopped == f"before wave 2: node {onward} changed its taints since the plan"
+    assert report.waves_done == 1 and cluster.posts == ["web-31", "web-32"]
+
+
 def test_the_pods_are_read_again_before_every_wave(plan, servers):
     """A two-wave plan (a detour's second leg); a pod lands on the second leg's node after the first wave
     was checked: the second wave is not started, and n3, emptied by the first, stays cordoned."""

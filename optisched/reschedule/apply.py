@@ -16,8 +16,9 @@ when one of them is among this plan's nodes (cordoned, held, a source or a predi
 ``--undo-cordons`` would restore (:mod:`.undo`), nothing is changed. Then the plan's ``cordoned`` and ``held`` nodes are cordoned and marked with the plan's id
 (:mod:`.cordons`), as every replay that predicted the landings assumed; a node that cannot be cordoned
 stops the run before any eviction, with the nodes already cordoned uncordoned again. Before each wave the
-pods are read again and the run stops when the wave's nodes no longer match the prediction
-(:mod:`.recheck`). Between two evictions, and while it waits, the run honours an interrupt
+pods and nodes are read again and the run stops when the cluster no longer matches the prediction
+(:mod:`.recheck`: the wave's nodes' pods and their requests, every node's labels, taints, allocatable and
+schedulability). Between two evictions, and while it waits, the run honours an interrupt
 (:func:`optisched.interrupt.requested`: Ctrl-C) as a stop. At the end (the last wave, or a stop) the
 ``held`` nodes this run cordoned are uncordoned and the ``cordoned`` ones stay cordoned (``kubectl drain`` leaves a drained node
 cordoned, and cluster-autoscaler's scale-down removes it), except those that still hold pods
@@ -37,7 +38,7 @@ from ..errors import InputError
 from .cordons import api_error, cordon, uncordon_all
 from .marks import earlier_line, holding, list_nodes, list_pods, mark_of
 from .plan import ReschedulePlan
-from .recheck import bound, mismatch
+from .recheck import Reference, mismatch, reference
 from .undo import Action, decide
 from .waves import Move, Staging
 
@@ -156,21 +157,25 @@ def _compare(wave: list[Move], evicted: list[str], owner_of: dict[str, str | Non
     return None
 
 
-def apply_plan(plan: ReschedulePlan, api: Any, *, expected: dict[str, str] | None = None, retry_for: float = 60.0,
+def apply_plan(plan: ReschedulePlan, api: Any, *, expected: Reference | dict[str, str] | None = None,
+               retry_for: float = 60.0,
                wait_for: float = 300.0, poll: float = 1.0, sleep: Callable[[float], None] = _nap) -> ApplyReport:
     """Check the marks, cordon, evict ``plan``'s waves through ``api`` (a kubernetes ``CoreV1Api``),
-    uncordon; see the module docstring. ``expected``: pod -> node of the cluster the plan was made from
-    (the first wave's reference, :mod:`.recheck`). Nothing is touched when the plan has no wave."""
+    uncordon; see the module docstring. ``expected``: the cluster the plan was made from (the first
+    wave's reference, :func:`.recheck.placement`; or only pod -> node). Nothing is touched when the plan
+    has no wave."""
     from kubernetes.client.rest import ApiException  # type: ignore[import-not-found]
     from urllib3.exceptions import HTTPError
 
     report = ApplyReport(plan.plan_id)
     staging = plan.staging
     try:
-        _check_marks(plan, list_nodes(api), api, report)
+        nodes = list_nodes(api)
+        _check_marks(plan, nodes, api, report)
         if report.refused or not staging.waves:
             return report
-        reference = expected if expected is not None else bound(list_pods(api))
+        start = reference(list_pods(api), nodes) if expected is None else \
+            expected if isinstance(expected, Reference) else Reference(dict(expected))
     except (ApiException, HTTPError) as e:
         report.stopped = f"before any change: the API server answered {api_error(e)}"
         return report
@@ -179,7 +184,7 @@ def apply_plan(plan: ReschedulePlan, api: Any, *, expected: dict[str, str] | Non
         _uncordon(api, report.cordoned, report)
         return report
     try:
-        _run_waves(plan, api, report, reference, retry_for, wait_for, poll, sleep)
+        _run_waves(plan, api, report, start, retry_for, wait_for, poll, sleep)
     except (ApiException, HTTPError) as e:
         report.stopped = f"wave {report.waves_done + 1}: the API server answered {api_error(e)}"
     finally:
@@ -244,9 +249,12 @@ def _finish(api: Any, staging: Staging, report: ApplyReport) -> None:
     report.left_cordoned = emptied
 
 
-def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, reference: dict[str, str], retry_for: float,
+def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, ref: Reference, retry_for: float,
                wait_for: float, poll: float, sleep: Callable[[float], None]) -> None:
-    """Evict wave by wave into ``report``; ``report.stopped`` says why it stopped early."""
+    """Evict wave by wave into ``report``; ``report.stopped`` says why it stopped early. Each wave is
+    checked against ``ref``: the cluster the plan was made from, then the pods read once the previous
+    wave's replacements were bound with the nodes read before it (so a node changed while a wave ran
+    stops the next one)."""
     from kubernetes import client  # type: ignore[import-not-found]
 
     def body_of(name: str, ns: str) -> Any:
@@ -256,7 +264,9 @@ def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, reference: d
     gone: set[str] = set()  # every pod evicted so far, by the name it was evicted under
     for wave in plan.staging.waves:
         before = list_pods(api)
-        why = INTERRUPTED if interrupt.requested() else mismatch(wave.moves, live, reference, before, gone)
+        now_ref = reference(before, list_nodes(api))
+        why = INTERRUPTED if interrupt.requested() else \
+            mismatch(wave.moves, live, ref, now_ref, gone, report.cordoned + report.found_cordoned)
         if why:
             report.stopped = f"before wave {report.waves_done + 1}: {why}"
             return
@@ -273,7 +283,8 @@ def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, reference: d
             report.stopped = f"wave {report.waves_done + 1}: {why}"
             return
         live.update(_replacements(wave.moves, evicted, owner_of, new or {}))
-        reference = bound(now)
+        ref = reference(now)
+        ref.nodes = now_ref.nodes
         report.waves_done += 1
 
 
@@ -328,6 +339,6 @@ def core_api(kubeconfig: str | None, context: str | None) -> Any:
 
 
 def apply_live(plan: ReschedulePlan, kubeconfig: str | None, context: str | None,
-               expected: dict[str, str] | None = None) -> ApplyReport:
+               expected: Reference | None = None) -> ApplyReport:
     """:func:`apply_plan` on the cluster of ``context`` in ``kubeconfig``."""
     return apply_plan(plan, core_api(kubeconfig, context), expected=expected)
