@@ -55,7 +55,7 @@ def requests_print(pod: Pod) -> Print:
     return tuple(sorted(pod_requests(pod).items()))
 
 
-def node_print(node: Node, cordoned: bool = False) -> Print:
+def node_print(node: Node, cordoned: bool = False) -> tuple:
     """Labels, taints (but a cordon's), allocatable and, unless ``cordoned`` (this run's), unschedulable."""
     taints = tuple(sorted((t.key, t.value or "", str(t.effect)) for t in node.spec.taints if t.key != CORDON_TAINT))
     return (tuple(sorted(node.metadata.labels.items())), taints, tuple(sorted(node.allocatable.items())),
