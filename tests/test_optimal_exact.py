@@ -12,6 +12,7 @@ from helpers.random_cluster import clusters
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
+from test_rules import FILTER_CASES, run_filter
 
 from optisched.framework import Code, CycleState, Fidelity
 from optisched.greedy.framework_runner import Framework
@@ -131,3 +132,24 @@ def test_optimal_places_as_many_pods_as_the_best_valid_assignment(objs: list[dic
     # unsolved (docs/optimal_trust.md), so only then may the certificate as a whole be FEASIBLE
     assert all(t.status == "OPTIMAL" for t in result.certificate.tiers if t.name.startswith("placed["))
     assert result.certificate.status == "OPTIMAL" or np.array_equal(result.node_of, kube)
+
+
+def _bound(objs: list[dict]) -> bool:
+    """The case's pod ``p`` is bound already (it is no batch pod)."""
+    return any(o.get("kind") == "Pod" and o["metadata"]["name"] == "p" and o.get("spec", {}).get("nodeName")
+               for o in objs)
+
+
+BATCH_CASES = [c for c in FILTER_CASES if not _bound(c[2])]
+
+
+@pytest.mark.parametrize("case,plugin,objs,want", BATCH_CASES, ids=[c[0] for c in BATCH_CASES])
+def test_the_hand_picked_filter_cases_hold_in_the_batch_model_too(case, plugin, objs, want):
+    """tests/test_rules.py's FILTER_CASES, through the CP-SAT encoding: the nodes the model can put the
+    pending pod on are the ones the greedy filter passes (and, where the case says, the ones it expects)."""
+    state = state_of(*objs)
+    passing = {n for n, verdict in run_filter(plugin, objs).items() if verdict == "pass"}
+    if want is not None:
+        assert passing == {n for n, verdict in want.items() if verdict == "pass"}
+    allowed = model_allowed(state, only(plugin), state.pod_index["default/p"])
+    assert {state.node_names[n] for n in allowed} == passing
