@@ -31,7 +31,8 @@ __all__ = ["SIGNALS", "catching", "cause", "exit_status", "follow", "request", "
 
 EXIT_INTERRUPTED = 130
 SIGNALS = (signal.SIGINT, signal.SIGTERM)  # the signals that ask a run to stop
-_DEFAULT = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+_DEFAULT: dict[int, Callable[[int, Any], Any] | int] = {signal.SIGINT: signal.default_int_handler,
+                                                        signal.SIGTERM: signal.SIG_DFL}
 _TICK = 0.05  # seconds between two stops of the active solvers once requested (one may be starting)
 
 _requested = threading.Event()

@@ -256,8 +256,8 @@ class AffinityIndex:
             if s is not None:
                 scope = s if scope is None else scope & s
             if i:
-                sel = NOTHING if (sel.nothing or t.selector.nothing) else Selector(sel.labels | t.selector.labels,
-                                                                                   sel.exprs + t.selector.exprs)
+                sel = NOTHING if sel.labels is None or t.selector.labels is None else \
+                    Selector(sel.labels | t.selector.labels, sel.exprs + t.selector.exprs)
         return self.counter.counts(scope, sel)
 
 
@@ -542,8 +542,8 @@ def _merged(terms) -> tuple[frozenset[str] | None, Selector]:  # type: ignore[no
         if s is not None:
             scope = s if scope is None else scope & s
         if i:
-            sel = NOTHING if (sel.nothing or t.selector.nothing) else Selector(sel.labels | t.selector.labels,
-                                                                               sel.exprs + t.selector.exprs)
+            sel = NOTHING if sel.labels is None or t.selector.labels is None else \
+                Selector(sel.labels | t.selector.labels, sel.exprs + t.selector.exprs)
     return scope, sel
 
 
@@ -568,8 +568,8 @@ class AffinityWorld:
         rule.pre_filter(cycle)  # the rule's PreFilter on the snapshot as it is (what Filter reruns)
         st = cycle.data[rule.name]
         self.st, self.index, self.state = st, index, rule.state
-        self.codes = {}  # topology key -> value code per candidate node
-        self.counts = []  # (kind, key, count per node, [(members, weight)])
+        self.codes: dict[str, np.ndarray] = {}  # topology key -> value code per candidate node
+        self.counts: list[tuple[str, str, np.ndarray, list]] = []  # (kind, key, count per node, [(members, weight)])
         if st is None:
             return
         idx: AffinityIndex = rule.index

@@ -245,7 +245,7 @@ class NodeEligibility:
             if self._affinity is None:
                 spec = self.pod.spec
                 aff = spec.affinity.node_affinity if spec.affinity else None
-                key = ("spread.affinity", frozenset(spec.node_selector.items()),
+                key: tuple = ("spread.affinity", frozenset(spec.node_selector.items()),
                        None if aff is None else aff.model_dump_json())
                 self._affinity = _memo(self.state, key, lambda: required_mask(self.state, self.pod))
             if not c.honor_taints:

@@ -224,7 +224,9 @@ class _Gen:
             self.objs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": app, "namespace": ns},
                               "spec": {"selector": {"app": app}, "ports": [{"port": 80, "targetPort": 8080}]}})
         if replicas >= 3 and rng.random() < 0.3:
-            budget = rng.choice([{"minAvailable": max(1, replicas // 2)}, {"maxUnavailable": 1}, {"minAvailable": "50%"}])
+            budgets: list[dict[str, int | str]] = [{"minAvailable": max(1, replicas // 2)}, {"maxUnavailable": 1},
+                                                   {"minAvailable": "50%"}]
+            budget = rng.choice(budgets)
             self.objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                               "metadata": {"name": app, "namespace": ns},
                               "spec": {**budget, "selector": {"matchLabels": {"app": app}}}})

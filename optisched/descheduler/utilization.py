@@ -91,12 +91,12 @@ def _bounds(a: UtilizationArgs, pct: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def below_all(pct: np.ndarray, low: np.ndarray) -> np.ndarray:
     """Per node: every resource at or below its threshold (``isNodeWithLowUtilization``: a value above the
     threshold, ``Cmp == 1``, disqualifies). ``pct`` [N, R] percent, ``low`` broadcastable to it."""
-    return (pct <= low).all(axis=1)
+    return np.asarray((pct <= low).all(axis=1))
 
 
 def above_any(pct: np.ndarray, high: np.ndarray) -> np.ndarray:
     """Per node: some resource strictly above its target (``isNodeAboveTargetUtilization``)."""
-    return (pct > high).any(axis=1)
+    return np.asarray((pct > high).any(axis=1))
 
 
 def _capped(a: UtilizationArgs, names: list[str], cap: np.ndarray, high: np.ndarray) -> np.ndarray:

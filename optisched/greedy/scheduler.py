@@ -323,7 +323,8 @@ class GreedyScheduler:
             self._apply_nominated(fw, cycle, one)
             if one.passed[0]:
                 fp = one
-        absent, absent_reason, absent_plugins = None, "", ()
+        absent: np.ndarray | None = None
+        absent_reason, absent_plugins = "", tuple[str, ...]()
         if fp is None:  # findNodesThatFitPod returns the passing nominated node before the absent nodes are set
             fp = self._find_feasible(fw, cycle, skipped, status.nodes)
             absent, absent_reason, absent_plugins = _absent_nodes(cycle, status)

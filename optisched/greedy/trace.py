@@ -26,8 +26,8 @@ def _filter_failures(res: GreedyResult, rec: CycleRecord) -> dict[str, dict]:
         return out
     fp = rec.filters
     if rec.absent is not None:  # the conformance traces expand the shared status node by node
-        for n in rec.absent.nonzero()[0]:
-            out[names[int(n)]] = {"code": "UnschedulableAndUnresolvable", "plugin": "PreFilterResult",
+        for row in rec.absent.nonzero()[0]:
+            out[names[int(row)]] = {"code": "UnschedulableAndUnresolvable", "plugin": "PreFilterResult",
                                   "reasons": [rec.absent_reason]}
     if fp is None:
         return out

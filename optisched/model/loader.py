@@ -98,8 +98,8 @@ def _expand(paths: Iterable[str]) -> Iterator[str]:
 
 
 def _object_ref(kind: str, raw: dict, index: int) -> str:
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-    name = meta.get("name") if meta else None
+    meta: dict = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
+    name = meta.get("name")
     if not name:
         return f"{kind} (document {index + 1})"
     ns = meta.get("namespace")
@@ -286,7 +286,7 @@ def _load_input(cluster: Cluster, seen: _Seen, inp: Input) -> None:
 
 def cluster_from_objects(objects: Iterable[dict], source: str = "<objects>") -> Cluster:
     """Build a :class:`Cluster` from already-parsed API objects (dicts)."""
-    cluster, seen = Cluster(sources=[source]), set()
+    cluster, seen = Cluster(sources=[source]), set[tuple]()
     with collector.paused(freeze=True):  # what was loaded lives as long as the run
         for i, raw in enumerate(objects):
             _add_object(cluster, source, raw, i, seen)

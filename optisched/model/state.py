@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class ClusterState:
     pod_priority: np.ndarray  # int64 [P]
     _labels: dict[str, LabelColumn] = field(default_factory=dict, repr=False)
     # node masks that rules derive from the fixed nodes and a key of what they read of a pod
-    memo: dict[tuple, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    memo: dict[tuple, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def nodes(self) -> list[Node]:

@@ -244,7 +244,7 @@ class NodeResourcesFitScore(Plugin):
         """``least_allocated`` / ``most_allocated`` when every resource counts on every node: the same
         integer arithmetic, one column at a time, and the weight sum a constant."""
         most = self.strategy == ScoringStrategyType.MostAllocated
-        total = None
+        total: np.ndarray | None = None
         for (req, alloc), w in zip(columns, self.scorer.weights.tolist()):
             if most:
                 s = np.minimum(req, alloc) * MAX_NODE_SCORE // alloc
@@ -252,6 +252,7 @@ class NodeResourcesFitScore(Plugin):
                 s = np.where(req <= alloc, (alloc - req) * MAX_NODE_SCORE // alloc, 0)
             total = s * w if total is None else total + s * w
         wsum = int(self.scorer.weights.sum())
+        assert total is not None  # columns has every configured resource, and there is one at least
         return total // wsum if wsum > 0 else np.zeros_like(total)
 
     def score_inputs(self, req: np.ndarray, alloc: np.ndarray) -> np.ndarray:

@@ -144,7 +144,7 @@ class ArrivalOrder:
         """``c``'s checks have an order-aware variant (it carries a constraint others interact with)."""
         return self.enabled and c.index in self.carriers
 
-    def before(self, a: PodClass, b: PodClass) -> cp_model.IntVar | bool:
+    def before(self, a: PodClass, b: PodClass) -> cp_model.LiteralT:
         """Class ``a``'s pods arrive before class ``b``'s: PrioritySort between priorities, a literal within one."""
         if a.priority != b.priority:
             return a.priority > b.priority
@@ -191,7 +191,7 @@ class ArrivalOrder:
         return out
 
     def _product(self, d: PodClass, carrier: PodClass, terms: list[tuple[cp_model.IntVar, int]],
-                 lit: cp_model.IntVar, tag: str, dom: int) -> tuple[cp_model.IntVar, int]:
+                 lit: cp_model.LiteralT, tag: str, dom: int) -> tuple[cp_model.IntVar, int]:
         """A variable equal to ``d``'s arrivals in the domain when ``lit`` holds, else 0."""
         key = (d.index, carrier.index, tag, dom)
         hit = self._products.get(key)
@@ -204,7 +204,7 @@ class ArrivalOrder:
             cp.add(hit >= expr - ub * (1 - lit))
         return hit, ub
 
-    def when(self, ordered: bool) -> list[cp_model.IntVar]:
+    def when(self, ordered: bool) -> list[cp_model.LiteralT]:
         """The enforcement literal of a constraint that holds under the order (or under batch semantics)."""
         assert self.ordered is not None
         return [self.ordered if ordered else self.ordered.Not()]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -161,9 +162,12 @@ def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = Non
     ``goal_first`` the user objectives come before disruption (a descheduler's goals, then fewest moves);
     several user objectives are one tier each, in the order given."""
     batch = model.batch
-    users = [(f"objective:{name}", "min", lambda name=name: user_objective(model, name))
-             for name in objective_names(objective)]
-    out = []
+    def build(name: str) -> Callable[[], Linear]:
+        return lambda: user_objective(model, name)
+
+    users: list[tuple[str, str, Linear | Callable[[], Linear]]] = [
+        (f"objective:{name}", "min", build(name)) for name in objective_names(objective)]
+    out: list[tuple[str, str, Linear | Callable[[], Linear]]] = []
     for level in batch.levels:
         lin = Linear()
         for c in batch.classes:
@@ -310,7 +314,7 @@ class _Group:
     batch: Batch
     model: BatchModel
     solver: TierSolver
-    base: object
+    base: cp_model.CpModel
     reached: cp_model.IntVar | None = None  # true: the part is at kube-scheduler's placement (hint.accept_reached)
     tiers: list[Tier] = field(default_factory=list)
     cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
@@ -544,7 +548,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
                    len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
         if level is not None and g.lns and g.search is None and name != placing[-1]:
             g.solver.pin(_above(g.model, level))
-        cap = caps.get(level)
+        cap = caps.get(level) if level is not None else None
         if level is not None and isinstance(g.start, TierStarts):  # a placement tier's start (no bound)
             prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
                          [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])
@@ -555,8 +559,9 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         g.built[name] = lin
         if level is not None and g.lp is not None:
             relaxed = g.lp.bound(level)
-            cap = cap if relaxed is None else min(cap, relaxed)
+            cap = cap if relaxed is None or cap is None else min(cap, relaxed)
         if searching:
+            assert level is not None
             tier = _search(g, name, lin, level, share, cap, objectives[i + 1:])
         else:
             tier = g.solver.solve(name, lin, sense, share, cap, later, rest)
@@ -667,7 +672,7 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound | None) -> 
 
 
 def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock,
-             key: Callable[[int], object] | None = None) -> Iterator[tuple[_Group, float]]:
+             key: Callable[[int], Any] | None = None) -> Iterator[tuple[_Group, float]]:
     """The groups, smallest first (or by ``key`` of their index), each with its deadline: its size's share
     of the time left until ``end`` when its turn comes. What a part closes early is left to the parts
     after it (200 nodes: the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
@@ -838,7 +843,7 @@ def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions,
         for g, until in _by_size(groups, sizes, end_phase, clock):
             _solve_group(g, until, raw, options.objective, placement, clock)
         for g in groups:
-            g.tiers.sort(key=lambda t: [x[0] for x in g.objectives].index(t.name))
+            g.tiers.sort(key=lambda t: [x[0] for x in g.objectives or ()].index(t.name))
 
 
 def _place_by_level(groups: list[_Group], sizes: list[float], raw: np.ndarray,

@@ -9,6 +9,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -18,7 +19,7 @@ from .clock import Clock
 
 __all__ = ["SCORE_SCALE", "Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
 
-STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
+STATUS: dict[Any, str] = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
           cp_model.UNKNOWN: "UNKNOWN", cp_model.MODEL_INVALID: "MODEL_INVALID"}
 
 SCORE_SCALE = 100  # the score tier's objective units per score point (:mod:`.score_terms` solves in them)

@@ -198,8 +198,8 @@ class DefaultPreemption:
         if not candidates:
             hist: Counter = Counter()
             for node in range(n_all):
-                status = statuses.get(node)
-                for r in (status[1] if status is not None else [NOT_HELPFUL]):
+                found = statuses.get(node)
+                for r in (found[1] if found is not None else [NOT_HELPFUL]):
                     hist[r] += 1
             from ..greedy.fiterror import fit_error_message
 

@@ -245,6 +245,14 @@ def _tiers(model: BatchModel, batch: Batch, ledger: PDBLedger) -> list[tuple[str
         cv = model.vars[c.index]
         return int(cv.keep_ub.sum()) - sum(values.get(v.Index(), 0) for v in cv.keep_vars)
 
+    def _excess(classes: list[PodClass], allowed: int) -> Callable[[dict[int, int]], int]:
+        """A budget's violations in ``values``: its pods evicted beyond what it allows."""
+        return lambda vals: max(0, sum(gone(c, vals) for c in classes) - allowed)
+
+    def _evicts(classes: list[PodClass]) -> Callable[[dict[int, int]], int]:
+        """1 when ``values`` evicts a pod of ``classes``."""
+        return lambda vals: int(any(gone(c, vals) > 0 for c in classes))
+
     def placed() -> Linear:
         lin = Linear()
         for c in batch.classes:
@@ -273,8 +281,7 @@ def _tiers(model: BatchModel, batch: Batch, ledger: PDBLedger) -> list[tuple[str
                 over = cp.new_int_var(0, most - allowed, f"pdb_over_{b}")
                 cp.add(over >= cp_model.LinearExpr.sum([e for e, _ in exprs]) - allowed)
                 lin.add(over, 1, most - allowed)
-                lin.derived.append((over, lambda vals, cs=members[b], a=allowed:
-                                    max(0, sum(gone(c, vals) for c in cs) - a)))
+                lin.derived.append((over, _excess(members[b], allowed)))
         return lin
 
     def highest() -> Linear:
@@ -290,8 +297,7 @@ def _tiers(model: BatchModel, batch: Batch, ledger: PDBLedger) -> list[tuple[str
             any_ = cp.new_bool_var(f"evicts_{prio}")
             cp.add(cp_model.LinearExpr.sum([e for e, _ in exprs]) <= sum(u for _, u in exprs) * any_)
             cp.add(m >= rank * any_)
-            lin.derived.append((any_, lambda vals, p=prio: int(any(gone(c, vals) > 0 for c, _, _ in evicted
-                                                                   if c.priority == p))))
+            lin.derived.append((any_, _evicts([c for c, _, _ in evicted if c.priority == prio])))
         lin.add(m, 1, len(levels))
         lin.derived.append((m, lambda vals: max((levels.index(c.priority) + 1 for c, _, _ in evicted
                                                   if gone(c, vals) > 0), default=0)))

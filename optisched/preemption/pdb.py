@@ -25,8 +25,9 @@ class PDBLedger:
         self.selectors = [selector_of(v.pdb.spec.selector) for v in views]
         self.namespaces = [v.pdb.metadata.namespace for v in views]
         self.names = [f"{v.pdb.metadata.namespace}/{v.pdb.metadata.name}" for v in views]
+        self._csr: tuple[np.ndarray, np.ndarray, list[int]]  # set by budget_pairs
         # budgets by (namespace, one label pair their selector requires); None: selectors without pairs
-        self._buckets: dict[tuple[str, tuple[str, str] | None], list[int]] = {}
+        self._buckets: dict[tuple[str | None, tuple[str, str] | None], list[int]] = {}
         for i, sel in enumerate(self.selectors):
             if not sel.nothing and not sel.empty:
                 pair = min(sel.labels) if sel.labels else None
@@ -51,7 +52,7 @@ class PDBLedger:
 
     def budget_pairs(self, pods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(index into ``pods``, budget) for every budget covering each of ``pods``, in order."""
-        csr = self.__dict__.get("_csr")
+        csr: tuple[np.ndarray, np.ndarray, list[int]] | None = self.__dict__.get("_csr")
         if csr is None:  # per pod: where its budgets start in a flat list, and how many (-1: not known yet)
             csr = self._csr = (np.zeros(len(self.state.pods), dtype=np.int64),
                                np.full(len(self.state.pods), -1, dtype=np.int64), [])
@@ -72,7 +73,8 @@ class PDBLedger:
     def split_by_violation(self, pods: list[int]) -> tuple[list[int], list[int]]:
         """(violating, non-violating), keeping order; budgets are decremented per pod taken."""
         left = list(self.allowed)
-        violating, ok = [], []
+        violating: list[int] = []
+        ok: list[int] = []
         for p in pods:
             hit = False
             for i in self.budgets_of(p):

@@ -67,7 +67,7 @@ def landing_check(state: ClusterState, config: SchedulerConfig, goals: list[Goal
     landing is refused, or None. ``emptied`` nodes are refused by the staging itself."""
     names = state.node_names
     repaired = _repaired(state, config, counted, soft) if Goal.REPAIR in goals else None
-    resources = [r for r in ("cpu", "memory") if r in state.resources]
+    resources: list[str] = [r for r in ("cpu", "memory") if r in state.resources]
     ceiling = shares(state, target, resources).max() if resources else 0.0
     awaited = {int(target[p]) for p in np.flatnonzero((state.pod_node < 0) & (target >= 0)).tolist()}
 

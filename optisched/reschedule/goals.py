@@ -27,6 +27,7 @@ goal):
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -55,7 +56,7 @@ class Goal(StrEnum):
 OBJECTIVE = {Goal.CONSOLIDATE: "pack", Goal.BALANCE: "spread", Goal.FIT_PENDING: None, Goal.REPAIR: "repair"}
 
 
-def parse_goals(text: str | list[str]) -> list[Goal]:
+def parse_goals(text: str | Sequence[str]) -> list[Goal]:
     """``consolidate,fit-pending``: the goals in the order given (lexicographic)."""
     names = [x.strip() for x in (text.split(",") if isinstance(text, str) else text) if x.strip()]
     if not names:

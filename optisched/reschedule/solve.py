@@ -9,6 +9,7 @@ by priority. Waves and the kube-scheduler replay: :mod:`.waves`.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -99,7 +100,7 @@ def solve_target(state: ClusterState, config: SchedulerConfig, goals: list[Goal]
     return result.node_of.copy(), result
 
 
-def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | list[str],
+def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | Sequence[str],
                     budgets: Budgets | None = None, policy: EvictionPolicy | None = None,
                     time_limit: float = 30.0, seed: int = 0, gang: list[str] | None = None,
                     thresholds: tuple[dict[str, int], dict[str, int]] | None = None,

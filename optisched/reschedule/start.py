@@ -204,8 +204,8 @@ def duplicate_check(state: ClusterState, counted: np.ndarray) -> Callable[[list[
     keys = [k[1] if counted[p] and (k := owner_keys(pod)) is not None else None for p, pod in enumerate(state.pods)]
     owners: dict[tuple[str, ...], int] = {}
     for p in np.flatnonzero(state.pod_node >= 0).tolist():
-        if keys[p] is not None:
-            owners[keys[p]] = owners.get(keys[p], 0) + 1
+        if (key := keys[p]) is not None:
+            owners[key] = owners.get(key, 0) + 1
 
     uppers: dict[tuple[str, ...], int | None] = {}  # one owner's pods share their template: one average
 

@@ -131,7 +131,7 @@ def _counting(state: ClusterState, snapshot: Snapshot, frameworks: dict[str, Fra
     first = state.memo.get(("reschedule.class_rep",))
     if first is None:
         first = state.memo[("reschedule.class_rep",)] = np.unique(class_of, return_index=True)[1]
-    known = state.memo.setdefault(("reschedule.touched", soft), {})
+    known: dict[int, np.ndarray] = state.memo.setdefault(("reschedule.touched", soft), {})
     row = known.get(int(class_of[p]))
     if row is None:
         row = known[int(class_of[p])] = np.full(len(first), -1, dtype=np.int8)
