@@ -1,7 +1,8 @@
 """The in-tree plugin registry (``pkg/scheduler/framework/plugins/registry.go``'s ``NewInTreeRegistry``).
 
-Each plugin name maps to the rule classes that implement it: a filter side in
-``constraints/`` and a score side in ``objectives/``. What the engines need to know
+Each plugin name (:mod:`optisched.plugins.names`) maps to the rule classes that implement
+it: one class for both sides in ``plugins/``; elsewhere a filter side in ``constraints/``
+and a score side in ``objectives/``. What the engines need to know
 of a plugin beyond its extension points (the events it requeues on, whether its
 filter is static) is declared on its class (:class:`optisched.framework.Plugin`),
 not in tables here. Plugins of the default profile that optisched does not model
@@ -12,36 +13,38 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from .plugins import names
+
 __all__ = ["REGISTRY", "instantiate", "rule_class"]
 
 REGISTRY: dict[str, dict[str, str]] = {
-    "NodeUnschedulable": {"filter": "constraints.node_unschedulable:NodeUnschedulable"},
-    "NodeName": {"filter": "constraints.node_name:NodeName"},
-    "TaintToleration": {"filter": "constraints.taint_toleration:TaintToleration",
-                        "score": "constraints.taint_toleration:TaintToleration"},
-    "NodeAffinity": {"filter": "constraints.node_affinity:NodeAffinity",
-                     "score": "constraints.node_affinity:NodeAffinity"},
-    "NodePorts": {"filter": "constraints.node_ports:NodePorts"},
-    "VolumeRestrictions": {"filter": "constraints.volume_restrictions:VolumeRestrictions"},
-    "NodeVolumeLimits": {"filter": "constraints.node_volume_limits:NodeVolumeLimits"},
-    "VolumeBinding": {"filter": "constraints.volume_binding:VolumeBinding"},
-    "VolumeZone": {"filter": "constraints.volume_zone:VolumeZone"},
-    "NodeResourcesFit": {"filter": "constraints.node_resources_fit:NodeResourcesFit",
-                         "score": "objectives.node_resources_fit:NodeResourcesFitScore"},
-    "PodTopologySpread": {"filter": "constraints.pod_topology_spread:PodTopologySpread",
-                          "score": "objectives.pod_topology_spread:PodTopologySpreadScore"},
-    "InterPodAffinity": {"filter": "constraints.inter_pod_affinity:InterPodAffinity",
-                         "score": "objectives.inter_pod_affinity:InterPodAffinityScore"},
-    "NodeResourcesBalancedAllocation": {"score": "objectives.balanced_allocation:BalancedAllocation"},
-    "ImageLocality": {"score": "objectives.image_locality:ImageLocality"},
+    names.NODE_UNSCHEDULABLE: {"filter": "plugins.node_unschedulable:NodeUnschedulable"},
+    names.NODE_NAME: {"filter": "plugins.node_name:NodeName"},
+    names.TAINT_TOLERATION: {"filter": "plugins.taint_toleration:TaintToleration",
+                             "score": "plugins.taint_toleration:TaintToleration"},
+    names.NODE_AFFINITY: {"filter": "constraints.node_affinity:NodeAffinity",
+                          "score": "constraints.node_affinity:NodeAffinity"},
+    names.NODE_PORTS: {"filter": "plugins.node_ports:NodePorts"},
+    names.VOLUME_RESTRICTIONS: {"filter": "constraints.volume_restrictions:VolumeRestrictions"},
+    names.NODE_VOLUME_LIMITS: {"filter": "constraints.node_volume_limits:NodeVolumeLimits"},
+    names.VOLUME_BINDING: {"filter": "constraints.volume_binding:VolumeBinding"},
+    names.VOLUME_ZONE: {"filter": "constraints.volume_zone:VolumeZone"},
+    names.NODE_RESOURCES_FIT: {"filter": "constraints.node_resources_fit:NodeResourcesFit",
+                               "score": "objectives.node_resources_fit:NodeResourcesFitScore"},
+    names.POD_TOPOLOGY_SPREAD: {"filter": "constraints.pod_topology_spread:PodTopologySpread",
+                                "score": "objectives.pod_topology_spread:PodTopologySpreadScore"},
+    names.INTER_POD_AFFINITY: {"filter": "constraints.inter_pod_affinity:InterPodAffinity",
+                               "score": "objectives.inter_pod_affinity:InterPodAffinityScore"},
+    names.BALANCED_ALLOCATION: {"score": "objectives.balanced_allocation:BalancedAllocation"},
+    names.IMAGE_LOCALITY: {"score": "plugins.image_locality:ImageLocality"},
     # GPU sharing and the FGD paper's policies (hkust-adsl/kubernetes-scheduler-simulator)
-    "Open-Gpu-Share": {"filter": "constraints.gpu_share_plugin:GpuShare"},
-    "FGD": {"score": "objectives.gpu_policy_plugin:FGD"},
-    "BestFit": {"score": "objectives.gpu_policy_plugin:BestFit"},
-    "DotProd": {"score": "objectives.gpu_policy_plugin:DotProd"},
-    "GpuPacking": {"score": "objectives.gpu_policy_plugin:GpuPacking"},
-    "GpuClustering": {"score": "objectives.gpu_policy_plugin:GpuClustering"},
-    "Random": {"score": "objectives.gpu_policy_plugin:Random"},
+    names.GPU_SHARE: {"filter": "constraints.gpu_share_plugin:GpuShare"},
+    names.FGD: {"score": "objectives.gpu_policy_plugin:FGD"},
+    names.BEST_FIT: {"score": "objectives.gpu_policy_plugin:BestFit"},
+    names.DOT_PROD: {"score": "objectives.gpu_policy_plugin:DotProd"},
+    names.GPU_PACKING: {"score": "objectives.gpu_policy_plugin:GpuPacking"},
+    names.GPU_CLUSTERING: {"score": "objectives.gpu_policy_plugin:GpuClustering"},
+    names.RANDOM: {"score": "objectives.gpu_policy_plugin:Random"},
 }
 
 

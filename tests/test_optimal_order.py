@@ -312,7 +312,7 @@ def sharing_ports(draw) -> list[dict]:  # type: ignore[no-untyped-def]
 def _arrivals_sharing_a_port(state, node_of: np.ndarray) -> bool:  # type: ignore[no-untyped-def]
     """Two pods that arrive on one node hold conflicting host ports (they took it in turn, each after a
     holder left: not encoded)."""
-    from optisched.constraints.node_ports import host_ports
+    from optisched.plugins.node_ports import host_ports
 
     arrived = np.flatnonzero((node_of >= 0) & (node_of != state.pod_node)).tolist()
     for n in set(node_of[arrived].tolist()):

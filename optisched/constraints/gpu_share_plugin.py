@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..framework import CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
+from ..plugins import names
 from .gpu_share import (
     GPU_COUNT,
     GPU_INDEX,
@@ -128,7 +129,7 @@ class GpuShare(Plugin):
     """Filter of ``Open-Gpu-Share``: a GPU pod needs a node of an allowed model with ``gpu-count``
     devices each holding ``gpu-milli`` free."""
 
-    name = "Open-Gpu-Share"
+    name = names.GPU_SHARE
     REASON = "Insufficient GPU share"
     filter_fidelity = Fidelity.EXACT
 

@@ -28,6 +28,7 @@ from ..model.objects import Pod, PodAffinityTerm
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.order import Interaction
+from ..plugins import names
 from .label_syntax import aggregate
 from .pod_counts import NOTHING, MatchCounter, Selector, selector_of
 from .pod_index import PodIndex, count_at, count_in
@@ -273,7 +274,7 @@ class _PreFilter:
 
 
 class InterPodAffinity(Plugin):
-    name = "InterPodAffinity"
+    name = names.INTER_POD_AFFINITY
     events = frozenset({ClusterEvent.ASSIGNED_POD_ADD, ClusterEvent.ASSIGNED_POD_DELETE})
     depends_on_placement = True  # PreFilter state changes when pods are added or removed
 

@@ -22,6 +22,7 @@ from ..model.objects import NodeSelectorOperator, Pod
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.score_terms import encode_static
+from ..plugins import names
 from .label_syntax import aggregate, term_errors
 from .selectors import labels_mask, node_selector_mask, term_mask
 
@@ -91,7 +92,7 @@ def _node_names_restriction(state: ClusterState, pod: Pod) -> Status:
 
 
 class NodeAffinity(Plugin):
-    name = "NodeAffinity"
+    name = names.NODE_AFFINITY
     static = True
     placement_free = True
 

@@ -26,6 +26,7 @@ from ortools.sat.python import cp_model
 
 from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.snapshot import Snapshot
+from ..plugins import names
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -81,7 +82,7 @@ class NodeResourcesFit(Plugin):
     """PreFilter + Filter of ``NodeResourcesFit``; ``fits`` is ``fitsRequest`` for any "used" matrix
     (preemption calls it with the lower-priority pods taken away)."""
 
-    name = "NodeResourcesFit"
+    name = names.NODE_RESOURCES_FIT
     events = frozenset({ClusterEvent.ASSIGNED_POD_DELETE})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

@@ -25,6 +25,7 @@ from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..model.storage import StorageCatalog, pod_claims
+from ..plugins import names
 from .volume_common import claim_not_found, storage_of
 from .volume_migration import inline_volume, migrated_mask, provisioner_driver, pv_volume
 
@@ -84,7 +85,7 @@ def counts_volumes(pod: Pod, cat: StorageCatalog) -> bool:
 
 
 class NodeVolumeLimits(Plugin):
-    name = "NodeVolumeLimits"
+    name = names.NODE_VOLUME_LIMITS
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = state = snapshot.state

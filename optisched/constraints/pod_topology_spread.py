@@ -44,11 +44,12 @@ from ..model.snapshot import Snapshot
 from ..model.state import HOSTNAME_LABEL as HOSTNAME
 from ..model.state import ClusterState
 from ..optimal.order import Interaction
+from ..plugins import names
+from ..plugins.taint_toleration import untolerated
 from .node_affinity import required_mask
 from .pod_counts import MatchCounter, Selector, selector_of
 from .pod_index import PodIndex, count_at, count_in
 from .selectors import selector_error
-from .taint_toleration import untolerated
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -331,7 +332,7 @@ class _FilterState:
 class PodTopologySpread(Plugin):
     """PreFilter + Filter of ``PodTopologySpread``."""
 
-    name = "PodTopologySpread"
+    name = names.POD_TOPOLOGY_SPREAD
     events = frozenset({ClusterEvent.ASSIGNED_POD_ADD, ClusterEvent.ASSIGNED_POD_DELETE})
     depends_on_placement = True  # Filter follows pods added/removed after PreFilter (AddPod/RemovePod)
 

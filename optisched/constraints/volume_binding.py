@@ -34,6 +34,7 @@ from ..model.storage import (
     PersistentVolumeClaim,
     pod_claims,
 )
+from ..plugins import names
 from .selectors import label_selector_matches, node_selector_mask
 from .volume_common import claim_not_found, storage_of, unresolvable, uses_volumes
 from .volume_provisioning import REASON_SPACE, Provisioning
@@ -52,7 +53,7 @@ PV_KEY = tuple[int, str]  # (class index, claim name)
 
 
 class VolumeBinding(Plugin):
-    name = "VolumeBinding"
+    name = names.VOLUME_BINDING
     placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod, Volume
 from ..model.snapshot import Snapshot
+from ..plugins import names
 from .volume_common import claim_not_found, storage_of, unresolvable
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class PodVolumeKeys:
 
 
 class VolumeRestrictions(Plugin):
-    name = "VolumeRestrictions"
+    name = names.VOLUME_RESTRICTIONS
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         n = snapshot.state.num_nodes

@@ -15,6 +15,7 @@ import numpy as np
 from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..model.storage import BindingMode, PersistentVolume
+from ..plugins import names
 from .volume_common import (
     claim_not_found,
     class_not_found,
@@ -59,7 +60,7 @@ def pv_topologies(pv: PersistentVolume) -> list[tuple[str, set[str]]]:
 
 
 class VolumeZone(Plugin):
-    name = "VolumeZone"
+    name = names.VOLUME_ZONE
     placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

@@ -18,8 +18,8 @@ import numpy as np
 
 from ..constraints.node_affinity import required_mask
 from ..constraints.selectors import label_selector_matches
-from ..constraints.taint_toleration import untolerated
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
+from ..plugins.taint_toleration import untolerated
 from .args import Args, pod_scope
 from .context import Context
 

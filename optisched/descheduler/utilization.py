@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..constraints.taint_toleration import untolerated
 from ..model.objects import TaintEffect
 from ..model.state import ClusterState
+from ..plugins.taint_toleration import untolerated
 from .args import Args
 from .context import Context
 from .evictor import sort_low_to_high

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.node_affinity import preferred_score, required_mask
-from ..constraints.taint_toleration import untolerated
 from ..model.objects import Pod, TaintEffect
 from ..model.state import ClusterState
+from ..plugins.taint_toleration import untolerated
 from .args import Args, PodScope, pod_scope
 from .context import Context
 from .duplicates import target_nodes

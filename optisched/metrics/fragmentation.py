@@ -77,7 +77,7 @@ def _static_mask(state: ClusterState, pod: Pod) -> np.ndarray:
     """Nodes the pod may use whatever else runs: schedulable, NoSchedule/NoExecute taints tolerated,
     nodeSelector and required node affinity matched."""
     from ..constraints.node_affinity import required_mask
-    from ..constraints.taint_toleration import untolerated
+    from ..plugins.taint_toleration import untolerated
 
     mask = ~state.unschedulable & required_mask(state, pod)
     taints, matrix = state.distinct_taints

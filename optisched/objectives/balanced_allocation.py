@@ -32,6 +32,7 @@ import numpy as np
 from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, abs_var, add_var, class_nodes, node_fractions
+from ..plugins import names
 from ..profile import BalancedAllocationArgs
 from .node_resources_fit import ResourceAllocationScorer
 
@@ -93,7 +94,7 @@ def balanced_change(with_pod: np.ndarray, without: np.ndarray) -> np.ndarray:
 class BalancedAllocation(Plugin):
     """PreScore + Score of ``NodeResourcesBalancedAllocation``."""
 
-    name = "NodeResourcesBalancedAllocation"
+    name = names.BALANCED_ALLOCATION
     state_key = "PreScoreNodeResourcesBalancedAllocation"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

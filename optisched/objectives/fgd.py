@@ -24,6 +24,7 @@ import numpy as np
 
 from ..constraints.gpu_share import exclusive_devices, model_access
 from ..framework import MAX_NODE_SCORE
+from ..plugins import names
 
 if TYPE_CHECKING:
     from ..constraints.gpu_share import GpuNodes, GpuPod
@@ -114,7 +115,7 @@ def _sigmoid_score(delta: np.ndarray) -> np.ndarray:
 class FGD:
     """FGD score (``FGDScore``, gpuSelMethod FGDScore): prefer the node whose fragmentation grows least."""
 
-    name = "FGD"
+    name = names.FGD
 
     def __init__(self, ctx: Any) -> None:  # a gpu_policies.PolicyContext (which holds this cache)
         self.cache = ctx.frag

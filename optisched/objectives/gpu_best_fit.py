@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework import MAX_NODE_SCORE
+from ..plugins import names
 from .gpu_policies import MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitDevices, min_max_normalize
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ __all__ = ["BestFit"]
 
 
 class BestFit(BestFitDevices):
-    name = "BestFit"
+    name = names.BEST_FIT
 
     def score(self, nodes: GpuNodes, pod: GpuPod, cand: np.ndarray) -> np.ndarray:
         left = (nodes.cpu_free[cand] - pod.cpu) / MAX_SPEC_CPU * 0.5

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework import MAX_NODE_SCORE
+from ..plugins import names
 from .gpu_policies import MAX_SPEC_GPU, BestFitDevices
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ __all__ = ["GpuClustering"]
 
 
 class GpuClustering(BestFitDevices):
-    name = "GpuClustering"
+    name = names.GPU_CLUSTERING
 
     def score(self, nodes: GpuNodes, pod: GpuPod, cand: np.ndarray) -> np.ndarray:
         if pod.num_gpu == 0:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework import MAX_NODE_SCORE
+from ..plugins import names
 from .gpu_policies import MAX_SPEC_CPU, MAX_SPEC_GPU, BestFitDevices
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ __all__ = ["DotProd"]
 
 
 class DotProd(BestFitDevices):
-    name = "DotProd"
+    name = names.DOT_PROD
 
     def score(self, nodes: GpuNodes, pod: GpuPod, cand: np.ndarray) -> np.ndarray:
         dot = (nodes.cpu_free[cand] / MAX_SPEC_CPU) * (pod.cpu / MAX_SPEC_CPU)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..constraints.gpu_share import MILLI
 from ..framework import MAX_NODE_SCORE
+from ..plugins import names
 from .gpu_policies import BestFitDevices
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ __all__ = ["GpuPacking"]
 
 
 class GpuPacking(BestFitDevices):
-    name = "GpuPacking"
+    name = names.GPU_PACKING
 
     def score(self, nodes: GpuNodes, pod: GpuPod, cand: np.ndarray) -> np.ndarray:
         if pod.gpu_milli <= 0:

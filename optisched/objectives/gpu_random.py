@@ -13,6 +13,7 @@ import numpy as np
 
 from ..constraints.gpu_share import exclusive_devices
 from ..framework import MAX_NODE_SCORE
+from ..plugins import names
 from .gpu_policies import PolicyContext
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ __all__ = ["Random"]
 
 
 class Random:
-    name = "Random"
+    name = names.RANDOM
 
     def __init__(self, ctx: PolicyContext) -> None:
         self.rng = ctx.rng

@@ -22,6 +22,7 @@ from ..constraints.inter_pod_affinity import AffinityIndex, AffinityTerm
 from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, add_arrival_scores, add_var, static_scores
+from ..plugins import names
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -34,7 +35,7 @@ __all__ = ["InterPodAffinityScore"]
 
 
 class InterPodAffinityScore(Plugin):
-    name = "InterPodAffinity"
+    name = names.INTER_POD_AFFINITY
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.state

@@ -37,6 +37,7 @@ from ..constraints.node_resources_fit import is_scalar_resource_name
 from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, add_var, class_nodes, convex_load, node_utilization, used_flag
+from ..plugins import names
 from ..profile import NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType
 from .resource_allocation import allocation_matrix, pod_request_list
 
@@ -215,7 +216,7 @@ def requested_to_capacity_ratio(req: np.ndarray, alloc: np.ndarray, weights: np.
 class NodeResourcesFitScore(Plugin):
     """PreScore + Score of ``NodeResourcesFit`` with the profile's scoring strategy."""
 
-    name = "NodeResourcesFit"
+    name = names.NODE_RESOURCES_FIT
     state_key = "PreScoreNodeResourcesFit"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

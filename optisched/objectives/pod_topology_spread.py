@@ -47,6 +47,7 @@ from ..framework import MAX_NODE_SCORE, Code, CycleState, Fidelity, Plugin, Stat
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
+from ..plugins import names
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -76,7 +77,7 @@ class _SoftState:
 class PodTopologySpreadScore(Plugin):
     """PreScore + Score + NormalizeScore of ``PodTopologySpread``."""
 
-    name = "PodTopologySpread"
+    name = names.POD_TOPOLOGY_SPREAD
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.snapshot = snapshot

@@ -15,8 +15,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import cpsat
-from ..constraints.node_ports import host_ports
 from ..model.state import ClusterState
+from ..plugins.node_ports import host_ports
 from ..preemption.pdb_model import beyond_budgets
 from ..preemption.preemptors import preemptor_priority
 from ..profile import SchedulerConfig

@@ -167,7 +167,7 @@ def _greedy(sub: ClusterState, config: SchedulerConfig, row: int,
 
 def _recheck(state: ClusterState, config: SchedulerConfig, row: int, node: str, victims: list[int]) -> list[Violation]:
     """kube-scheduler's answer under the checker's rules (which keep host ports as kube's set, as the
-    model does: ``constraints/node_ports.py``). Where it still fails them, it lies outside the model
+    model does: ``plugins/node_ports.py``). Where it still fails them, it lies outside the model
     (:func:`_kube_floor`)."""
     node_of = state.pod_node.copy()
     node_of[row] = state.node_index[node]

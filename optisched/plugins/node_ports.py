@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ..constraints.pod_index import PodIndex, count_in
 from ..framework import ClusterEvent, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
-from .pod_index import PodIndex, count_in
+from . import names
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -65,7 +66,7 @@ class PodHostPorts:
 
 
 class NodePorts(Plugin):
-    name = "NodePorts"
+    name = names.NODE_PORTS
     events = frozenset({ClusterEvent.ASSIGNED_POD_DELETE})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import encode_static
+from . import names
 
 if TYPE_CHECKING:
     from ..model.objects import Pod
@@ -38,7 +39,7 @@ def normalized_image_name(name: str) -> str:
 
 
 class ImageLocality(Plugin):
-    name = "ImageLocality"
+    name = names.IMAGE_LOCALITY
 
     @staticmethod
     def score_key(pod: Pod) -> tuple:

@@ -15,6 +15,7 @@ from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod, TaintEffect, Toleration
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import encode_static
+from . import names
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
@@ -33,7 +34,7 @@ def untolerated(tolerations: list[Toleration], taints: list, effects: set[TaintE
 
 
 class TaintToleration(Plugin):
-    name = "TaintToleration"
+    name = names.TAINT_TOLERATION
     static = True
     placement_free = True
 
