@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from builders import node, pod, state_of
 
-from optisched.constraints.volume_restrictions import PodVolumeKeys
 from optisched.model.snapshot import Snapshot
 from optisched.plugins.node_ports import PodHostPorts
+from optisched.plugins.volumes.volume_restrictions import PodVolumeKeys
 
 
 class _PerSnapshot:

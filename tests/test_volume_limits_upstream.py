@@ -9,7 +9,7 @@ from builders import node, pod
 from storage_builders import claims
 from test_rules import UNRES, run_filter
 
-from optisched.constraints.volume_migration import MIGRATED_PLUGINS_ANNOTATION
+from optisched.plugins.volumes.volume_migration import MIGRATED_PLUGINS_ANNOTATION
 
 NODE = "node-for-max-pd-test-1"
 EBS, GCE, AWS_INTREE, HOSTPATH = "ebs.csi.aws.com", "pd.csi.storage.gke.io", "kubernetes.io/aws-ebs", "kubernetes.io/hostpath"
@@ -174,8 +174,8 @@ def test_a_volume_attachment_of_a_volume_a_pod_on_the_node_uses_counts_once() ->
 def test_without_a_csinode_in_tree_volumes_are_not_counted_but_portworx_needs_the_annotation() -> None:
     from builders import snapshot_of
 
-    from optisched.constraints.volume_migration import migrated_mask
     from optisched.model.storage import catalog
+    from optisched.plugins.volumes.volume_migration import migrated_mask
 
     csi = _csi_node([EBS], 1)
     bare = {**csi, "metadata": {"name": "n2"}}

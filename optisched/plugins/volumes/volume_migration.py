@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model.objects import Volume
-from ..model.storage import PersistentVolume, StorageCatalog
+from ...model.objects import Volume
+from ...model.storage import PersistentVolume, StorageCatalog
 
 __all__ = ["IN_TREE", "MIGRATED_PLUGINS_ANNOTATION", "inline_volume", "migrated_mask", "provisioner_driver",
            "pv_volume"]

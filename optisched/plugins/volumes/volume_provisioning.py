@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.objects import LabelSelector
-from ..model.state import ClusterState
-from ..model.storage import PersistentVolumeClaim, StorageCatalog
-from .selectors import labels_mask
+from ...constraints.selectors import labels_mask
+from ...model.objects import LabelSelector
+from ...model.state import ClusterState
+from ...model.storage import PersistentVolumeClaim, StorageCatalog
 
 __all__ = ["NO_PROVISIONER", "REASON_SPACE", "Provisioning", "selector_mask"]
 

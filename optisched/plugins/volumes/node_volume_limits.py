@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
-from ..model.objects import Pod
-from ..model.snapshot import Snapshot
-from ..model.storage import StorageCatalog, pod_claims
-from ..plugins import names
+from ...framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
+from ...model.objects import Pod
+from ...model.snapshot import Snapshot
+from ...model.storage import StorageCatalog, pod_claims
+from .. import names
 from .volume_common import claim_not_found, storage_of
 from .volume_migration import inline_volume, migrated_mask, provisioner_driver, pv_volume
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
-    from .pod_index import PodIndex
+    from ...constraints.pod_index import PodIndex
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
 
 __all__ = ["REASON", "LimitsWorld", "NodeVolumeLimits", "csi_volumes"]
 

@@ -23,25 +23,25 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
-from ..model.objects import Pod
-from ..model.snapshot import Snapshot
-from ..model.state import HOSTNAME_LABEL
-from ..model.storage import (
+from ...constraints.selectors import label_selector_matches, node_selector_mask
+from ...framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
+from ...model.objects import Pod
+from ...model.snapshot import Snapshot
+from ...model.state import HOSTNAME_LABEL
+from ...model.storage import (
     SELECTED_NODE_ANNOTATION,
     BindingMode,
     PersistentVolume,
     PersistentVolumeClaim,
     pod_claims,
 )
-from ..plugins import names
-from .selectors import label_selector_matches, node_selector_mask
+from .. import names
 from .volume_common import claim_not_found, storage_of, unresolvable, uses_volumes
 from .volume_provisioning import REASON_SPACE, Provisioning
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
 
 __all__ = ["REASON_BIND", "REASON_IMMEDIATE", "REASON_NODE", "REASON_PV_MISSING", "REASON_SPACE", "VolumeBinding"]
 

@@ -2,10 +2,10 @@
 server's not-found messages the plugins pass on as reasons (``apierrors.NewNotFound(...).Error()``)."""
 from __future__ import annotations
 
-from ..framework import Code, Status
-from ..model.objects import Pod
-from ..model.snapshot import Snapshot
-from ..model.storage import StorageCatalog, catalog
+from ...framework import Code, Status
+from ...model.objects import Pod
+from ...model.snapshot import Snapshot
+from ...model.storage import StorageCatalog, catalog
 
 __all__ = ["claim_not_found", "class_not_found", "pv_not_found", "storage_of", "unresolvable", "uses_volumes"]
 

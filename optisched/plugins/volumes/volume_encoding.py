@@ -11,8 +11,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
 
 __all__ = ["claim_at_most_one", "claim_matching", "disk_pairs_exclusive", "node_presence", "unique_within_limit"]
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
-from ..model.snapshot import Snapshot
-from ..model.storage import BindingMode, PersistentVolume
-from ..plugins import names
+from ...framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
+from ...model.snapshot import Snapshot
+from ...model.storage import BindingMode, PersistentVolume
+from .. import names
 from .volume_common import (
     claim_not_found,
     class_not_found,
@@ -26,8 +26,8 @@ from .volume_common import (
 )
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
 
 __all__ = ["REASON", "TOPOLOGY_LABELS", "VolumeZone", "pv_topologies"]
 

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
-from ..model.objects import Pod, Volume
-from ..model.snapshot import Snapshot
-from ..plugins import names
+from ...framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
+from ...model.objects import Pod, Volume
+from ...model.snapshot import Snapshot
+from .. import names
 from .volume_common import claim_not_found, storage_of, unresolvable
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
 
 __all__ = ["REASON_DISK", "REASON_RWOP", "VolumeRestrictions", "disk_keys"]
 
