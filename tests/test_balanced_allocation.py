@@ -11,7 +11,7 @@ from helpers.replay import case_names, replay
 from test_node_resources_fit import score_problems
 
 from optisched.framework import Code, CycleState
-from optisched.objectives.balanced_allocation import (
+from optisched.plugins.noderesources.balanced_allocation import (
     BalancedAllocation,
     balanced_change,
     balanced_pair,

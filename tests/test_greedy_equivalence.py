@@ -73,8 +73,8 @@ def test_optimized_engine_decides_as_the_reference(seed, nodes, pods, load, tie_
 def test_dry_runs_summing_every_move_with_bincount_decide_as_the_reference(monkeypatch):
     """ResourceWorld sums large moves (taking every lower-priority pod off) per column with bincount;
     these clusters are too small to reach the size where it starts, so here every move takes it."""
-    from optisched.constraints import node_resources_fit
-    monkeypatch.setattr(node_resources_fit, "_MANY", 1)
+    from optisched.plugins.noderesources import fit
+    monkeypatch.setattr(fit, "_MANY", 1)
     seed, nodes, pods, load, tie_break, requeue = CASES[1]
     options = GreedyOptions(tie_break=tie_break, seed=seed, requeue=requeue)
     ref = _run(seed, nodes, pods, load, replace(options, reference=True))

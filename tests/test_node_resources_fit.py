@@ -8,13 +8,13 @@ import pytest
 from builders import node, pod, snapshot_of
 from helpers.replay import case_names, replay
 
-from optisched.constraints.node_resources_fit import (
+from optisched.framework import Code, CycleState
+from optisched.plugins.noderesources.fit import (
     NodeResourcesFit,
     is_extended_resource,
     is_scalar_resource_name,
 )
-from optisched.framework import Code, CycleState
-from optisched.objectives.node_resources_fit import (
+from optisched.plugins.noderesources.scoring import (
     NodeResourcesFitScore,
     broken_linear,
     go_div,

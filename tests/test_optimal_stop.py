@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optisched.constraints.node_resources_fit import NodeResourcesFit
 from optisched.datasets.generate import GenerateSpec, generate
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.loader import cluster_from_objects
@@ -16,6 +15,7 @@ from optisched.model.snapshot import Snapshot
 from optisched.model.state import compile_cluster
 from optisched.optimal import check, classes, clock, hint, model, solve
 from optisched.optimal.model import BatchModel, BuildTimeout
+from optisched.plugins.noderesources.fit import NodeResourcesFit
 from optisched.profile import default_config
 
 COUNTED = "the time limit was used up before the model was built (its work counted"

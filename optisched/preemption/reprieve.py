@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..constraints.node_resources_fit import ResourceWorld
 from ..framework import FilterResult
+from ..plugins.noderesources.fit import ResourceWorld
 from .default_preemption import MAX_INT32
 
 __all__ = ["Reprieved", "pdb_violating", "reprieve"]

@@ -29,17 +29,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
-from ..model.snapshot import Snapshot
-from ..optimal.score_terms import SCORE_SCALE, abs_var, add_var, class_nodes, node_fractions
-from ..plugins import names
-from ..profile import BalancedAllocationArgs
-from .node_resources_fit import ResourceAllocationScorer
+from ...framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
+from ...model.snapshot import Snapshot
+from ...optimal.score_terms import SCORE_SCALE, abs_var, add_var, class_nodes, node_fractions
+from ...profile import BalancedAllocationArgs
+from .. import names
+from .scoring import ResourceAllocationScorer
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
-    from ..optimal.tiers import Linear
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
+    from ...optimal.tiers import Linear
 
 __all__ = ["BalancedAllocation", "balanced_change", "balanced_pair", "balanced_score"]
 

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
-from ..model.snapshot import Snapshot
-from ..plugins import names
+from ...framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
+from ...model.snapshot import Snapshot
+from .. import names
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
-    from .pod_index import PodIndex
+    from ...constraints.pod_index import PodIndex
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
 
 __all__ = [
     "TOO_MANY_PODS",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import CycleState
-from ..model.snapshot import Snapshot
+from ...framework import CycleState
+from ...model.snapshot import Snapshot
 
 __all__ = ["allocation_matrix", "is_scalar_resource", "pod_request_list"]
 

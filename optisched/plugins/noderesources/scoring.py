@@ -33,18 +33,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraints.node_resources_fit import is_scalar_resource_name
-from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
-from ..model.snapshot import Snapshot
-from ..optimal.score_terms import SCORE_SCALE, add_var, class_nodes, convex_load, node_utilization, used_flag
-from ..plugins import names
-from ..profile import NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType
+from ...framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
+from ...model.snapshot import Snapshot
+from ...optimal.score_terms import SCORE_SCALE, add_var, class_nodes, convex_load, node_utilization, used_flag
+from ...profile import NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType
+from .. import names
+from .fit import is_scalar_resource_name
 from .resource_allocation import allocation_matrix, pod_request_list
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
-    from ..optimal.tiers import Linear
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
+    from ...optimal.tiers import Linear
 
 __all__ = [
     "MAX_CUSTOM_PRIORITY_SCORE",
