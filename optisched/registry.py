@@ -38,13 +38,13 @@ REGISTRY: dict[str, dict[str, str]] = {
     names.BALANCED_ALLOCATION: {"score": "plugins.noderesources.balanced_allocation:BalancedAllocation"},
     names.IMAGE_LOCALITY: {"score": "plugins.image_locality:ImageLocality"},
     # GPU sharing and the FGD paper's policies (hkust-adsl/kubernetes-scheduler-simulator)
-    names.GPU_SHARE: {"filter": "constraints.gpu_share_plugin:GpuShare"},
-    names.FGD: {"score": "objectives.gpu_policy_plugin:FGD"},
-    names.BEST_FIT: {"score": "objectives.gpu_policy_plugin:BestFit"},
-    names.DOT_PROD: {"score": "objectives.gpu_policy_plugin:DotProd"},
-    names.GPU_PACKING: {"score": "objectives.gpu_policy_plugin:GpuPacking"},
-    names.GPU_CLUSTERING: {"score": "objectives.gpu_policy_plugin:GpuClustering"},
-    names.RANDOM: {"score": "objectives.gpu_policy_plugin:Random"},
+    names.GPU_SHARE: {"filter": "plugins.gpu.share_plugin:GpuShare"},
+    names.FGD: {"score": "plugins.gpu.policy_plugin:FGD"},
+    names.BEST_FIT: {"score": "plugins.gpu.policy_plugin:BestFit"},
+    names.DOT_PROD: {"score": "plugins.gpu.policy_plugin:DotProd"},
+    names.GPU_PACKING: {"score": "plugins.gpu.policy_plugin:GpuPacking"},
+    names.GPU_CLUSTERING: {"score": "plugins.gpu.policy_plugin:GpuClustering"},
+    names.RANDOM: {"score": "plugins.gpu.policy_plugin:Random"},
 }
 
 

@@ -206,7 +206,7 @@ def test_the_packages_own_entry_points_leave_sigint_as_it_was() -> None:
     SIGINT at the system default afterwards, so a Ctrl-C killed the process)."""
     import numpy as np
 
-    from optisched.constraints.gpu_share import GpuNodes, GpuPod, pack_node
+    from optisched.plugins.gpu.share import GpuNodes, GpuPod, pack_node
     from optisched.reschedule.wave_pack import Flows, fewest_waves
 
     before = signal.getsignal(signal.SIGINT)

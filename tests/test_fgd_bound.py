@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 from test_fgd_optimum import openb_slice
 
-from optisched.constraints.gpu_share import GpuNodes, GpuPod
 from optisched.datasets.openb import load_nodes, load_pods
 from optisched.experiments.fgd_bound import allocation_bound, best_pattern, bound_and_plan
 from optisched.experiments.fgd_construct import fill_devices
 from optisched.experiments.fgd_optimum import _greedy_starts, arrived_rows
 from optisched.experiments.fgd_optimum_model import build_model, verify
+from optisched.plugins.gpu.share import GpuNodes, GpuPod
 
 
 def exact_optimum(nodes: GpuNodes, pods: list[GpuPod]) -> int:

@@ -10,13 +10,13 @@ import pytest
 from conftest import datasets_dir, require
 from test_fgd_experiment import small_trace
 
-from optisched.constraints.gpu_share import GpuNodes, GpuPod
 from optisched.datasets.openb import load_nodes, load_pods
 from optisched.experiments.fgd import run_fgd
 from optisched.experiments.fgd_lns import search
 from optisched.experiments.fgd_optimum import OPTIMUM_COLUMNS, arrived_rows, optimum_point, run_optimum
 from optisched.experiments.fgd_optimum_model import verify
 from optisched.experiments.fgd_report import plot_results
+from optisched.plugins.gpu.share import GpuNodes, GpuPod
 
 OPENB = datasets_dir() / "alibaba-gpu-v2023-openb" / "csv"
 CLI = str(Path(sys.executable).with_name("optisched"))

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_openb import need_openb
 
-from optisched.constraints.gpu_share import MILLI
 from optisched.datasets.openb import load_nodes, load_pods
 from optisched.experiments.fgd import RunResult, curve, run_fgd
 from optisched.experiments.go_draws import GoRand, simulator_draws
+from optisched.plugins.gpu.share import MILLI
 
 PER_SEED = datasets_dir() / "fgd-atc23-simulator-expected-results" / "analysis_allo_discrete.csv"
 

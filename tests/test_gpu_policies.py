@@ -9,10 +9,9 @@ from importlib.metadata import EntryPoint
 import numpy as np
 import pytest
 
-from optisched.constraints.gpu_share import MILLI, GpuNodes, GpuPod, feasible
-from optisched.objectives import gpu_policies
-from optisched.objectives.fgd import FGD, FragCache, typical_pods
-from optisched.objectives.gpu_policies import (
+from optisched.plugins.gpu import policies as gpu_policies
+from optisched.plugins.gpu.fgd import FGD, FragCache, typical_pods
+from optisched.plugins.gpu.policies import (
     POLICIES,
     PolicyContext,
     available_policies,
@@ -20,6 +19,7 @@ from optisched.objectives.gpu_policies import (
     policy_class,
     select_host,
 )
+from optisched.plugins.gpu.share import MILLI, GpuNodes, GpuPod, feasible
 
 
 def _frag_oracle(cpu_left, devs, model, typ):

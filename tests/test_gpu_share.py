@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from optisched.constraints.gpu_share import (
+from optisched.plugins.gpu.fgd import FragCache, typical_pods
+from optisched.plugins.gpu.policies import POLICIES, PolicyContext, policy_class, select_host
+from optisched.plugins.gpu.share import (
     GpuNodes,
     GpuPod,
     best_fit_device,
@@ -15,8 +17,6 @@ from optisched.constraints.gpu_share import (
     exclusive_devices,
     feasible,
 )
-from optisched.objectives.fgd import FragCache, typical_pods
-from optisched.objectives.gpu_policies import POLICIES, PolicyContext, policy_class, select_host
 
 
 def cluster(*specs: tuple[int, int, int, str], free: dict[int, list[int]] | None = None) -> GpuNodes:

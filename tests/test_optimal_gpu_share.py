@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 from test_rules_gpu import gpu_node, gpu_pod
 
-from optisched.constraints.gpu_share import GpuNodes, GpuPod, encode_gpu_share, pack_node
-from optisched.constraints.gpu_share_plugin import GpuShareState
 from optisched.model.snapshot import Snapshot
 from optisched.optimal.check import check_placement
 from optisched.optimal.solve import OptimalOptions, solve_optimal
+from optisched.plugins.gpu.share import GpuNodes, GpuPod, encode_gpu_share, pack_node
+from optisched.plugins.gpu.share_plugin import GpuShareState
 from optisched.profile import parse_config
 
 CONFIG = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from builders import node, pod, state_of
 
-from optisched.constraints.gpu_share_plugin import GpuShareState, pod_gpu_demand
 from optisched.errors import InputError
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
-from optisched.objectives.gpu_policies import POLICIES
+from optisched.plugins.gpu.policies import POLICIES
+from optisched.plugins.gpu.share_plugin import GpuShareState, pod_gpu_demand
 from optisched.profile import parse_config
 
 

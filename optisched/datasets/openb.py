@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..constraints.gpu_share import GPU_COUNT, GPU_MODEL, MILLI, GpuNodes, GpuPod
 from ..errors import InputError
+from ..plugins.gpu.share import GPU_COUNT, GPU_MODEL, MILLI, GpuNodes, GpuPod
 
 __all__ = ["NODE_COLUMNS", "POD_COLUMNS", "POD_COLUMNS_SHORT", "QOS_PRIORITY", "PodTable", "load_nodes",
            "load_pods"]

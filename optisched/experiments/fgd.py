@@ -8,8 +8,8 @@ column *k* averages the samples whose arrived GPU request rounds to *k* % of cap
 
 Follows hkust-adsl/kubernetes-scheduler-simulator (commit 8f3d641): ``scripts/generate_run_scripts.py``
 (tune 1.3, seeds 42-51), ``pkg/simulator/simulator.go`` (``SchedulePods``) and ``pkg/utils/frag.go``.
-The filter is :mod:`optisched.constraints.gpu_share`, the policies are those of
-:mod:`optisched.objectives.gpu_policies`, the fragmentation is :class:`optisched.objectives.fgd.FragCache`.
+The filter is :mod:`optisched.plugins.gpu.share`, the policies are those of
+:mod:`optisched.plugins.gpu.policies`, the fragmentation is :class:`optisched.plugins.gpu.fgd.FragCache`.
 The shuffle uses numpy's generator, not Go's, so single runs differ from the published ones; the
 comparison is over the mean of seeds.
 """
@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..constraints.gpu_share import MILLI, GpuNodes, GpuPod, feasible, model_access
 from ..datasets.openb import PodTable, load_nodes, load_pods
-from ..objectives.fgd import FragCache, typical_pods
-from ..objectives.gpu_policies import PolicyContext, policy_class, select_host
+from ..plugins.gpu.fgd import FragCache, typical_pods
+from ..plugins.gpu.policies import PolicyContext, policy_class, select_host
+from ..plugins.gpu.share import MILLI, GpuNodes, GpuPod, feasible, model_access
 from .go_draws import simulator_draws
 
 __all__ = ["ARRIVED_STEPS", "COLUMNS", "TUNE_RATIO", "RunResult", "arrival_order", "curve", "run_fgd",

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.linear_solver import pywraplp
 
-from ..constraints.gpu_share import MAX_PODS, MILLI, GpuNodes, GpuPod, model_access
 from ..datasets.openb import PodTable
+from ..plugins.gpu.share import MAX_PODS, MILLI, GpuNodes, GpuPod, model_access
 
 __all__ = ["allocation_bound", "best_pattern", "bound_and_plan"]
 

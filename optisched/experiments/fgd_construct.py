@@ -7,7 +7,7 @@ share that fits it (a 650 beside a 350, an 810 beside a 160). Multi-GPU pods go 
 node with the fewest idle devices that still has enough), CPU-only pods last (to the node with the most CPU
 left per GPU milli taken). Within a share size, pods restricted by ``gpu_spec`` go first, and a node takes
 the pod whose CPU best matches its CPU left per GPU milli left, so CPU-poor nodes keep CPU for their GPUs.
-Each step asks the GPU sharing rule's filter (:func:`optisched.constraints.gpu_share.feasible`), so the
+Each step asks the GPU sharing rule's filter (:func:`optisched.plugins.gpu.share.feasible`), so the
 result is a placement that exists.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..constraints.gpu_share import MILLI, GpuNodes, GpuPod, exclusive_devices, feasible, model_access
+from ..plugins.gpu.share import MILLI, GpuNodes, GpuPod, exclusive_devices, feasible, model_access
 
 __all__ = ["decreasing_order", "fill_devices"]
 

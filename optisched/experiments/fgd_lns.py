@@ -4,7 +4,7 @@ The whole cluster as one CP-SAT model (1,213 nodes, ~300,000 variables) does not
 minutes on a small machine. The search keeps a placement and, while time is left, picks a few nodes (most
 of them with idle GPU milli, the others at random), takes every pod on them plus a sample of the pods that
 are not placed, and solves that part exactly with the same model on those nodes alone (the GPU sharing
-rule's encoding, :func:`optisched.constraints.gpu_share.encode_gpu_share`); the part's new placement is
+rule's encoding, :func:`optisched.plugins.gpu.share.encode_gpu_share`); the part's new placement is
 kept when it allocates more GPU milli (then places more pods). Each step can only improve the placement.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import cpsat
-from ..constraints.gpu_share import GpuNodes, GpuPod
+from ..plugins.gpu.share import GpuNodes, GpuPod
 from .fgd_optimum_model import build_model, decode_model, hint_model
 
 __all__ = ["search"]

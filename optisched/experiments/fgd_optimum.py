@@ -22,8 +22,8 @@ import pandas as pd
 from ortools.sat.python import cp_model
 
 from .. import cpsat
-from ..constraints.gpu_share import MILLI, GpuNodes
 from ..datasets.openb import PodTable, load_nodes, load_pods
+from ..plugins.gpu.share import MILLI, GpuNodes
 from .fgd import RunResult, arrival_order, run_fgd
 from .fgd_bound import bound_and_plan
 from .fgd_construct import fill_devices

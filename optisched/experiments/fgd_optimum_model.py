@@ -2,7 +2,7 @@
 
 Optimal mode's shape (identical pods aggregated into a count per node, as :mod:`optisched.optimal.classes`
 does for ReplicaSets) with the GPU sharing rule's own CP-SAT encoding
-(:func:`optisched.constraints.gpu_share.encode_gpu_share`: per-device packing, whole GPUs on idle devices,
+(:func:`optisched.plugins.gpu.share.encode_gpu_share`: per-device packing, whole GPUs on idle devices,
 CPU, memory and pod slots); objective: GPU milli, then pods. :func:`verify` replays a placement through
 the greedy filter with its devices.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..constraints.gpu_share import MILLI, DeviceVars, GpuNodes, GpuPod, encode_gpu_share, feasible
+from ..plugins.gpu.share import MILLI, DeviceVars, GpuNodes, GpuPod, encode_gpu_share, feasible
 
 __all__ = ["OptimumModel", "Placement", "build_model", "decode_model", "hint_model", "verify"]
 

@@ -22,7 +22,7 @@ import pandas as pd
 import yaml
 
 from ..errors import InputError
-from ..objectives.gpu_policies import available_policies
+from ..plugins.gpu.policies import available_policies
 from .fgd import COLUMNS, curve, run_fgd
 
 __all__ = ["FGD_POLICIES", "FGD_WORKLOADS", "Cell", "SweepSpec", "load_spec", "parse_seeds", "run_sweep"]

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..constraints.gpu_share import DEMAND_ANNOTATIONS
 from ..greedy.queue import sort_key, split_handled
 from ..model.objects import Pod, PreemptionPolicy
 from ..model.state import ClusterState
+from ..plugins.gpu.share import DEMAND_ANNOTATIONS
 from ..policy.eviction import EvictionPolicy, Keep, Verdicts
 from ..profile import SchedulerConfig
 

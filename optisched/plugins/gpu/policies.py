@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..constraints.gpu_share import best_fit_device
+from .share import best_fit_device
 
 if TYPE_CHECKING:
-    from ..constraints.gpu_share import GpuNodes, GpuPod
     from .fgd import FragCache
+    from .share import GpuNodes, GpuPod
 
 __all__ = ["ENTRY_POINT_GROUP", "POLICIES", "GpuPolicy", "PolicyContext", "available_policies", "policy_class",
            "select_host"]
@@ -29,12 +29,12 @@ __all__ = ["ENTRY_POINT_GROUP", "POLICIES", "GpuPolicy", "PolicyContext", "avail
 ENTRY_POINT_GROUP = "optisched.plugins"
 
 POLICIES: dict[str, str] = {
-    "FGD": "objectives.fgd:FGD",
-    "BestFit": "objectives.gpu_best_fit:BestFit",
-    "DotProd": "objectives.gpu_dot_product:DotProd",
-    "GpuPacking": "objectives.gpu_packing:GpuPacking",
-    "GpuClustering": "objectives.gpu_clustering:GpuClustering",
-    "Random": "objectives.gpu_random:Random",
+    "FGD": "plugins.gpu.fgd:FGD",
+    "BestFit": "plugins.gpu.best_fit:BestFit",
+    "DotProd": "plugins.gpu.dot_product:DotProd",
+    "GpuPacking": "plugins.gpu.packing:GpuPacking",
+    "GpuClustering": "plugins.gpu.clustering:GpuClustering",
+    "Random": "plugins.gpu.random_policy:Random",
 }
 
 MAX_SPEC_CPU = 128000  # open-gpu-share utils/const.go MaxSpecCpu (milli)

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraints.gpu_share import MILLI
-from ..framework import MAX_NODE_SCORE
-from ..plugins import names
-from .gpu_policies import BestFitDevices
+from ...framework import MAX_NODE_SCORE
+from .. import names
+from .policies import BestFitDevices
+from .share import MILLI
 
 if TYPE_CHECKING:
-    from ..constraints.gpu_share import GpuNodes, GpuPod
+    from .share import GpuNodes, GpuPod
 
 __all__ = ["GpuPacking"]
 

@@ -19,12 +19,12 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from ..errors import InputError
-from ..framework import CycleState, Fidelity, FilterResult, Plugin, Status
-from ..model.objects import Pod
-from ..model.snapshot import Snapshot
-from ..plugins import names
-from .gpu_share import (
+from ...errors import InputError
+from ...framework import CycleState, Fidelity, FilterResult, Plugin, Status
+from ...model.objects import Pod
+from ...model.snapshot import Snapshot
+from .. import names
+from .share import (
     GPU_COUNT,
     GPU_INDEX,
     GPU_MILLI,
@@ -39,8 +39,8 @@ from .gpu_share import (
 )
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
 
 __all__ = ["GpuShare", "GpuShareState", "pod_gpu_demand"]
 

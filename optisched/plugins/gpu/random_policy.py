@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraints.gpu_share import exclusive_devices
-from ..framework import MAX_NODE_SCORE
-from ..plugins import names
-from .gpu_policies import PolicyContext
+from ...framework import MAX_NODE_SCORE
+from .. import names
+from .policies import PolicyContext
+from .share import exclusive_devices
 
 if TYPE_CHECKING:
-    from ..constraints.gpu_share import GpuNodes, GpuPod
+    from .share import GpuNodes, GpuPod
 
 __all__ = ["Random"]
 

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..constraints.gpu_share import exclusive_devices, model_access
-from ..framework import MAX_NODE_SCORE
-from ..plugins import names
+from ...framework import MAX_NODE_SCORE
+from .. import names
+from .share import exclusive_devices, model_access
 
 if TYPE_CHECKING:
-    from ..constraints.gpu_share import GpuNodes, GpuPod
+    from .share import GpuNodes, GpuPod
 
 __all__ = ["FGD", "FragCache", "TypicalPods", "typical_pods"]
 

@@ -1,7 +1,7 @@
 """The FGD paper's policies as score plugins of a kube-scheduler profile (``FGD``, ``BestFit``, ``DotProd``,
 ``GpuPacking``, ``GpuClustering``, ``Random``), on the GPU state of ``Open-Gpu-Share``.
 
-Each plugin wraps the policy of the same name in :mod:`optisched.objectives.gpu_policies` (one rule, one
+Each plugin wraps the policy of the same name in :mod:`optisched.plugins.gpu.policies` (one rule, one
 place) and also chooses the devices the pod takes when it binds, as the simulator's Reserve asks the
 highest-weighted score plugin (``gpuSelMethod``). FGD's typical pods are computed from every pod of the
 input. Scores are final (BestFit normalizes inside its score), so ``normalize`` returns them unchanged.
@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ..constraints.gpu_share_plugin import GpuShareState
-from ..framework import CycleState, Fidelity, Plugin, Status
-from ..model.snapshot import Snapshot
-from ..optimal.score_terms import encode_static
+from ...framework import CycleState, Fidelity, Plugin, Status
+from ...model.snapshot import Snapshot
+from ...optimal.score_terms import encode_static
 from .fgd import FragCache, typical_pods
-from .gpu_policies import POLICIES, PolicyContext, policy_class
+from .policies import POLICIES, PolicyContext, policy_class
+from .share_plugin import GpuShareState
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
-    from ..optimal.tiers import Linear
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
+    from ...optimal.tiers import Linear
 
 __all__ = ["PolicyScore", "score_plugin"]
 

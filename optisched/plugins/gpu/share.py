@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from ortools.sat.python import cp_model
 
-from .. import cpsat
+from ... import cpsat
 
 __all__ = [
     "DEMAND_ANNOTATIONS",

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import MAX_NODE_SCORE
-from ..plugins import names
-from .gpu_policies import MAX_SPEC_GPU, BestFitDevices
+from ...framework import MAX_NODE_SCORE
+from .. import names
+from .policies import MAX_SPEC_GPU, BestFitDevices
 
 if TYPE_CHECKING:
-    from ..constraints.gpu_share import GpuNodes, GpuPod
+    from .share import GpuNodes, GpuPod
 
 __all__ = ["GpuClustering"]
 
