@@ -2,7 +2,7 @@
 
 Upstream (kubernetes v1.35.4), ``pkg/scheduler/framework/plugins/podtopologyspread/``:
 
-* ``plugin.go``: the reasons, ``systemDefaultConstraints`` (in :mod:`optisched.profile_defaults`), and
+* ``plugin.go``: the reasons, ``systemDefaultConstraints`` (in :mod:`optisched.profile.defaults`), and
   ``systemDefaulted`` (defaultingType System);
 * ``common.go``: ``filterTopologySpreadConstraints`` (defaults: minDomains 1, nodeAffinityPolicy Honor,
   nodeTaintsPolicy Ignore; ``matchLabelKeys`` values merged into the selector by
