@@ -156,7 +156,7 @@ def _node_affinity_args(r: FieldReader, a: Any, path: str) -> NodeAffinityArgs:
 def _check_added_terms(r: FieldReader, spec: Any, path: str) -> None:
     """``nodeaffinity.NewNodeSelector`` / ``NewPreferredSchedulingTerms`` must parse every term, or
     kube-scheduler refuses the configuration (``ValidateNodeAffinityArgs``)."""
-    from ..constraints.label_syntax import term_error
+    from ..model.label_syntax import term_error
 
     req = spec.required_during_scheduling_ignored_during_execution
     for i, term in enumerate(req.node_selector_terms if req is not None else ()):
