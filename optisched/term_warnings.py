@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .constraints.label_syntax import term_errors
-from .constraints.selectors import selector_error
+from .model.label_syntax import term_errors
 from .model.objects import Pod, PodAffinity
+from .model.selectors import selector_error
 from .model.state import ClusterState
 
 __all__ = ["term_warnings"]

@@ -9,10 +9,10 @@ import pytest
 from builders import node, pod, snapshot_of, state_of
 from test_optimal_exact import greedy_allowed, model_allowed, only
 
-from optisched.constraints.selectors import label_selector_matches, selector_error
 from optisched.framework import Code, CycleState
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.objects import LabelSelector
+from optisched.model.selectors import label_selector_matches, selector_error
 from optisched.profile import default_config
 from optisched.registry import instantiate
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from builders import node, pod, snapshot_of
 
-from optisched.constraints.selectors import requirement_error
 from optisched.framework import Code, CycleState
+from optisched.model.selectors import requirement_error
 from optisched.profile import default_config, parse_config
 from optisched.registry import instantiate
 

@@ -77,3 +77,20 @@ def test_spread_bars_count_matching_pods_per_domain(spread):
 def test_spread_plot_says_so_when_there_is_no_constraint(strand):
     fig = strand.plot_spread()
     assert [t.get_text() for t in fig.axes[0].texts] == ["no topology spread constraints in the input"]
+
+
+@pytest.mark.parametrize("plot", ["plot_utilization", "plot_fragmentation"],
+                         ids=["utilization says so when no schedulable node offers a resource",
+                              "fragmentation says so when no schedulable node offers a resource"])
+def test_per_resource_plots_say_so_when_nothing_is_offered(plot, tmp_path):
+    path = tmp_path / "cordoned.yaml"
+    path.write_text(
+        '{apiVersion: v1, kind: Node, metadata: {name: n1}, spec: {unschedulable: true},\n'
+        ' status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}}\n---\n'
+        "{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: default},\n"
+        ' spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}\n')
+    state = compile_cluster(optisched.load([str(path)]))
+    c = build_comparison(state, default_config(), [run_greedy(state, default_config())])
+    fig = getattr(c, plot)()
+    assert len(fig.axes) == 1
+    assert [t.get_text() for t in fig.axes[0].texts] == ["no schedulable node offers any resource"]

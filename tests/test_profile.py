@@ -24,7 +24,7 @@ from optisched.profile import (
     load_config,
     parse_config,
 )
-from optisched.profile_defaults import PLUGIN_POINTS
+from optisched.profile.defaults import PLUGIN_POINTS
 
 API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 ALL_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve",

@@ -239,7 +239,7 @@ def test_replay_options_that_do_not_go_together(tmp_path, capsys, args):
         "notin rejects a listed value", "notin matches when k is absent", "a prefixed key exists",
         "!k rejects a pod with k", "spaces after commas are allowed"])
 def test_label_selectors_read_as_kubectl_reads_them(text, labels, matches):
-    from optisched.constraints.selectors import parse_label_selector
+    from optisched.model.selectors import parse_label_selector
 
     assert parse_label_selector(text).matches(labels) is matches
 
@@ -248,7 +248,7 @@ def test_label_selectors_read_as_kubectl_reads_them(text, labels, matches):
                          ids=["in without parentheses", "a value with parentheses", "no key", "an empty term",
                               "two words"])
 def test_a_selector_kubectl_would_refuse_is_refused(text):
-    from optisched.constraints.selectors import parse_label_selector
+    from optisched.model.selectors import parse_label_selector
 
     with pytest.raises(InputError, match="--selector: cannot parse"):
         parse_label_selector(text)

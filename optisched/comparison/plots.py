@@ -82,16 +82,23 @@ def _empty(ax: Axes, text: str) -> None:
     ax.set_axis_off()
 
 
+def _per_resource(state: ClusterState, width: float, row_height: float
+                  ) -> tuple[Figure, np.ndarray, list[str]]:
+    """A figure with one row per resource shown, or one row saying no schedulable node offers any (then
+    no resource is returned, so the caller draws nothing more)."""
+    shown = shown_resources(state)
+    fig, axes = _figure(len(shown) or 1, 1, width, row_height * max(len(shown), 1))
+    if not shown:
+        _empty(axes[0], "no schedulable node offers any resource")
+    return fig, axes, shown
+
+
 @literal_text
 def plot_utilization(c: Compared) -> Figure:
     """Per resource, each run's per-node utilization sorted from the fullest node down: packing shows
     as a few full nodes and a tail of empty ones, spreading as a flat line."""
     state = c.state
-    shown = shown_resources(state)
-    fig, axes = _figure(len(shown) or 1, 1, 9, 2.6 * max(len(shown), 1))
-    if not shown:
-        _empty(axes[0], "no schedulable node offers any resource")
-        return fig
+    fig, axes, shown = _per_resource(state, 9, 2.6)
     ok = ~state.unschedulable
     for ax, res in zip(axes, shown):
         j = state.resource_col(res)
@@ -159,11 +166,7 @@ def plot_fragmentation(c: Compared) -> Figure:
     """Per resource and node, each run's free capacity split into what some workload shape can use
     (solid) and what none can (hatched): fragmentation as defined in :mod:`optisched.metrics`."""
     state = c.state
-    shown = shown_resources(state)
-    fig, axes = _figure(len(shown) or 1, 1, 10, 2.8 * max(len(shown), 1))
-    if not shown:
-        _empty(axes[0], "no schedulable node offers any resource")
-        return fig
+    fig, axes, shown = _per_resource(state, 10, 2.8)
     for ax, res in zip(axes, shown):
         j = state.resource_col(res)
         nodes = _frag_nodes(c, j)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..constraints.selectors import Selector, parse_label_selector
 from ..model.cluster import Cluster
 from ..model.objects import Pod
+from ..model.selectors import Selector, parse_label_selector
 from ..model.state import ClusterState, compile_cluster
 from ..policy.eviction import node_bound
 from .runs import PlacementRun

@@ -24,15 +24,15 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
+from ..model.label_syntax import aggregate
 from ..model.objects import Pod, PodAffinityTerm
+from ..model.pod_counts import NOTHING, MatchCounter, Selector, selector_of
+from ..model.selectors import selector_error
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.order import Interaction
 from ..plugins import names
-from .label_syntax import aggregate
-from .pod_counts import NOTHING, MatchCounter, Selector, selector_of
 from .pod_index import PodIndex, count_at, count_in
-from .selectors import selector_error
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass

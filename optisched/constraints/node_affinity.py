@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status, default_normalize
+from ..model.label_syntax import aggregate, term_errors
 from ..model.objects import NodeAffinity as NodeAffinitySpec
 from ..model.objects import NodeSelectorOperator, Pod
+from ..model.selectors import labels_mask, node_selector_mask, term_mask
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.score_terms import encode_static
 from ..plugins import names
-from .label_syntax import aggregate, term_errors
-from .selectors import labels_mask, node_selector_mask, term_mask
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass

@@ -2,7 +2,7 @@
 
 Upstream (kubernetes v1.35.4), ``pkg/scheduler/framework/plugins/podtopologyspread/``:
 
-* ``plugin.go``: the reasons, ``systemDefaultConstraints`` (in :mod:`optisched.profile_defaults`), and
+* ``plugin.go``: the reasons, ``systemDefaultConstraints`` (in :mod:`optisched.profile.defaults`), and
   ``systemDefaulted`` (defaultingType System);
 * ``common.go``: ``filterTopologySpreadConstraints`` (defaults: minDomains 1, nodeAffinityPolicy Honor,
   nodeTaintsPolicy Ignore; ``matchLabelKeys`` values merged into the selector by
@@ -40,6 +40,8 @@ from ortools.sat.python import cp_model
 
 from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
+from ..model.pod_counts import MatchCounter, Selector, selector_of
+from ..model.selectors import selector_error
 from ..model.snapshot import Snapshot
 from ..model.state import HOSTNAME_LABEL as HOSTNAME
 from ..model.state import ClusterState
@@ -47,9 +49,7 @@ from ..optimal.order import Interaction
 from ..plugins import names
 from ..plugins.taint_toleration import untolerated
 from .node_affinity import required_mask
-from .pod_counts import MatchCounter, Selector, selector_of
 from .pod_index import PodIndex, count_at, count_in
-from .selectors import selector_error
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass

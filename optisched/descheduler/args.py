@@ -77,7 +77,7 @@ class PodScope:
 
     def admits(self, pod: Any) -> bool:
         """The pod is in scope: its namespace is admitted and its labels match the selector (if any)."""
-        from ..constraints.selectors import label_selector_matches
+        from ..model.selectors import label_selector_matches
 
         return self.namespace_ok(pod.metadata.namespace or "default") and \
             (self.selector is None or label_selector_matches(self.selector, pod.metadata.labels))

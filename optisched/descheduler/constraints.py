@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from ..constraints.selectors import label_selector_matches
 from ..errors import InputError
 from ..model.objects import LabelSelector
+from ..model.selectors import label_selector_matches
 from ..model.state import ClusterState
 from ..policy.eviction import EVICT
 

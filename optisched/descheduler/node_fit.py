@@ -22,10 +22,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..constraints.selectors import selector_of
 from ..framework import Code, CycleState
 from ..greedy.framework_runner import Framework
 from ..model.objects import Pod
+from ..model.selectors import selector_of
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig

@@ -17,8 +17,8 @@ import math
 import numpy as np
 
 from ..constraints.node_affinity import required_mask
-from ..constraints.selectors import label_selector_matches
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
+from ..model.selectors import label_selector_matches
 from ..plugins.taint_toleration import untolerated
 from .args import Args, pod_scope
 from .context import Context

@@ -177,7 +177,7 @@ class NodeSelectorRequirement(_M):
             raise ValueError(f"operator {op.value} takes no values")
         if op in (NodeSelectorOperator.GT, NodeSelectorOperator.LT) and len(self.values) != 1:
             # as the API server checks it; a value that is no integer passes, and the term then matches
-            # no node (constraints/selectors.py), as in kube-scheduler
+            # no node (model/selectors.py), as in kube-scheduler
             raise ValueError(f"operator {op.value} needs exactly one value")
         return self
 

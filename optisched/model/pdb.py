@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..constraints.selectors import selector_of
 from .objects import Pod, PodDisruptionBudget
+from .selectors import selector_of
 
 __all__ = ["BudgetView", "budget_views", "scaled_value"]
 

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraints.pod_counts import MatchCounter
 from ..constraints.pod_topology_spread import (
     HOSTNAME,
     SCHEDULE_ANYWAY,
@@ -45,6 +44,7 @@ from ..constraints.pod_topology_spread import (
 )
 from ..framework import MAX_NODE_SCORE, Code, CycleState, Fidelity, Plugin, Status
 from ..model.objects import Pod
+from ..model.pod_counts import MatchCounter
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
 from ..plugins import names

@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 
 from ..constraints.pod_topology_spread import DO_NOT_SCHEDULE, resolve_constraints
-from ..constraints.selectors import selector_of
+from ..model.selectors import selector_of
 from ..model.snapshot import Snapshot
 from .classes import Batch, PodClass
 

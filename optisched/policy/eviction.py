@@ -34,9 +34,9 @@ from enum import StrEnum
 
 import numpy as np
 
-from ..constraints.selectors import parse_label_selector
 from ..errors import InputError
 from ..model.objects import Pod
+from ..model.selectors import parse_label_selector
 from ..model.state import ClusterState
 from ..model.storage import catalog
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints.pod_counts import selector_of
 from ..model.pdb import budget_views
+from ..model.pod_counts import selector_of
 from ..model.state import ClusterState
 
 __all__ = ["PDBLedger"]

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...constraints.selectors import label_selector_matches, node_selector_mask
 from ...framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ...model.objects import Pod
+from ...model.selectors import label_selector_matches, node_selector_mask
 from ...model.snapshot import Snapshot
 from ...model.state import HOSTNAME_LABEL
 from ...model.storage import (

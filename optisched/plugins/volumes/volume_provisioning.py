@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...constraints.selectors import labels_mask
 from ...model.objects import LabelSelector
+from ...model.selectors import labels_mask
 from ...model.state import ClusterState
 from ...model.storage import PersistentVolumeClaim, StorageCatalog
 

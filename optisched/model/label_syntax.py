@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from ..model.objects import NodeSelectorTerm
+from .objects import NodeSelectorTerm
 
 __all__ = ["aggregate", "go_strings", "requirement_error", "requirement_errors", "term_error", "term_errors"]
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..model.objects import (
+from .label_syntax import requirement_error, term_error, term_errors
+from .objects import (
     LabelSelector,
     NodeSelector,
     NodeSelectorOperator,
@@ -32,8 +33,7 @@ from ..model.objects import (
     NodeSelectorTerm,
     SelectorOperator,
 )
-from ..model.state import ClusterState
-from .label_syntax import requirement_error, term_error, term_errors
+from .state import ClusterState
 
 __all__ = ["NOTHING", "Selector", "label_selector_matches", "labels_mask", "node_selector_mask",
            "parse_label_selector", "requirement_error", "requirement_mask", "selector_error", "selector_of",

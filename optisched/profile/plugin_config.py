@@ -1,100 +1,30 @@
-"""Scheduler profiles: a ``KubeSchedulerConfiguration`` (kubescheduler.config.k8s.io/v1) decoded,
-defaulted and validated as kube-scheduler v1.35 does, into frozen objects the engines read.
-
-* Decoding is strict, as kube-scheduler's (``apis/config/scheme``): unknown fields are errors.
-* Plugins: ``mergePlugins`` then the framework's multiPoint expansion (see :mod:`.profile_defaults`).
-* Argument defaults: ``pkg/scheduler/apis/config/v1/defaults.go``; checks:
-  ``pkg/scheduler/apis/config/validation/validation.go`` and ``validation_pluginargs.go``.
-
-Every error is an :class:`InputError` naming the file, ``KubeSchedulerConfiguration`` and the field path.
-"""
+"""``.profiles[*].pluginConfig``: each plugin's args decoded, defaulted and validated as kube-scheduler
+v1.35 does (``pkg/scheduler/apis/config/v1/defaults.go``;
+``pkg/scheduler/apis/config/validation/validation_pluginargs.go``)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .profile_defaults import (
-    API_VERSION,
-    DEFAULT_PARALLELISM,
-    DEFAULT_SCHEDULER_NAME,
+from .args import (
     DEFAULT_SPECS,
-    KIND,
-    NOT_MODELLED,
-    PLUGIN_POINTS,
-    REMOVED_PLUGINS,
-    SYSTEM_DEFAULT_CONSTRAINTS,
     BalancedAllocationArgs,
     DefaultPreemptionArgs,
-    FieldReader,
-    FrozenMap,
     InterPodAffinityArgs,
     NodeAffinityArgs,
     NodeResourcesFitArgs,
-    PluginSet,
     PodTopologySpreadArgs,
     ResourceSpec,
     ScoringStrategyType,
     UtilizationShapePoint,
-    decode_plugins,
 )
-from .registry import REGISTRY
-from .version import KUBE_VERSION
+from .defaults import API_VERSION, REMOVED_PLUGINS
+from .reader import FieldReader
 
-__all__ = [
-    "KUBE_VERSION", "NOT_MODELLED", "SYSTEM_DEFAULT_CONSTRAINTS", "BalancedAllocationArgs", "DefaultPreemptionArgs",
-    "InterPodAffinityArgs", "NodeAffinityArgs", "NodeResourcesFitArgs", "PodTopologySpreadArgs", "Profile",
-    "ResourceSpec", "SchedulerConfig", "ScoringStrategyType", "UtilizationShapePoint", "default_config",
-    "load_config", "parse_config",
-]
+__all__ = ["decode_plugin_configs"]
 
 _TYPE_META = ("apiVersion", "kind")
 
 
-@dataclass(frozen=True)
-class Profile:
-    """One resolved scheduling profile: plugins per extension point in execution order, and their args.
-
-    ``plugins`` has every extension point (empty tuples included) and ``multiPoint``: the merged multiPoint
-    list the points were expanded from. ``score_weights`` has exactly the plugins of ``plugins["score"]``.
-    """
-
-    scheduler_name: str
-    plugins: Mapping[str, tuple[str, ...]]
-    score_weights: Mapping[str, int]
-    percentage_of_nodes_to_score: int | None = None
-    fit: NodeResourcesFitArgs = field(default_factory=NodeResourcesFitArgs)
-    balanced: BalancedAllocationArgs = field(default_factory=BalancedAllocationArgs)
-    spread: PodTopologySpreadArgs = field(default_factory=PodTopologySpreadArgs)
-    inter_pod_affinity: InterPodAffinityArgs = field(default_factory=InterPodAffinityArgs)
-    node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
-    preemption: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
-    not_modelled: tuple[str, ...] = ()
-
-    def enabled(self, point: str, plugin: str) -> bool:
-        return plugin in self.plugins.get(point, ())
-
-    def effective_percentage(self, global_pct: int | None) -> int:
-        """The profile's percentageOfNodesToScore, else the global one, else 0 (adaptive)."""
-        if self.percentage_of_nodes_to_score is not None:
-            return self.percentage_of_nodes_to_score
-        return global_pct if global_pct is not None else 0
-
-
-@dataclass(frozen=True)
-class SchedulerConfig:
-    percentage_of_nodes_to_score: int | None
-    parallelism: int
-    profiles: tuple[Profile, ...]
-    source: str = "<default>"
-
-    def profile_for(self, scheduler_name: str) -> Profile | None:
-        return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
-
-
-# ------------------------------------------------------------------------------------------ plugin args
 def _resources(r: FieldReader, raw: Any, path: str, *, only_one: bool) -> tuple[ResourceSpec, ...]:
     """ResourceSpecs; weight 0/unset is 1; weights in [1, 100] (Fit) or exactly 1 (BalancedAllocation)."""
     out: list[ResourceSpec] = []
@@ -208,8 +138,8 @@ def _node_affinity_args(r: FieldReader, a: Any, path: str) -> NodeAffinityArgs:
     """``ValidateNodeAffinityArgs``, shallowly: the addedAffinity must be a valid NodeAffinity."""
     from pydantic import ValidationError
 
-    from .model.documents import validation_message
-    from .model.objects import NodeAffinity
+    from ..model.documents import validation_message
+    from ..model.objects import NodeAffinity
 
     a = r.obj(a, path, ("addedAffinity", *_TYPE_META))
     added = a.get("addedAffinity")
@@ -226,7 +156,7 @@ def _node_affinity_args(r: FieldReader, a: Any, path: str) -> NodeAffinityArgs:
 def _check_added_terms(r: FieldReader, spec: Any, path: str) -> None:
     """``nodeaffinity.NewNodeSelector`` / ``NewPreferredSchedulingTerms`` must parse every term, or
     kube-scheduler refuses the configuration (``ValidateNodeAffinityArgs``)."""
-    from .constraints.label_syntax import term_error
+    from ..model.label_syntax import term_error
 
     req = spec.required_during_scheduling_ignored_during_execution
     for i, term in enumerate(req.node_selector_terms if req is not None else ()):
@@ -288,7 +218,7 @@ def _type_meta(r: FieldReader, args: Any, path: str, plugin: str) -> None:
         raise r.fail(f"{path}.kind", f"args for plugin {plugin} must be of kind {plugin}Args, got {args['kind']!r}")
 
 
-def _plugin_configs(r: FieldReader, raw: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def decode_plugin_configs(r: FieldReader, raw: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Profile fields of parsed args, raw args by plugin name)."""
     parsed: dict[str, Any] = {}
     raw_args: dict[str, Any] = {}
@@ -309,115 +239,3 @@ def _plugin_configs(r: FieldReader, raw: Any, path: str) -> tuple[dict[str, Any]
                 parsed[attr] = value
     return parsed, raw_args
 
-
-# ------------------------------------------------------------------------------------------ profiles
-_PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
-_TOP_FIELDS = ("apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling",
-               "enableContentionProfiling", "percentageOfNodesToScore", "podInitialBackoffSeconds",
-               "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive")
-
-
-@dataclass(frozen=True)
-class _Parsed:
-    profile: Profile
-    queue_sort: PluginSet
-    raw_args: dict[str, Any]
-
-
-def _percentage(r: FieldReader, v: Any, path: str) -> int | None:
-    return None if v is None else r.integer(v, path, 0, 100)
-
-
-def _out_of_tree() -> dict[str, frozenset[str]]:
-    """Plugins optisched models beyond kube-scheduler's in-tree ones (GPU sharing, the FGD policies, a user's
-    package's through the ``optisched.plugins`` entry points) and the extension points each extends."""
-    return {name: frozenset(points) for name, points in REGISTRY.items() if name not in PLUGIN_POINTS}
-
-
-def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
-    raw = r.obj(raw, path, _PROFILE_FIELDS, required=True)
-    name = raw.get("schedulerName")
-    if name is None and only:  # a default name only when there is a single profile
-        name = DEFAULT_SCHEDULER_NAME
-    elif name is None:
-        raise r.fail(f"{path}.schedulerName", "required: when there are several profiles, each needs a name")
-    name = r.string(name, f"{path}.schedulerName")
-    pct = _percentage(r, raw.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore")
-    plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins", _out_of_tree())
-    args, raw_args = _plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig")
-    enabled = {n for names in plugins.values() for n in names}
-    # REGISTRY also holds the out-of-tree rules optisched models (GPU sharing, the FGD policies)
-    not_modelled = tuple(sorted(n for n in enabled
-                                if n in NOT_MODELLED or (n not in PLUGIN_POINTS and n not in REGISTRY)))
-    profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled, **args)
-    return _Parsed(profile, queue_sort, raw_args)
-
-
-def _check_profiles(r: FieldReader, parsed: list[_Parsed]) -> None:
-    """Unique scheduler names; one queueSort, configured alike, for all (``validateCommonQueueSort``)."""
-    first = parsed[0]
-    sort_name = first.profile.plugins["queueSort"][0]
-    for i, cur in enumerate(parsed):
-        name = cur.profile.scheduler_name
-        j = next(k for k, o in enumerate(parsed) if o.profile.scheduler_name == name)
-        if j < i:
-            raise r.fail(f".profiles[{i}].schedulerName", f"duplicate schedulerName {name!r} "
-                                                          f"(.profiles[{j}] has it too)")
-        if cur.queue_sort != first.queue_sort or cur.profile.plugins["queueSort"][0] != sort_name:
-            raise r.fail(f".profiles[{i}].plugins.queueSort", "queueSort must be the same for all profiles")
-        if sort_name in cur.raw_args and cur.raw_args[sort_name] != first.raw_args.get(sort_name):
-            raise r.fail(f".profiles[{i}].pluginConfig", f"the args of queueSort plugin {sort_name} "
-                                                         "must be the same for all profiles")
-
-
-def _check_top(r: FieldReader, doc: dict) -> None:
-    """apiVersion and kind, the fields optisched does not use (types only), the backoff bounds."""
-    if doc.get("apiVersion") != API_VERSION:
-        raise r.fail(".apiVersion", f"{doc.get('apiVersion')!r} is not supported; expected apiVersion {API_VERSION}")
-    if doc.get("kind") != KIND:
-        raise r.fail(".kind", f"{doc.get('kind')!r}; expected kind {KIND}")
-    for key in ("leaderElection", "clientConnection"):
-        r.obj(doc.get(key), f".{key}", None)
-    for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
-        if doc.get(key) is not None:
-            r.boolean(doc[key], f".{key}")
-    if r.seq(doc.get("extenders"), ".extenders"):
-        raise r.fail(".extenders", "scheduler extenders are not supported: optisched cannot call them")
-    initial = doc.get("podInitialBackoffSeconds")
-    initial = 1 if initial is None else r.integer(initial, ".podInitialBackoffSeconds", 1, 2**63 - 1)
-    if doc.get("podMaxBackoffSeconds") is not None:
-        r.integer(doc["podMaxBackoffSeconds"], ".podMaxBackoffSeconds", initial, 2**63 - 1)
-
-
-def parse_config(doc: Any, source: str = "<config>") -> SchedulerConfig:
-    """Decode, default and validate one ``KubeSchedulerConfiguration`` mapping (a parsed YAML document)."""
-    r = FieldReader(source)
-    doc = r.obj(doc, "", _TOP_FIELDS, required=True)
-    _check_top(r, doc)
-    pct = _percentage(r, doc.get("percentageOfNodesToScore"), ".percentageOfNodesToScore")
-    par = doc.get("parallelism")
-    par = DEFAULT_PARALLELISM if par is None else r.integer(par, ".parallelism", 1)
-    raw_profiles = r.seq(doc.get("profiles"), ".profiles") or [{}]
-    parsed = [_profile(r, p, f".profiles[{i}]", len(raw_profiles) == 1) for i, p in enumerate(raw_profiles)]
-    _check_profiles(r, parsed)
-    return SchedulerConfig(pct, par, tuple(p.profile for p in parsed), source)
-
-
-def default_config() -> SchedulerConfig:
-    """What kube-scheduler runs with no configuration file: one default profile, nothing else set."""
-    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, "<default>")
-
-
-def load_config(path: str | Path) -> SchedulerConfig:
-    """Read a YAML (or JSON) file holding one KubeSchedulerConfiguration."""
-    from .model.documents import load_documents, read_source
-
-    if Path(path).is_dir():  # (read_source would call it "not a regular file")
-        raise InputError(f"is a directory; give a {KIND} file", source=str(path))
-    src, text = read_source(str(path))
-    docs = [d for d in load_documents(src, text) if d is not None]
-    if len(docs) != 1:
-        docs = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
-    if len(docs) != 1:
-        raise InputError(f"expected exactly one {KIND} document, found {len(docs)}", source=src)
-    return parse_config(docs[0], src)

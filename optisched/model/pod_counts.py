@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.snapshot import Snapshot
 from .selectors import NOTHING, Selector, selector_of
+from .snapshot import Snapshot
 
 __all__ = ["NOTHING", "MatchCounter", "Selector", "selector_of"]
 

@@ -1,0 +1,94 @@
+"""The plugins' argument types with kube-scheduler v1.35's defaults
+(``pkg/scheduler/apis/config/v1/defaults.go``, ``SetDefaults_*Args``): what a profile holds once its
+``pluginConfig`` is decoded."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .defaults import DEFAULT_RESOURCES, SYSTEM_DEFAULT_CONSTRAINTS
+
+__all__ = [
+    "DEFAULT_SPECS", "BalancedAllocationArgs", "DefaultPreemptionArgs", "InterPodAffinityArgs",
+    "NodeAffinityArgs", "NodeResourcesFitArgs", "PodTopologySpreadArgs", "ResourceSpec", "ScoringStrategyType",
+    "UtilizationShapePoint",
+]
+
+
+class ScoringStrategyType(StrEnum):
+    """NodeResourcesFit ``scoringStrategy.type`` (the UPPER_CASE names are aliases)."""
+
+    LeastAllocated = "LeastAllocated"
+    MostAllocated = "MostAllocated"
+    RequestedToCapacityRatio = "RequestedToCapacityRatio"
+    LEAST_ALLOCATED = "LeastAllocated"
+    MOST_ALLOCATED = "MostAllocated"
+    REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    name: str
+    weight: int
+
+
+@dataclass(frozen=True)
+class UtilizationShapePoint:
+    utilization: int
+    score: int
+
+
+DEFAULT_SPECS = tuple(ResourceSpec(n, w) for n, w in DEFAULT_RESOURCES)
+
+
+@dataclass(frozen=True)
+class NodeResourcesFitArgs:
+    """Defaults: ``SetDefaults_NodeResourcesFitArgs`` (LeastAllocated, cpu:1, memory:1)."""
+
+    ignored_resources: tuple[str, ...] = ()
+    ignored_resource_groups: tuple[str, ...] = ()
+    strategy: ScoringStrategyType = ScoringStrategyType.LeastAllocated
+    resources: tuple[ResourceSpec, ...] = DEFAULT_SPECS
+    shape: tuple[UtilizationShapePoint, ...] = ()
+
+
+@dataclass(frozen=True)
+class BalancedAllocationArgs:
+    """Defaults: ``SetDefaults_NodeResourcesBalancedAllocationArgs`` (cpu:1, memory:1)."""
+
+    resources: tuple[ResourceSpec, ...] = DEFAULT_SPECS
+
+
+@dataclass(frozen=True)
+class PodTopologySpreadArgs:
+    """Defaults: ``SetDefaults_PodTopologySpreadArgs`` (System); constraints are raw API dicts."""
+
+    default_constraints: tuple[dict, ...] = ()
+    defaulting_type: str = "System"
+
+    @property
+    def effective_default_constraints(self) -> tuple[dict, ...]:
+        """``systemDefaultConstraints`` for System, else the listed ones (``buildDefaultConstraints``)."""
+        return SYSTEM_DEFAULT_CONSTRAINTS if self.defaulting_type == "System" else self.default_constraints
+
+
+@dataclass(frozen=True)
+class InterPodAffinityArgs:
+    """Defaults: ``SetDefaults_InterPodAffinityArgs`` (hardPodAffinityWeight 1)."""
+
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+@dataclass(frozen=True)
+class NodeAffinityArgs:
+    added_affinity: dict | None = None
+
+
+@dataclass(frozen=True)
+class DefaultPreemptionArgs:
+    """Defaults: ``SetDefaults_DefaultPreemptionArgs`` (10 %, 100 nodes)."""
+
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+

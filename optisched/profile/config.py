@@ -1,0 +1,82 @@
+"""The resolved scheduler configuration the engines read: frozen, with every default applied."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .args import (
+    BalancedAllocationArgs,
+    DefaultPreemptionArgs,
+    InterPodAffinityArgs,
+    NodeAffinityArgs,
+    NodeResourcesFitArgs,
+    PodTopologySpreadArgs,
+)
+
+__all__ = ["FrozenMap", "Profile", "SchedulerConfig"]
+
+
+class FrozenMap(Mapping[str, Any]):
+    """A read-only, hashable mapping (keeps insertion order)."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, items: Mapping[str, Any]) -> None:
+        self._d = dict(items)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._d[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._d.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._d)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One resolved scheduling profile: plugins per extension point in execution order, and their args.
+
+    ``plugins`` has every extension point (empty tuples included) and ``multiPoint``: the merged multiPoint
+    list the points were expanded from. ``score_weights`` has exactly the plugins of ``plugins["score"]``.
+    """
+
+    scheduler_name: str
+    plugins: Mapping[str, tuple[str, ...]]
+    score_weights: Mapping[str, int]
+    percentage_of_nodes_to_score: int | None = None
+    fit: NodeResourcesFitArgs = field(default_factory=NodeResourcesFitArgs)
+    balanced: BalancedAllocationArgs = field(default_factory=BalancedAllocationArgs)
+    spread: PodTopologySpreadArgs = field(default_factory=PodTopologySpreadArgs)
+    inter_pod_affinity: InterPodAffinityArgs = field(default_factory=InterPodAffinityArgs)
+    node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
+    preemption: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
+    not_modelled: tuple[str, ...] = ()
+
+    def enabled(self, point: str, plugin: str) -> bool:
+        return plugin in self.plugins.get(point, ())
+
+    def effective_percentage(self, global_pct: int | None) -> int:
+        """The profile's percentageOfNodesToScore, else the global one, else 0 (adaptive)."""
+        if self.percentage_of_nodes_to_score is not None:
+            return self.percentage_of_nodes_to_score
+        return global_pct if global_pct is not None else 0
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    percentage_of_nodes_to_score: int | None
+    parallelism: int
+    profiles: tuple[Profile, ...]
+    source: str = "<default>"
+
+    def profile_for(self, scheduler_name: str) -> Profile | None:
+        return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)

@@ -1,0 +1,93 @@
+"""kube-scheduler v1.35's default profile: the default plugins and their weights, the extension points each
+in-tree plugin implements, and the names a configuration may not use.
+
+Sources (kubernetes v1.35.4):
+
+* ``pkg/scheduler/apis/config/v1/default_plugins.go``: ``getDefaultPlugins`` (the multiPoint list and
+  its weights, DynamicResources inserted before DefaultPreemption by ``applyFeatureGates``);
+* the interfaces each in-tree plugin implements (``pkg/scheduler/framework/plugins/*``), as the
+  conformance traces list them;
+* ``pkg/scheduler/apis/config/v1/defaults.go``: ``SetDefaults_KubeSchedulerConfiguration`` and
+  ``defaultResourceSpec``;
+* ``pkg/scheduler/framework/plugins/podtopologyspread/plugin.go``: ``systemDefaultConstraints``;
+* ``pkg/scheduler/apis/config/validation/validation.go``: ``invalidPluginsByVersion``.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "API_VERSION", "DEFAULT_MULTIPOINT", "DEFAULT_PARALLELISM", "DEFAULT_RESOURCES", "DEFAULT_SCHEDULER_NAME",
+    "EXTENSION_POINTS", "KIND", "MULTI_POINT", "NOT_MODELLED", "PLUGIN_POINTS", "REMOVED_PLUGINS",
+    "SYSTEM_DEFAULT_CONSTRAINTS",
+]
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"  # v1.DefaultSchedulerName
+DEFAULT_PARALLELISM = 16  # SetDefaults_KubeSchedulerConfiguration
+DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))  # defaults.go defaultResourceSpec
+
+# The extension points of v1.Plugins, in the struct's order; multiPoint is the shorthand for all of them.
+EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
+                    "reserve", "permit", "preBind", "bind", "postBind")
+MULTI_POINT = "multiPoint"
+
+# getDefaultPlugins().MultiPoint.Enabled: (name, weight), None where the default sets no weight.
+DEFAULT_MULTIPOINT: tuple[tuple[str, int | None], ...] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DynamicResources", 2),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+)
+
+# The extension points each in-tree plugin implements (the Go interfaces its type satisfies).
+PLUGIN_POINTS: dict[str, frozenset[str]] = {
+    "SchedulingGates": frozenset({"preEnqueue"}),
+    "PrioritySort": frozenset({"queueSort"}),
+    "NodeUnschedulable": frozenset({"filter"}),
+    "NodeName": frozenset({"filter"}),
+    "TaintToleration": frozenset({"filter", "preScore", "score"}),
+    "NodeAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "NodePorts": frozenset({"preFilter", "filter"}),
+    "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "VolumeRestrictions": frozenset({"preFilter", "filter"}),
+    "NodeVolumeLimits": frozenset({"preFilter", "filter"}),
+    "VolumeBinding": frozenset({"preFilter", "filter", "preScore", "score", "reserve", "preBind"}),
+    "VolumeZone": frozenset({"preFilter", "filter"}),
+    "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "DynamicResources": frozenset({"preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve",
+                                   "preBind"}),
+    "DefaultPreemption": frozenset({"preEnqueue", "postFilter"}),
+    "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
+    "ImageLocality": frozenset({"score"}),
+    "DefaultBinder": frozenset({"bind"}),
+}
+
+# In-tree plugins optisched accepts but does not model. A name that is not in-tree is refused, as the stock
+# kube-scheduler binary refuses it (pkg/scheduler/framework/runtime/framework.go, NewFramework).
+# SchedulingGates is modelled by the greedy engine itself: gated pods stay pending and are reported.
+NOT_MODELLED: frozenset[str] = frozenset({"DynamicResources"})
+
+# validation.go invalidPluginsByVersion: removed plugins that a v1 configuration may not name.
+REMOVED_PLUGINS: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
+
+# podtopologyspread.systemDefaultConstraints
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[dict, ...] = (
+    {"topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway", "maxSkew": 3},
+    {"topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "maxSkew": 5},
+)
