@@ -27,12 +27,12 @@ from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, 
 from ..model.label_syntax import aggregate
 from ..model.objects import Pod, PodAffinityTerm
 from ..model.pod_counts import NOTHING, MatchCounter, Selector, selector_of
+from ..model.pod_index import PodIndex, count_at, count_in
 from ..model.selectors import selector_error
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.order import Interaction
 from ..plugins import names
-from .pod_index import PodIndex, count_at, count_in
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass

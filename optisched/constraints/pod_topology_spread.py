@@ -41,15 +41,15 @@ from ortools.sat.python import cp_model
 from ..framework import ClusterEvent, Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
 from ..model.pod_counts import MatchCounter, Selector, selector_of
+from ..model.pod_index import PodIndex, count_at, count_in
 from ..model.selectors import selector_error
 from ..model.snapshot import Snapshot
 from ..model.state import HOSTNAME_LABEL as HOSTNAME
 from ..model.state import ClusterState
 from ..optimal.order import Interaction
 from ..plugins import names
+from ..plugins.node_affinity import required_mask
 from ..plugins.taint_toleration import untolerated
-from .node_affinity import required_mask
-from .pod_index import PodIndex, count_at, count_in
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass

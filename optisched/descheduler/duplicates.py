@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from ..constraints.node_affinity import required_mask
 from ..model.objects import Pod, TaintEffect
 from ..model.state import ClusterState
+from ..plugins.node_affinity import required_mask
 from ..plugins.taint_toleration import untolerated
 from .args import Args, pod_scope
 from .context import Context

@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from ..constraints.node_affinity import required_mask
 from ..model.objects import Pod, TaintEffect, TopologySpreadConstraint
 from ..model.selectors import label_selector_matches
+from ..plugins.node_affinity import required_mask
 from ..plugins.taint_toleration import untolerated
 from .args import Args, pod_scope
 from .context import Context

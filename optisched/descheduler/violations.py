@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints.node_affinity import preferred_score, required_mask
 from ..model.objects import Pod, TaintEffect
 from ..model.state import ClusterState
+from ..plugins.node_affinity import preferred_score, required_mask
 from ..plugins.taint_toleration import untolerated
 from .args import Args, PodScope, pod_scope
 from .context import Context

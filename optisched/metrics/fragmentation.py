@@ -76,7 +76,7 @@ class Workload:
 def _static_mask(state: ClusterState, pod: Pod) -> np.ndarray:
     """Nodes the pod may use whatever else runs: schedulable, NoSchedule/NoExecute taints tolerated,
     nodeSelector and required node affinity matched."""
-    from ..constraints.node_affinity import required_mask
+    from ..plugins.node_affinity import required_mask
     from ..plugins.taint_toleration import untolerated
 
     mask = ~state.unschedulable & required_mask(state, pod)

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..constraints.pod_index import PodIndex, count_in
 from ..framework import ClusterEvent, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import Pod
+from ..model.pod_index import PodIndex, count_in
 from ..model.snapshot import Snapshot
 from . import names
 

@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..constraints.pod_index import PodIndex
 from ..framework import Code, CycleState, FilterResult
 from ..greedy.fiterror import fit_error_message
 from ..greedy.framework_runner import FilterPass
+from ..model.pod_index import PodIndex
 from .default_preemption import (
     MAX_INT32,
     NEVER,

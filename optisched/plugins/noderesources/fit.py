@@ -29,7 +29,7 @@ from ...model.snapshot import Snapshot
 from .. import names
 
 if TYPE_CHECKING:
-    from ...constraints.pod_index import PodIndex
+    from ...model.pod_index import PodIndex
     from ...optimal.classes import PodClass
     from ...optimal.model import BatchModel
 

@@ -30,7 +30,7 @@ from .volume_common import claim_not_found, storage_of
 from .volume_migration import inline_volume, migrated_mask, provisioner_driver, pv_volume
 
 if TYPE_CHECKING:
-    from ...constraints.pod_index import PodIndex
+    from ...model.pod_index import PodIndex
     from ...optimal.classes import PodClass
     from ...optimal.model import BatchModel
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.selectors import Selector
-from ..model.snapshot import Snapshot
+from .selectors import Selector
+from .snapshot import Snapshot
 
 __all__ = ["PodIndex", "count_at", "count_in"]
 

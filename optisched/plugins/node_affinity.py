@@ -24,7 +24,7 @@ from ..model.selectors import labels_mask, node_selector_mask, term_mask
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.score_terms import encode_static
-from ..plugins import names
+from . import names
 
 if TYPE_CHECKING:
     from ..optimal.classes import PodClass
