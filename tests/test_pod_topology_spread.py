@@ -15,18 +15,18 @@ import numpy as np
 import pytest
 from helpers.replay import case_names, replay
 
-from optisched.constraints.pod_topology_spread import (
-    REASON,
-    REASON_MISSING_LABEL,
-    PodTopologySpread,
-    default_selector,
-    resolve_constraints,
-)
 from optisched.framework import Code, CycleState
 from optisched.model.loader import cluster_from_objects
 from optisched.model.snapshot import Snapshot
 from optisched.model.state import compile_cluster
-from optisched.objectives.pod_topology_spread import PodTopologySpreadScore, go_round
+from optisched.plugins.podtopologyspread.common import (
+    REASON,
+    REASON_MISSING_LABEL,
+    default_selector,
+    resolve_constraints,
+)
+from optisched.plugins.podtopologyspread.filtering import PodTopologySpread
+from optisched.plugins.podtopologyspread.scoring import PodTopologySpreadScore, go_round
 from optisched.profile import PodTopologySpreadArgs, default_config
 
 PROFILE = default_config().profiles[0]

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..constraints.pod_topology_spread import (
+from ..model.snapshot import Snapshot
+from ..model.state import ClusterState
+from ..plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
     NodeEligibility,
     SpreadConstraint,
     resolve_constraints,
 )
-from ..model.snapshot import Snapshot
-from ..model.state import ClusterState
 
 __all__ = ["SpreadDomains", "domain_counts", "spread_constraints", "spread_skew"]
 

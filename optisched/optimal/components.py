@@ -15,9 +15,9 @@ from dataclasses import replace
 import networkx as nx
 import numpy as np
 
-from ..constraints.pod_topology_spread import DO_NOT_SCHEDULE, resolve_constraints
 from ..model.selectors import selector_of
 from ..model.snapshot import Snapshot
+from ..plugins.podtopologyspread.common import DO_NOT_SCHEDULE, resolve_constraints
 from .classes import Batch, PodClass
 
 __all__ = ["group_components", "sub_batch"]

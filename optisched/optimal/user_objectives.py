@@ -19,7 +19,7 @@ disruption tiers and before the profile's score: what the user asks for outranks
 * ``repair`` (with movable running pods): running pods left on a node whose required node affinity they
   no longer match, or whose NoSchedule/NoExecute taints they do not tolerate (read from the model's own
   phase-1 domains, so the filters are not written again), plus each DoNotSchedule topology spread
-  constraint's excess over maxSkew (:mod:`optisched.constraints.pod_topology_spread_excess`), plus the
+  constraint's excess over maxSkew (:mod:`optisched.plugins.podtopologyspread.excess`), plus the
   pods whose required anti-affinity is violated and the duplicates of one owner on a node
   (:mod:`optisched.descheduler.encoding`): the intents of the descheduler's
   ``RemovePodsViolatingNodeAffinity``, ``RemovePodsViolatingNodeTaints``,
@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraints.pod_topology_spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
-from ..constraints.pod_topology_spread_excess import encode_excess
 from ..descheduler.encoding import encode_anti_affinity, encode_duplicates, encode_preferred_affinity
 from ..errors import InputError
 from ..metrics.cost import COST_KEY, node_costs
+from ..plugins.podtopologyspread.common import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
+from ..plugins.podtopologyspread.excess import encode_excess
 from ..policy.eviction import KINDS, Keep, pod_kinds
 from .score_terms import (
     Affine,

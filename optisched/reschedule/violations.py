@@ -18,7 +18,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..constraints.pod_topology_spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, resolve_constraints
 from ..descheduler.duplicates import over_average
 from ..descheduler.violations import anti_affinity_violated_each, anti_terms, matched_by, preferred_weights
 from ..framework import Code, CycleState
@@ -27,6 +26,7 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..optimal.classes import signature
 from ..optimal.user_objectives import REPAIRED_RULES
+from ..plugins.podtopologyspread.common import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, resolve_constraints
 from ..policy.eviction import KINDS, Keep, pod_kinds
 from ..profile import SchedulerConfig
 
@@ -99,7 +99,7 @@ def _class_rejects(fw: Framework, snapshot: Snapshot, rows: np.ndarray, nodes: n
                    soft: bool) -> np.ndarray:
     """:func:`_rejects` for identical pods ``rows`` on their nodes, each against the snapshot without
     it, in one call per rule: the node-only rules' Filter over the class's nodes, PodTopologySpread's
-    :meth:`~optisched.constraints.pod_topology_spread.PodTopologySpread.filter_each_without_self`.
+    :meth:`~optisched.plugins.podtopologyspread.filtering.PodTopologySpread.filter_each_without_self`.
     object [K]: the first rule rejecting each pod's node, or None."""
     cyc = CycleState(int(rows[0]), snapshot, fw.profile)
     out = np.full(len(rows), None, dtype=object)

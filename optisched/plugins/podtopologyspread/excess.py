@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .pod_topology_spread import (
+from .common import (
     DO_NOT_SCHEDULE,
     NodeEligibility,
     _namespace,
@@ -27,10 +27,10 @@ from .pod_topology_spread import (
 )
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
-    from ..optimal.tiers import Linear
-    from .pod_topology_spread import PodTopologySpread
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
+    from ...optimal.tiers import Linear
+    from .filtering import PodTopologySpread
 
 __all__ = ["encode_excess"]
 

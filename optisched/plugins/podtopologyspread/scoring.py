@@ -2,7 +2,7 @@
 
 Upstream (kubernetes v1.35.4): ``pkg/scheduler/framework/plugins/podtopologyspread/scoring.go``, with
 the constraint resolution and counting of ``common.go`` shared with the filter
-(:mod:`optisched.constraints.pod_topology_spread`).
+(:mod:`optisched.plugins.podtopologyspread.filtering`).
 
 * Constraints: the pod's ScheduleAnyway ones or, when it has none at all, the profile's default ones
   (System: hostname maxSkew 3, zone maxSkew 5) with the selector of the Services / workloads selecting
@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraints.pod_topology_spread import (
+from ...framework import MAX_NODE_SCORE, Code, CycleState, Fidelity, Plugin, Status
+from ...model.objects import Pod
+from ...model.pod_counts import MatchCounter
+from ...model.snapshot import Snapshot
+from ...optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
+from .. import names
+from .common import (
     HOSTNAME,
     SCHEDULE_ANYWAY,
     NodeEligibility,
@@ -42,17 +48,11 @@ from ..constraints.pod_topology_spread import (
     matching_pods_per_node,
     resolve_constraints,
 )
-from ..framework import MAX_NODE_SCORE, Code, CycleState, Fidelity, Plugin, Status
-from ..model.objects import Pod
-from ..model.pod_counts import MatchCounter
-from ..model.snapshot import Snapshot
-from ..optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
-from ..plugins import names
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
-    from ..optimal.tiers import Linear
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
+    from ...optimal.tiers import Linear
 
 __all__ = ["PodTopologySpreadScore", "go_round"]
 
