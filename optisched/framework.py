@@ -1,8 +1,7 @@
 """The scheduling framework's vocabulary: status codes, results and the rule protocols.
 
-Engines know these protocols, not the rules. A rule module (``constraints/``,
-``objectives/``) implements them over numpy vectors: a filter answers for all
-evaluated nodes at once, a score returns an int64 vector. The CP-SAT side of a
+Engines know these protocols, not the rules. A plugin (``plugins/``) implements them over numpy
+vectors: a filter answers for all evaluated nodes at once, a score returns an int64 vector. The CP-SAT side of a
 rule is declared with the batch model it writes to, in :mod:`optisched.optimal.encoding`.
 Mirrors ``pkg/scheduler/framework/interface.go``.
 """

@@ -1,11 +1,10 @@
 """The in-tree plugin registry (``pkg/scheduler/framework/plugins/registry.go``'s ``NewInTreeRegistry``).
 
-Each plugin name (:mod:`optisched.plugins.names`) maps to the rule classes that implement
-it: one class for both sides in ``plugins/``; elsewhere a filter side in ``constraints/``
-and a score side in ``objectives/``. What the engines need to know
-of a plugin beyond its extension points (the events it requeues on, whether its
-filter is static) is declared on its class (:class:`optisched.framework.Plugin`),
-not in tables here. Plugins of the default profile that optisched does not model
+Each plugin name (:mod:`optisched.plugins.names`) maps to the rule classes that implement it, in
+``plugins/``: one class for both sides, or a filter class and a score class. What the engines need to
+know of a plugin beyond its extension points (the events it requeues on, whether its filter is
+static, its preemption dry run) is declared on its class (:class:`optisched.framework.Plugin`), not in
+tables here. Plugins of the default profile that optisched does not model
 (DRA, scheduling gates) are listed in :data:`optisched.profile.NOT_MODELLED` instead.
 """
 from __future__ import annotations
@@ -33,8 +32,8 @@ REGISTRY: dict[str, dict[str, str]] = {
                                "score": "plugins.noderesources.scoring:NodeResourcesFitScore"},
     names.POD_TOPOLOGY_SPREAD: {"filter": "plugins.podtopologyspread.filtering:PodTopologySpread",
                                 "score": "plugins.podtopologyspread.scoring:PodTopologySpreadScore"},
-    names.INTER_POD_AFFINITY: {"filter": "constraints.inter_pod_affinity:InterPodAffinity",
-                               "score": "objectives.inter_pod_affinity:InterPodAffinityScore"},
+    names.INTER_POD_AFFINITY: {"filter": "plugins.interpodaffinity.filtering:InterPodAffinity",
+                               "score": "plugins.interpodaffinity.scoring:InterPodAffinityScore"},
     names.BALANCED_ALLOCATION: {"score": "plugins.noderesources.balanced_allocation:BalancedAllocation"},
     names.IMAGE_LOCALITY: {"score": "plugins.image_locality:ImageLocality"},
     # GPU sharing and the FGD paper's policies (hkust-adsl/kubernetes-scheduler-simulator)

@@ -5,7 +5,7 @@ running pods re-placed after leaving their node); ``keep[c][n]`` counts its runn
 their node. What is on a node at the end is ``x(c, n) = arrive + keep``. Fixed pods (bound, never
 moving) live in :attr:`BatchModel.snapshot`, so every greedy rule sees them as usual.
 
-Building runs in three phases, calling each profile's filter rules (``optisched/constraints/``):
+Building runs in three phases, calling each profile's filter rules (``optisched/plugins/``):
 
 1. ``restrict``: per class, the nodes the rule rules out whatever the batch does (static filters,
    conflicts with fixed pods). Variables exist only on the nodes every rule allows;

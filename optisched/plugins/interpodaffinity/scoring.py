@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..constraints.inter_pod_affinity import AffinityIndex, AffinityTerm
-from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
-from ..model.snapshot import Snapshot
-from ..optimal.score_terms import SCORE_SCALE, add_arrival_scores, add_var, static_scores
-from ..plugins import names
+from ...framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
+from ...model.snapshot import Snapshot
+from ...optimal.score_terms import SCORE_SCALE, add_arrival_scores, add_var, static_scores
+from .. import names
+from .common import AffinityIndex, AffinityTerm
 
 if TYPE_CHECKING:
-    from ..optimal.classes import PodClass
-    from ..optimal.model import BatchModel
-    from ..optimal.tiers import Linear
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
+    from ...optimal.tiers import Linear
 
 Terms = dict[int, list[tuple[cp_model.IntVar, int]]]
 
