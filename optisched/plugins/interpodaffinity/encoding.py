@@ -36,7 +36,6 @@ class AffinityEncoding:
 
         def pre_filter(self, cycle: CycleState) -> Status: ...
 
-
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
         """What the fixed pods decide: nodes missing a required-affinity topology key, domains holding
         fixed pods that the class's anti-affinity terms match, and domains whose fixed pods' anti-affinity
