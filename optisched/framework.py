@@ -121,6 +121,8 @@ class ClusterEvent(StrEnum):
 class Plugin:
     """What the engines read of a plugin besides its extension points, declared on the rule class once:
 
+    - ``points``: the extension points the plugin implements (the interfaces kube's plugin satisfies;
+      a configuration's ``multiPoint`` enables it at these, and naming it at another is refused);
     - ``events``: the cluster events after which a pod it rejected may fit (its ``EventsToRegister``
       whose queueing hint can answer Queue): the scheduling queue moves such a pod back on them;
     - ``static``: its PreFilter and Filter read only the pod's spec and the node's fixed labels, taints
@@ -135,6 +137,7 @@ class Plugin:
       dry runs go node by node through the filter itself.
     """
 
+    points: ClassVar[frozenset[str]] = frozenset()
     events: ClassVar[frozenset[ClusterEvent]] = frozenset()
     static: ClassVar[bool] = False
     placement_free: ClassVar[bool] = False

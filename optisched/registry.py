@@ -9,12 +9,13 @@ tables here. Plugins of the default profile that optisched does not model
 """
 from __future__ import annotations
 
+from functools import cache
 from importlib import import_module
 from typing import Any
 
 from .plugins import names
 
-__all__ = ["REGISTRY", "instantiate", "rule_class"]
+__all__ = ["REGISTRY", "instantiate", "plugin_points", "rule_class"]
 
 REGISTRY: dict[str, dict[str, str]] = {
     names.NODE_UNSCHEDULABLE: {"filter": "plugins.node_unschedulable:NodeUnschedulable"},
@@ -50,6 +51,13 @@ REGISTRY: dict[str, dict[str, str]] = {
 def rule_class(path: str) -> Any:
     module, _, cls = path.partition(":")
     return getattr(import_module(f"optisched.{module}"), cls)
+
+
+@cache
+def plugin_points(name: str) -> frozenset[str]:
+    """The extension points a registered plugin implements (its classes' ``points``; none when it is
+    not registered)."""
+    return frozenset().union(*(rule_class(path).points for path in REGISTRY.get(name, {}).values()))
 
 
 def instantiate(snapshot: Any, profile: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -7,6 +7,7 @@ from test_rules import FILTER_CASES, run_filter
 
 from optisched.framework import ClusterEvent, Plugin
 from optisched.greedy.queue import event_interest
+from optisched.profile.defaults import EXTENSION_POINTS
 from optisched.registry import REGISTRY, rule_class
 
 CLASSES = sorted({(name, side, path) for name, sides in REGISTRY.items() for side, path in sides.items()})
@@ -27,6 +28,8 @@ def test_every_registered_rule_declares_its_facts(name, side, path):
     cls = rule_class(path)
     assert issubclass(cls, Plugin)
     assert cls.name == name
+    assert cls.points and cls.points <= set(EXTENSION_POINTS)
+    assert ({"preFilter", "filter"} if side == "filter" else {"score"}) & cls.points
     if cls.static:
         assert cls.placement_free, "a static filter reads no pod on the node either"
 

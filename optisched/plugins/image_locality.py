@@ -40,6 +40,7 @@ def normalized_image_name(name: str) -> str:
 
 class ImageLocality(Plugin):
     name = names.IMAGE_LOCALITY
+    points = frozenset({"score"})
 
     @staticmethod
     def score_key(pod: Pod) -> tuple:

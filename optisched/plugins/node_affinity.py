@@ -93,6 +93,7 @@ def _node_names_restriction(state: ClusterState, pod: Pod) -> Status:
 
 class NodeAffinity(Plugin):
     name = names.NODE_AFFINITY
+    points = frozenset({"preFilter", "filter", "preScore", "score"})
     static = True
     placement_free = True
 

@@ -23,6 +23,7 @@ REASON = "node(s) didn't match the requested node name"
 
 class NodeName(Plugin):
     name = names.NODE_NAME
+    points = frozenset({"filter"})
     static = True
     placement_free = True
 

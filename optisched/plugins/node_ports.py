@@ -67,6 +67,7 @@ class PodHostPorts:
 
 class NodePorts(Plugin):
     name = names.NODE_PORTS
+    points = frozenset({"preFilter", "filter"})
     events = frozenset({ClusterEvent.ASSIGNED_POD_DELETE})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

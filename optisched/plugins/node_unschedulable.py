@@ -26,6 +26,7 @@ _TAINT = Taint(key="node.kubernetes.io/unschedulable", effect=TaintEffect.NO_SCH
 
 class NodeUnschedulable(Plugin):
     name = names.NODE_UNSCHEDULABLE
+    points = frozenset({"filter"})
     static = True
     placement_free = True
 

@@ -35,6 +35,7 @@ def untolerated(tolerations: list[Toleration], taints: list, effects: set[TaintE
 
 class TaintToleration(Plugin):
     name = names.TAINT_TOLERATION
+    points = frozenset({"filter", "preScore", "score"})
     static = True
     placement_free = True
 

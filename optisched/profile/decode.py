@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..registry import REGISTRY
+from ..registry import REGISTRY, plugin_points
 from .config import FrozenMap, Profile, SchedulerConfig
 from .defaults import (
     API_VERSION,
     DEFAULT_PARALLELISM,
     DEFAULT_SCHEDULER_NAME,
+    IN_TREE,
     KIND,
     NOT_MODELLED,
-    PLUGIN_POINTS,
 )
 from .plugin_config import decode_plugin_configs
 from .plugin_sets import PluginSet, decode_plugins
@@ -44,7 +44,7 @@ def _percentage(r: FieldReader, v: Any, path: str) -> int | None:
 def _out_of_tree() -> dict[str, frozenset[str]]:
     """Plugins optisched models beyond kube-scheduler's in-tree ones (GPU sharing, the FGD policies, a user's
     package's through the ``optisched.plugins`` entry points) and the extension points each extends."""
-    return {name: frozenset(points) for name, points in REGISTRY.items() if name not in PLUGIN_POINTS}
+    return {name: plugin_points(name) for name in REGISTRY if name not in IN_TREE}
 
 
 def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
@@ -61,7 +61,7 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
     enabled = {n for names in plugins.values() for n in names}
     # REGISTRY also holds the out-of-tree rules optisched models (GPU sharing, the FGD policies)
     not_modelled = tuple(sorted(n for n in enabled
-                                if n in NOT_MODELLED or (n not in PLUGIN_POINTS and n not in REGISTRY)))
+                                if n in NOT_MODELLED or (n not in IN_TREE and n not in REGISTRY)))
     profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled, **args)
     return _Parsed(profile, queue_sort, raw_args)
 

@@ -15,9 +15,19 @@ Sources (kubernetes v1.35.4):
 from __future__ import annotations
 
 __all__ = [
-    "API_VERSION", "DEFAULT_MULTIPOINT", "DEFAULT_PARALLELISM", "DEFAULT_RESOURCES", "DEFAULT_SCHEDULER_NAME",
-    "EXTENSION_POINTS", "KIND", "MULTI_POINT", "NOT_MODELLED", "PLUGIN_POINTS", "REMOVED_PLUGINS",
+    "API_VERSION",
+    "DEFAULT_MULTIPOINT",
+    "DEFAULT_PARALLELISM",
+    "DEFAULT_RESOURCES",
+    "DEFAULT_SCHEDULER_NAME",
+    "EXTENSION_POINTS",
+    "IN_TREE",
+    "KIND",
+    "MULTI_POINT",
+    "NOT_MODELLED",
+    "REMOVED_PLUGINS",
     "SYSTEM_DEFAULT_CONSTRAINTS",
+    "UNMODELLED_POINTS",
 ]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -54,29 +64,21 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int | None], ...] = (
     ("DefaultBinder", None),
 )
 
-# The extension points each in-tree plugin implements (the Go interfaces its type satisfies).
-PLUGIN_POINTS: dict[str, frozenset[str]] = {
+# The in-tree plugins of kube-scheduler v1.35.4 (NewInTreeRegistry). A plugin optisched models declares
+# the extension points it implements on its class (optisched.framework.Plugin.points); these are the
+# points of the ones it does not model (the Go interfaces their types satisfy).
+UNMODELLED_POINTS: dict[str, frozenset[str]] = {
     "SchedulingGates": frozenset({"preEnqueue"}),
     "PrioritySort": frozenset({"queueSort"}),
-    "NodeUnschedulable": frozenset({"filter"}),
-    "NodeName": frozenset({"filter"}),
-    "TaintToleration": frozenset({"filter", "preScore", "score"}),
-    "NodeAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "NodePorts": frozenset({"preFilter", "filter"}),
-    "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "VolumeRestrictions": frozenset({"preFilter", "filter"}),
-    "NodeVolumeLimits": frozenset({"preFilter", "filter"}),
-    "VolumeBinding": frozenset({"preFilter", "filter", "preScore", "score", "reserve", "preBind"}),
-    "VolumeZone": frozenset({"preFilter", "filter"}),
-    "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
     "DynamicResources": frozenset({"preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve",
                                    "preBind"}),
     "DefaultPreemption": frozenset({"preEnqueue", "postFilter"}),
-    "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
-    "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),
 }
+IN_TREE: frozenset[str] = frozenset(UNMODELLED_POINTS) | frozenset({
+    "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+    "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+    "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"})
 
 # In-tree plugins optisched accepts but does not model. A name that is not in-tree is refused, as the stock
 # kube-scheduler binary refuses it (pkg/scheduler/framework/runtime/framework.go, NewFramework).

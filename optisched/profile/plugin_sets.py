@@ -13,14 +13,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..registry import plugin_points
 from ..version import KUBE_VERSION
 from .defaults import (
     API_VERSION,
     DEFAULT_MULTIPOINT,
     EXTENSION_POINTS,
+    IN_TREE,
     MULTI_POINT,
-    PLUGIN_POINTS,
     REMOVED_PLUGINS,
+    UNMODELLED_POINTS,
 )
 from .reader import FieldReader
 
@@ -62,8 +64,11 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
 
 
 def implements(plugin: str, point: str) -> bool:
-    """Whether an in-tree plugin implements ``point`` (unknown plugins: unknown, so never expanded)."""
-    return point in PLUGIN_POINTS.get(plugin, frozenset())
+    """Whether an in-tree plugin implements ``point`` (its class's ``points``, or for one optisched does not
+    model, :data:`.defaults.UNMODELLED_POINTS`; unknown plugins: unknown, so never expanded)."""
+    if plugin not in IN_TREE:
+        return False
+    return point in (UNMODELLED_POINTS.get(plugin) or plugin_points(plugin))
 
 
 def expand_point(point: str, explicit: PluginSet, multipoint: tuple[Entry, ...]) -> tuple[str, ...]:
@@ -119,7 +124,7 @@ def _plugin_set(r: FieldReader, raw: Any, path: str, point: str,
         name, weight = _plugin(r, entry, p, True)
         if name in (n for n, _ in enabled):  # updatePluginList / expandMultiPointPlugins
             raise r.fail(f"{p}.name", f"plugin {name!r} is already enabled at {point}")
-        if name not in PLUGIN_POINTS and name not in extra:  # NewFramework: `%s %q does not exist`
+        if name not in IN_TREE and name not in extra:  # NewFramework: `%s %q does not exist`
             raise r.fail(f"{p}.name", f"plugin {name!r} does not exist in kube-scheduler {KUBE_VERSION}, "
                                       "which refuses to start with it")
         if point != MULTI_POINT and not implements(name, point) and point not in extra.get(name, ()):

@@ -31,6 +31,7 @@ class PolicyScore(Plugin):
     """Score plugin running the registered policy ``policy``."""
 
     name: ClassVar[str]
+    points = frozenset({"score"})
     policy: ClassVar[str]
     # optimal mode: each arrival earns the score its node has against the fixed pods (the policies' scores
     # change as the batch's own pods land)

@@ -130,6 +130,7 @@ class GpuShare(Plugin):
     devices each holding ``gpu-milli`` free."""
 
     name = names.GPU_SHARE
+    points = frozenset({"filter"})
     REASON = "Insufficient GPU share"
     filter_fidelity = Fidelity.EXACT
 

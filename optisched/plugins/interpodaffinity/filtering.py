@@ -27,6 +27,7 @@ __all__ = ["InterPodAffinity"]
 
 class InterPodAffinity(AffinityEncoding, Plugin):
     name = names.INTER_POD_AFFINITY
+    points = frozenset({"preFilter", "filter"})
     events = frozenset({ClusterEvent.ASSIGNED_POD_ADD, ClusterEvent.ASSIGNED_POD_DELETE})
     depends_on_placement = True  # PreFilter state changes when pods are added or removed
 

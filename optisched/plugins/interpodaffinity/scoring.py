@@ -36,6 +36,7 @@ __all__ = ["InterPodAffinityScore"]
 
 class InterPodAffinityScore(Plugin):
     name = names.INTER_POD_AFFINITY
+    points = frozenset({"preScore", "score"})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = snapshot.state

@@ -95,6 +95,7 @@ class BalancedAllocation(Plugin):
     """PreScore + Score of ``NodeResourcesBalancedAllocation``."""
 
     name = names.BALANCED_ALLOCATION
+    points = frozenset({"preScore", "score"})
     state_key = "PreScoreNodeResourcesBalancedAllocation"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

@@ -83,6 +83,7 @@ class NodeResourcesFit(Plugin):
     (preemption calls it with the lower-priority pods taken away)."""
 
     name = names.NODE_RESOURCES_FIT
+    points = frozenset({"preFilter", "filter"})
     events = frozenset({ClusterEvent.ASSIGNED_POD_DELETE})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

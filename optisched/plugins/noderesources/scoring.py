@@ -217,6 +217,7 @@ class NodeResourcesFitScore(Plugin):
     """PreScore + Score of ``NodeResourcesFit`` with the profile's scoring strategy."""
 
     name = names.NODE_RESOURCES_FIT
+    points = frozenset({"preScore", "score"})
     state_key = "PreScoreNodeResourcesFit"
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

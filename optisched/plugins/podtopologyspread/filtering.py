@@ -58,6 +58,7 @@ class PodTopologySpread(SpreadEncoding, Plugin):
     """PreFilter + Filter of ``PodTopologySpread``."""
 
     name = names.POD_TOPOLOGY_SPREAD
+    points = frozenset({"preFilter", "filter"})
     events = frozenset({ClusterEvent.ASSIGNED_POD_ADD, ClusterEvent.ASSIGNED_POD_DELETE})
     depends_on_placement = True  # Filter follows pods added/removed after PreFilter (AddPod/RemovePod)
 

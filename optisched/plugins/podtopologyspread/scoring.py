@@ -78,6 +78,7 @@ class PodTopologySpreadScore(Plugin):
     """PreScore + Score + NormalizeScore of ``PodTopologySpread``."""
 
     name = names.POD_TOPOLOGY_SPREAD
+    points = frozenset({"preScore", "score"})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.snapshot = snapshot

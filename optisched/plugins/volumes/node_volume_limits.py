@@ -86,6 +86,7 @@ def counts_volumes(pod: Pod, cat: StorageCatalog) -> bool:
 
 class NodeVolumeLimits(Plugin):
     name = names.NODE_VOLUME_LIMITS
+    points = frozenset({"preFilter", "filter"})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         self.state = state = snapshot.state

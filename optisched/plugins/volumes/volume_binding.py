@@ -54,6 +54,7 @@ PV_KEY = tuple[int, str]  # (class index, claim name)
 
 class VolumeBinding(Plugin):
     name = names.VOLUME_BINDING
+    points = frozenset({"preFilter", "filter", "preScore", "score", "reserve", "preBind"})
     placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:

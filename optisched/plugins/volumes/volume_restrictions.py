@@ -65,6 +65,7 @@ class PodVolumeKeys:
 
 class VolumeRestrictions(Plugin):
     name = names.VOLUME_RESTRICTIONS
+    points = frozenset({"preFilter", "filter"})
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
         n = snapshot.state.num_nodes

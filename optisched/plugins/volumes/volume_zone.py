@@ -61,6 +61,7 @@ def pv_topologies(pv: PersistentVolume) -> list[tuple[str, set[str]]]:
 
 class VolumeZone(Plugin):
     name = names.VOLUME_ZONE
+    points = frozenset({"preFilter", "filter"})
     placement_free = True  # Filter reads no pod on the node: a preemption dry run cannot change it
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
