@@ -11,23 +11,23 @@ import subprocess
 import sys
 
 import pytest
-from helpers.replay import CASES, case_names, load_trace
+from helpers.replay import CASES, CASES_1_36, case_names, load_trace
 
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.greedy.select import TieBreak
 from optisched.greedy.trace import trace_of
 from optisched.model.loader import load_cluster
 from optisched.model.state import compile_cluster
-from optisched.profile import default_config
+from optisched.profile import default_config, for_version
 
 _spec = importlib.util.spec_from_file_location("conformance_compare", CASES.parent / "compare.py")
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
 
-def greedy_trace(name: str) -> dict:
+def greedy_trace(name: str, kubernetes_version: str = "1.35") -> dict:
     cluster = load_cluster([str(CASES / f"{name}.yaml")])
-    config = cluster.config or default_config()
+    config = for_version(cluster.config or default_config(), kubernetes_version)
     res = GreedyScheduler(compile_cluster(cluster), config, GreedyOptions(tie_break=TieBreak.FIRST, requeue=False)).run()
     return json.loads(json.dumps(trace_of(res, config, TieBreak.FIRST)))
 
@@ -35,6 +35,14 @@ def greedy_trace(name: str) -> dict:
 @pytest.mark.parametrize("name", case_names())
 def test_greedy_matches_kube_scheduler(name):
     result = compare.compare_traces(load_trace(name), greedy_trace(name))
+    assert result["first_divergence"] is None, result["first_divergence"]
+    assert result["match"], result
+
+
+@pytest.mark.parametrize("name", case_names(CASES_1_36))
+def test_greedy_matches_kube_scheduler_1_36(name):
+    """The same scenarios against v1.36.2's traces, greedy mode following 1.36's rules."""
+    result = compare.compare_traces(load_trace(name, CASES_1_36), greedy_trace(name, "1.36"))
     assert result["first_divergence"] is None, result["first_divergence"]
     assert result["match"], result
 

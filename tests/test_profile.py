@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 import yaml
-from helpers.replay import CASES, case_names, load_trace
+from helpers.replay import CASES, CASES_1_36, case_names, load_trace
 
 from optisched.errors import InputError
 from optisched.profile import (
@@ -21,6 +21,7 @@ from optisched.profile import (
     ScoringStrategyType,
     UtilizationShapePoint,
     default_config,
+    for_version,
     load_config,
     parse_config,
 )
@@ -450,3 +451,49 @@ def test_load_config_errors_name_the_file(tmp_path, text, message):
     with pytest.raises(InputError) as err:
         load_config(f)
     assert str(err.value).startswith(f"{f}: ") and message in str(err.value)
+
+
+# --- Kubernetes releases ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,minor", [("1.36", "1.36"), ("v1.36", "1.36"), ("v1.36.2", "1.36"), ("1.35.4", "1.35")])
+def test_a_release_is_named_by_its_minor_version(text, minor):
+    from optisched.profile.releases import parse_version
+
+    assert parse_version(text) == minor
+
+
+@pytest.mark.parametrize("text", ["1.34", "2", "latest", "v1.36.x"])
+def test_a_release_optisched_does_not_reproduce_is_refused_naming_the_ones_it_does(text):
+    from optisched.profile.releases import parse_version
+
+    with pytest.raises(ValueError, match=r"versions: 1\.35, 1\.36"):
+        parse_version(text)
+
+
+def test_1_36_appends_node_declared_features_to_the_defaults_as_its_traces_list_it():
+    config = default_config("1.36")
+    profile = config.profiles[0]
+    traced = load_trace("001-resources", CASES_1_36)["plugins"]
+    assert {p: list(profile.plugins[p]) for p in traced} == traced
+    assert profile.kubernetes_version == config.kubernetes_version == "1.36"
+    assert "NodeDeclaredFeatures" in profile.not_modelled
+    assert "NodeDeclaredFeatures" not in default_config().profiles[0].plugins["filter"]
+
+
+def test_a_configuration_is_decoded_again_for_another_release():
+    doc = {**API, "profiles": [{"plugins": {
+        "multiPoint": {"disabled": [{"name": "ImageLocality"}]}}}]}
+    old = parse_config(doc, "cfg.yaml")
+    new = for_version(old, "1.36")
+    assert new.source == "cfg.yaml" and new.kubernetes_version == "1.36"
+    assert "NodeDeclaredFeatures" in new.profiles[0].plugins["filter"]
+    assert "ImageLocality" not in new.profiles[0].plugins["score"]
+    assert for_version(new, "1.35") == old
+
+
+def test_a_plugin_of_a_later_release_is_refused_by_an_earlier_one():
+    doc = {**API, "profiles": [{"plugins": {
+        "filter": {"enabled": [{"name": "NodeDeclaredFeatures"}]}}}]}
+    with pytest.raises(InputError, match="does not exist in kube-scheduler v1.35.4"):
+        parse_config(doc, "cfg.yaml")
+    assert "NodeDeclaredFeatures" in parse_config(doc, "cfg.yaml", "1.36").profiles[0].plugins["filter"]

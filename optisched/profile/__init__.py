@@ -1,7 +1,8 @@
 """Scheduler profiles: a ``KubeSchedulerConfiguration`` (kubescheduler.config.k8s.io/v1) decoded,
 defaulted and validated as kube-scheduler v1.35 does, into frozen objects the engines read.
 
-* :mod:`.defaults`: v1.35's default plugins, weights and the extension points each plugin implements;
+* :mod:`.defaults`: v1.35's default plugins and weights, its in-tree names, the points of the plugins
+  optisched does not model; :mod:`.releases`: what each supported minor release defaults to;
 * :mod:`.plugin_sets`: ``mergePlugins`` then the framework's multiPoint expansion, per extension point;
 * :mod:`.args` and :mod:`.plugin_config`: the plugins' argument types, their defaults
   (``pkg/scheduler/apis/config/v1/defaults.go``) and checks (``validation_pluginargs.go``);
@@ -26,12 +27,12 @@ from .args import (
     UtilizationShapePoint,
 )
 from .config import Profile, SchedulerConfig
-from .decode import default_config, load_config, parse_config
+from .decode import default_config, for_version, load_config, parse_config
 from .defaults import NOT_MODELLED, SYSTEM_DEFAULT_CONSTRAINTS
 
 __all__ = [
     "KUBE_VERSION", "NOT_MODELLED", "SYSTEM_DEFAULT_CONSTRAINTS", "BalancedAllocationArgs",
     "DefaultPreemptionArgs", "InterPodAffinityArgs", "NodeAffinityArgs", "NodeResourcesFitArgs",
     "PodTopologySpreadArgs", "Profile", "ResourceSpec", "SchedulerConfig", "ScoringStrategyType",
-    "UtilizationShapePoint", "default_config", "load_config", "parse_config",
+    "UtilizationShapePoint", "default_config", "for_version", "load_config", "parse_config",
 ]

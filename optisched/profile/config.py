@@ -60,6 +60,7 @@ class Profile:
     node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
     preemption: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
     not_modelled: tuple[str, ...] = ()
+    kubernetes_version: str = "1.35"  # the minor release whose rules the plugins follow (.releases)
 
     def enabled(self, point: str, plugin: str) -> bool:
         return plugin in self.plugins.get(point, ())
@@ -77,6 +78,9 @@ class SchedulerConfig:
     parallelism: int
     profiles: tuple[Profile, ...]
     source: str = "<default>"
+    kubernetes_version: str = "1.35"
+    # the KubeSchedulerConfiguration it was decoded from (None: the defaults), to decode it for another release
+    document: Any = field(default=None, compare=False, hash=False, repr=False)
 
     def profile_for(self, scheduler_name: str) -> Profile | None:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)

@@ -3,7 +3,7 @@ fields, each profile (a default name when there is one, unique names, one queueS
 ``pkg/scheduler/apis/config/validation/validation.go`` checks them), and the file it is read from."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +14,13 @@ from .defaults import (
     API_VERSION,
     DEFAULT_PARALLELISM,
     DEFAULT_SCHEDULER_NAME,
-    IN_TREE,
     KIND,
-    NOT_MODELLED,
+    Release,
 )
 from .plugin_config import decode_plugin_configs
 from .plugin_sets import PluginSet, decode_plugins
 from .reader import FieldReader
+from .releases import DEFAULT_VERSION, RELEASES
 
 __all__ = ["default_config", "load_config", "parse_config"]
 
@@ -41,13 +41,13 @@ def _percentage(r: FieldReader, v: Any, path: str) -> int | None:
     return None if v is None else r.integer(v, path, 0, 100)
 
 
-def _out_of_tree() -> dict[str, frozenset[str]]:
+def _out_of_tree(release: Release) -> dict[str, frozenset[str]]:
     """Plugins optisched models beyond kube-scheduler's in-tree ones (GPU sharing, the FGD policies, a user's
     package's through the ``optisched.plugins`` entry points) and the extension points each extends."""
-    return {name: plugin_points(name) for name in REGISTRY if name not in IN_TREE}
+    return {name: plugin_points(name) for name in REGISTRY if name not in release.in_tree}
 
 
-def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
+def _profile(r: FieldReader, raw: Any, path: str, only: bool, release: Release) -> _Parsed:
     raw = r.obj(raw, path, _PROFILE_FIELDS, required=True)
     name = raw.get("schedulerName")
     if name is None and only:  # a default name only when there is a single profile
@@ -56,13 +56,15 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool) -> _Parsed:
         raise r.fail(f"{path}.schedulerName", "required: when there are several profiles, each needs a name")
     name = r.string(name, f"{path}.schedulerName")
     pct = _percentage(r, raw.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore")
-    plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins", _out_of_tree())
+    plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins", release,
+                                                  _out_of_tree(release))
     args, raw_args = decode_plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig")
     enabled = {n for names in plugins.values() for n in names}
     # REGISTRY also holds the out-of-tree rules optisched models (GPU sharing, the FGD policies)
     not_modelled = tuple(sorted(n for n in enabled
-                                if n in NOT_MODELLED or (n not in IN_TREE and n not in REGISTRY)))
-    profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled, **args)
+                                if n in release.not_modelled or (n not in release.in_tree and n not in REGISTRY)))
+    profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled,
+                      kubernetes_version=release.minor, **args)
     return _Parsed(profile, queue_sort, raw_args)
 
 
@@ -102,8 +104,11 @@ def _check_top(r: FieldReader, doc: dict) -> None:
         r.integer(doc["podMaxBackoffSeconds"], ".podMaxBackoffSeconds", initial, 2**63 - 1)
 
 
-def parse_config(doc: Any, source: str = "<config>") -> SchedulerConfig:
-    """Decode, default and validate one ``KubeSchedulerConfiguration`` mapping (a parsed YAML document)."""
+def parse_config(doc: Any, source: str = "<config>", kubernetes_version: str = DEFAULT_VERSION) -> SchedulerConfig:
+    """Decode, default and validate one ``KubeSchedulerConfiguration`` mapping (a parsed YAML document)
+    as kube-scheduler ``kubernetes_version`` (a minor release of :mod:`.releases`) does."""
+    release = RELEASES[kubernetes_version]
+    original = doc
     r = FieldReader(source)
     doc = r.obj(doc, "", _TOP_FIELDS, required=True)
     _check_top(r, doc)
@@ -111,17 +116,29 @@ def parse_config(doc: Any, source: str = "<config>") -> SchedulerConfig:
     par = doc.get("parallelism")
     par = DEFAULT_PARALLELISM if par is None else r.integer(par, ".parallelism", 1)
     raw_profiles = r.seq(doc.get("profiles"), ".profiles") or [{}]
-    parsed = [_profile(r, p, f".profiles[{i}]", len(raw_profiles) == 1) for i, p in enumerate(raw_profiles)]
+    parsed = [_profile(r, p, f".profiles[{i}]", len(raw_profiles) == 1, release) for i, p in enumerate(raw_profiles)]
     _check_profiles(r, parsed)
-    return SchedulerConfig(pct, par, tuple(p.profile for p in parsed), source)
+    return SchedulerConfig(pct, par, tuple(p.profile for p in parsed), source, release.minor, original)
 
 
-def default_config() -> SchedulerConfig:
-    """What kube-scheduler runs with no configuration file: one default profile, nothing else set."""
-    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, "<default>")
+def default_config(kubernetes_version: str = DEFAULT_VERSION) -> SchedulerConfig:
+    """What kube-scheduler ``kubernetes_version`` runs with no configuration file: one default profile,
+    nothing else set."""
+    config = parse_config({"apiVersion": API_VERSION, "kind": KIND}, "<default>", kubernetes_version)
+    return replace(config, document=None)
 
 
-def load_config(path: str | Path) -> SchedulerConfig:
+def for_version(config: SchedulerConfig, kubernetes_version: str) -> SchedulerConfig:
+    """``config`` as kube-scheduler ``kubernetes_version`` reads it: its document decoded again with that
+    release's defaults (the defaults alone when it has none)."""
+    if config.kubernetes_version == kubernetes_version:
+        return config
+    if config.document is None:
+        return replace(default_config(kubernetes_version), source=config.source)
+    return parse_config(config.document, config.source, kubernetes_version)
+
+
+def load_config(path: str | Path, kubernetes_version: str = DEFAULT_VERSION) -> SchedulerConfig:
     """Read a YAML (or JSON) file holding one KubeSchedulerConfiguration."""
     from ..model.documents import load_documents, read_source
 
@@ -133,4 +150,4 @@ def load_config(path: str | Path) -> SchedulerConfig:
         docs = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
     if len(docs) != 1:
         raise InputError(f"expected exactly one {KIND} document, found {len(docs)}", source=src)
-    return parse_config(docs[0], src)
+    return parse_config(docs[0], src, kubernetes_version)

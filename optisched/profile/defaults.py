@@ -14,6 +14,8 @@ Sources (kubernetes v1.35.4):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 __all__ = [
     "API_VERSION",
     "DEFAULT_MULTIPOINT",
@@ -28,6 +30,7 @@ __all__ = [
     "REMOVED_PLUGINS",
     "SYSTEM_DEFAULT_CONSTRAINTS",
     "UNMODELLED_POINTS",
+    "Release",
 ]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -93,3 +96,18 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[dict, ...] = (
     {"topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway", "maxSkew": 3},
     {"topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "maxSkew": 5},
 )
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a kube-scheduler minor release defaults to, as far as the configuration is concerned: its
+    default multiPoint plugins and weights, its in-tree plugin names, the extension points of those
+    optisched does not model, and which of the enabled ones it does not model (every other plugin
+    declares its points on its class)."""
+
+    minor: str
+    patch: str  # the release whose source its rules follow, e.g. v1.35.4
+    multipoint: tuple[tuple[str, int | None], ...]
+    in_tree: frozenset[str]
+    unmodelled_points: dict[str, frozenset[str]]
+    not_modelled: frozenset[str]

@@ -14,19 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..registry import plugin_points
-from ..version import KUBE_VERSION
 from .defaults import (
     API_VERSION,
-    DEFAULT_MULTIPOINT,
     EXTENSION_POINTS,
-    IN_TREE,
     MULTI_POINT,
     REMOVED_PLUGINS,
-    UNMODELLED_POINTS,
+    Release,
 )
 from .reader import FieldReader
 
-__all__ = ["DEFAULT_PLUGINS", "Entry", "PluginSet", "decode_plugins", "expand_point", "implements",
+__all__ = ["Entry", "PluginSet", "decode_plugins", "expand_point", "implements",
            "merge_plugin_set", "score_weights"]
 
 Entry = tuple[str, int | None]
@@ -40,7 +37,6 @@ class PluginSet:
     disabled: tuple[str, ...] = ()
 
 
-DEFAULT_PLUGINS = PluginSet(DEFAULT_MULTIPOINT)
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -63,15 +59,15 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
     return PluginSet(tuple(merged), disabled)
 
 
-def implements(plugin: str, point: str) -> bool:
-    """Whether an in-tree plugin implements ``point`` (its class's ``points``, or for one optisched does not
-    model, :data:`.defaults.UNMODELLED_POINTS`; unknown plugins: unknown, so never expanded)."""
-    if plugin not in IN_TREE:
+def implements(plugin: str, point: str, release: Release) -> bool:
+    """Whether an in-tree plugin of ``release`` implements ``point`` (its class's ``points``, or for one
+    optisched does not model, the release's table; unknown plugins: unknown, so never expanded)."""
+    if plugin not in release.in_tree:
         return False
-    return point in (UNMODELLED_POINTS.get(plugin) or plugin_points(plugin))
+    return point in (release.unmodelled_points.get(plugin) or plugin_points(plugin))
 
 
-def expand_point(point: str, explicit: PluginSet, multipoint: tuple[Entry, ...]) -> tuple[str, ...]:
+def expand_point(point: str, explicit: PluginSet, multipoint: tuple[Entry, ...], release: Release) -> tuple[str, ...]:
     """``expandMultiPointPlugins`` for one extension point.
 
     Order: plugins enabled at this point that multiPoint also enables (in this point's order), then the
@@ -84,7 +80,7 @@ def expand_point(point: str, explicit: PluginSet, multipoint: tuple[Entry, ...])
     overrides: set[str] = set()
     expanded: list[str] = []
     for name, _ in multipoint:
-        if not implements(name, point) or name in explicit.disabled:
+        if not implements(name, point, release) or name in explicit.disabled:
             continue
         if name in names:
             overrides.add(name)
@@ -115,7 +111,7 @@ def _plugin(r: FieldReader, raw: Any, path: str, enabling: bool) -> tuple[str, i
     return name, weight or None  # an unset weight and 0 both mean 1 (getScoreWeights)
 
 
-def _plugin_set(r: FieldReader, raw: Any, path: str, point: str,
+def _plugin_set(r: FieldReader, raw: Any, path: str, point: str, release: Release,
                 extra: Mapping[str, frozenset[str]] = {}) -> PluginSet:
     raw = r.obj(raw, path, ("enabled", "disabled"))
     enabled: list[tuple[str, int | None]] = []
@@ -124,10 +120,10 @@ def _plugin_set(r: FieldReader, raw: Any, path: str, point: str,
         name, weight = _plugin(r, entry, p, True)
         if name in (n for n, _ in enabled):  # updatePluginList / expandMultiPointPlugins
             raise r.fail(f"{p}.name", f"plugin {name!r} is already enabled at {point}")
-        if name not in IN_TREE and name not in extra:  # NewFramework: `%s %q does not exist`
-            raise r.fail(f"{p}.name", f"plugin {name!r} does not exist in kube-scheduler {KUBE_VERSION}, "
+        if name not in release.in_tree and name not in extra:  # NewFramework: `%s %q does not exist`
+            raise r.fail(f"{p}.name", f"plugin {name!r} does not exist in kube-scheduler {release.patch}, "
                                       "which refuses to start with it")
-        if point != MULTI_POINT and not implements(name, point) and point not in extra.get(name, ()):
+        if point != MULTI_POINT and not implements(name, point, release) and point not in extra.get(name, ()):
             raise r.fail(f"{p}.name", f"plugin {name!r} does not extend {point}")
         enabled.append((name, weight))
     disabled = tuple(_plugin(r, e, f"{path}.disabled[{i}]", False)[0]
@@ -135,15 +131,15 @@ def _plugin_set(r: FieldReader, raw: Any, path: str, point: str,
     return PluginSet(tuple(enabled), disabled)
 
 
-def decode_plugins(r: FieldReader, raw: Any, path: str, extra: Mapping[str, frozenset[str]] = {}
+def decode_plugins(r: FieldReader, raw: Any, path: str, release: Release, extra: Mapping[str, frozenset[str]] = {}
                    ) -> tuple[dict[str, tuple[str, ...]], dict[str, int], PluginSet]:
     """(plugins per point incl. multiPoint, score weights, the configured queueSort set): ``mergePlugins``,
     then ``NewFramework``'s expansion and its queueSort/bind checks. ``extra``: the out-of-tree plugins
     optisched models (registered like kube's out-of-tree plugins) and the points each extends."""
     raw = r.obj(raw, path, (*EXTENSION_POINTS, MULTI_POINT))
-    custom = {p: _plugin_set(r, raw.get(p), f"{path}.{p}", p, extra) for p in (MULTI_POINT, *EXTENSION_POINTS)}
-    multipoint = merge_plugin_set(DEFAULT_PLUGINS, custom[MULTI_POINT]).enabled
-    lists = {p: expand_point(p, custom[p], multipoint) for p in EXTENSION_POINTS}
+    custom = {p: _plugin_set(r, raw.get(p), f"{path}.{p}", p, release, extra) for p in (MULTI_POINT, *EXTENSION_POINTS)}
+    multipoint = merge_plugin_set(PluginSet(release.multipoint), custom[MULTI_POINT]).enabled
+    lists = {p: expand_point(p, custom[p], multipoint, release) for p in EXTENSION_POINTS}
     lists[MULTI_POINT] = tuple(n for n, _ in multipoint)
     if len(lists["queueSort"]) != 1:
         raise r.fail(f"{path}.queueSort", f"exactly one queueSort plugin must be enabled, got "

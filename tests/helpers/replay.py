@@ -20,16 +20,17 @@ from optisched.model.snapshot import Snapshot
 from optisched.model.state import ClusterState, compile_cluster
 
 CASES = Path(__file__).resolve().parents[1] / "data" / "conformance" / "cases"
+CASES_1_36 = CASES.parent / "cases-v1.36"  # the same scenarios, traced by kube-scheduler v1.36.2
 FILTER_ORDER = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
                 "PodTopologySpread", "InterPodAffinity"]
 
 
-def case_names() -> list[str]:
-    return sorted(p.name.split(".trace.json")[0] for p in CASES.glob("*.trace.json.gz"))
+def case_names(cases: Path = CASES) -> list[str]:
+    return sorted(p.name.split(".trace.json")[0] for p in cases.glob("*.trace.json.gz"))
 
 
-def load_trace(name: str) -> dict:
-    with gzip.open(CASES / f"{name}.trace.json.gz", "rt") as f:
+def load_trace(name: str, cases: Path = CASES) -> dict:
+    with gzip.open(cases / f"{name}.trace.json.gz", "rt") as f:
         return json.load(f)
 
 

@@ -20,7 +20,10 @@ Upstream (v1.35.4 and v1.36.2): ``pkg/scheduler/framework/plugins/noderesources/
 
 The batch objective is a SURROGATE (a pod's score depends on the pods placed before it on its node):
 per node the batch may change, the absolute differences of the resources' per-mille fractions at the
-end, minimized (:meth:`BalancedAllocation.encode_score`).
+end, minimized (:meth:`BalancedAllocation.encode_score`). With 1.35's score each pod earns the balance
+its node ends with; with 1.36's the pods arriving on a node earn, together, half the change in balance
+from the node's start to its end (the changes of consecutive arrivals add up), so the same end-state
+term counts half as much.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from ...framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ...model.snapshot import Snapshot
 from ...optimal.score_terms import SCORE_SCALE, abs_var, add_var, class_nodes, node_fractions
 from ...profile import BalancedAllocationArgs
+from ...profile.releases import DEFAULT_VERSION, at_least
 from .. import names
 from .scoring import ResourceAllocationScorer
 
@@ -102,6 +106,8 @@ class BalancedAllocation(Plugin):
         self.snapshot = snapshot
         args: BalancedAllocationArgs = getattr(profile, "balanced", None) or BalancedAllocationArgs()
         self.scorer = ResourceAllocationScorer(snapshot, args.resources, use_requested=True)
+        # since 1.36 the score is the change in balance the pod causes (balanced_change)
+        self.change = at_least(getattr(profile, "kubernetes_version", DEFAULT_VERSION), "1.36")
 
     def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
         req = self.scorer.pod_requests(cycle.pod)
@@ -118,9 +124,16 @@ class BalancedAllocation(Plugin):
                 return np.zeros(len(nodes), dtype=np.int64)
         columns = self.scorer.plain_inputs(nodes, pod_req) if len(self.scorer.resources) == 2 else None
         if columns is not None:
-            return balanced_pair(*columns[0], *columns[1])
+            (req1, alloc1), (req2, alloc2) = columns
+            with_pod = balanced_pair(req1, alloc1, req2, alloc2)
+            if not self.change:
+                return with_pod
+            return balanced_change(with_pod, balanced_pair(req1 - int(pod_req[0]), alloc1, req2 - int(pod_req[1]), alloc2))
         req, alloc = self.scorer.inputs(nodes, pod_req)
-        return balanced_score(req, alloc)
+        with_pod = balanced_score(req, alloc)
+        if not self.change:
+            return with_pod
+        return balanced_change(with_pod, balanced_score(np.where(alloc != 0, req - pod_req, 0), alloc))
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
         return scores
@@ -141,7 +154,7 @@ class BalancedAllocation(Plugin):
         pairs = len(names) * (len(names) - 1) // 2
         if not pairs:
             return
-        coef = max(1, round(SCORE_SCALE * weight * MAX_NODE_SCORE / (2000 * pairs)))
+        coef = max(1, round(SCORE_SCALE * weight * MAX_NODE_SCORE / (2000 * pairs * (2 if self.change else 1))))
         for n, row in node_fractions(model, names, True, nodes).items():
             for a, b in combinations(row, 2):
                 if row[a].terms or row[b].terms:
