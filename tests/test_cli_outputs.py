@@ -14,7 +14,8 @@ from builders import node, pod
 from builders import run_cli as run
 from rich.console import Console
 
-from optisched import cli, progress
+from optisched import cli
+from optisched.cli import progress
 from optisched.model.quantity import human_quantity
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"

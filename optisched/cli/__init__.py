@@ -45,10 +45,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON
 def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
           context: str | None = None, max_input_size: str = "4Gi"):
     """Load, compile and print the input's warnings on stderr (the same lines in every command)."""
-    from ..input_warnings import input_warnings
     from ..model.loader import load_cluster
     from ..model.state import compile_cluster
     from ..profile import default_config, load_config
+    from .input_warnings import input_warnings
 
     if kubeconfig or context:
         if paths:
@@ -78,7 +78,7 @@ def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict, 
                       extra: dict, not_attempted: list[int] | tuple[()] = ()) -> None:
     """``--output``: FILE.csv (pod,node,status) or JSON; the shapes are in docs/cli.md; ``-``: stdout."""
     from ..outputs import write_text
-    from ..summaries import placements_text
+    from .summaries import placements_text
 
     write_text(path, placements_text("csv" if path.suffix == ".csv" else "json", mode, state, node_of, not_handled,
                                      extra, not_attempted))
@@ -245,9 +245,9 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
     from ..greedy.scheduler import GreedyOptions, GreedyScheduler
     from ..greedy.trace import trace_of
     from ..interrupt import catching
-    from ..progress import progress_bar
-    from ..render import render_schedule_summary
-    from ..summaries import greedy_summary
+    from .progress import progress_bar
+    from .render import render_schedule_summary
+    from .summaries import greedy_summary
 
     sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
                                                          record=trace is not None, interruptible=True))
@@ -273,9 +273,9 @@ def _schedule_optimal(state, config, options, output: Path | None, as_json: bool
     """Optimal mode's answer by ``solve(options, progress)`` (:func:`_solved`, :func:`_rescued`): written,
     printed; its summary."""
     from ..interrupt import catching
-    from ..progress import solver_status
-    from ..render import render_optimal_summary
-    from ..summaries import optimal_summary
+    from .progress import solver_status
+    from .render import render_optimal_summary
+    from .summaries import optimal_summary
 
     with catching(), solver_status(err) as update:
         result = solve(options, update)
@@ -322,7 +322,7 @@ def compare(
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
     from ..comparison.pipeline import CompareOptions, policy_config, run_comparison
     from ..comparison.render import render_comparison
-    from ..progress import progress_bar, solver_status
+    from .progress import progress_bar, solver_status
 
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     for name in names:
@@ -386,8 +386,8 @@ def inspect(
     max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
-    from ..inspect import summarize
-    from ..render import render_inspect
+    from .inspect import summarize
+    from .render import render_inspect
 
     state, config, _ = _load(cluster, profile, kubeconfig, context, max_input_size)
     summary = summarize(state, config)
@@ -412,8 +412,8 @@ def explain(
     preemptor's attempt that evicted victims, then the attempt that placed it."""
     from ..greedy.explain import explain_pod
     from ..greedy.scheduler import GreedyOptions, GreedyScheduler
-    from ..progress import progress_bar
-    from ..render import render_explain
+    from .progress import progress_bar
+    from .render import render_explain
 
     if not pod:
         raise InputError("--pod namespace/name is required")
@@ -510,8 +510,8 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):
 
     from ..greedy.scheduler import GreedyOptions, GreedyScheduler
     from ..preemption.plan import eviction_objects, preemptions
-    from ..progress import progress_bar
-    from ..render import render_preemptions
+    from .progress import progress_bar
+    from .render import render_preemptions
 
     sched = GreedyScheduler(state, config, GreedyOptions(interruptible=True))
     with progress_bar(err, "greedy mode", len(state.pending)) as advance:
@@ -524,12 +524,12 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):
 
 def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
                      workers: int, seed: int, as_json: bool, policy=None, console=out):
-    from ..progress import solver_status
+    from .progress import solver_status
 
     if key is not None:
         from ..preemption.minimal import minimal_victims
         from ..preemption.plan import minimal_eviction_objects
-        from ..render import render_minimal_preemption
+        from .render import render_minimal_preemption
 
         with solver_status(err) as update:
             answer = minimal_victims(state, config, key, cross_node=cross_node, time_limit=time_limit,
@@ -542,8 +542,8 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
 
     from ..optimal.solve import OptimalOptions, solve_optimal
     from ..preemption.plan import batch_eviction_objects, batch_preemptions
-    from ..render import render_batch_preemptions
-    from ..summaries import optimal_summary
+    from .render import render_batch_preemptions
+    from .summaries import optimal_summary
 
     with solver_status(err) as update:
         result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed,
@@ -551,7 +551,7 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     from ..preemption.landing import predict_landing
     from ..preemption.pdb_model import budget_use
     from ..preemption.plan import plan_document
-    from ..render import render_budgets, render_landing
+    from .render import render_budgets, render_landing
 
     plan = batch_preemptions(result)
     landing = predict_landing(state, config, result.node_of)
@@ -817,7 +817,7 @@ def experiment(
     inputs = {Path(spec.data).resolve(), Path(target).resolve()}
     if out_path.resolve() in inputs or Path(spec.data).resolve() in out_path.resolve().parents:
         raise InputError(f"{out_path}: the output must not be an input or lie inside the data folder")
-    from ..progress import progress_bar
+    from .progress import progress_bar
 
     with progress_bar(err, "experiment", len(spec.cells()), unit="cells", every=1) as advance:
         df = run_sweep(spec, out_path, executor, jobs, address, progress=advance)
@@ -849,7 +849,7 @@ def _experiment_optimum(data: Path | None, workloads: str | None, seeds: str, po
     out_path = output or Path("optimum.parquet")
     if Path(folder).resolve() in out_path.resolve().parents:
         raise InputError(f"{out_path}: the output must not lie inside the data folder")
-    from ..progress import progress_bar
+    from .progress import progress_bar
 
     total = len(names) * len(spec.seeds) * len(at)
     with progress_bar(err, "optimum", total, unit="points", every=1) as advance:
