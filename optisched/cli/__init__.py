@@ -1,134 +1,53 @@
-"""The ``optisched`` command line: parse, load, call, render. Nothing else lives here."""
+"""The ``optisched`` command line: parse, load, call the public API, render. Each command is a module of
+this package (``schedule.py``, ``compare.py``, ...); the options they share are defined and checked once in
+:mod:`.options`, the consoles, loading and exits are :mod:`.common`'s."""
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.text import Text
 
 from ..errors import InputError
-from ..options import check_int32, check_seconds, check_workers
-from ..textsafe import plain, safe, safe_console
+from ..textsafe import safe
 from ..version import KUBE_VERSION, __version__
-
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
-EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
-             "filters, --fail-on-pending and pods stayed pending, or --fail-on-unreached and a reschedule plan "
-             "does not reach its target), or the solver crashed (the best answer found before it is shown); "
-             "2 bad input or usage; 130 interrupted (Ctrl-C: schedule, compare, preempt and reschedule stop and "
-             "print the best answer so far, marked interrupted; a second Ctrl-C exits at once); 143 the same "
-             "after SIGTERM.")
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
-                  help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
-out = safe_console()
-err = safe_console(stderr=True)
-
-ClusterArg = Annotated[list[str] | None, typer.Argument(
-    help="Files, folders or - (stdin): YAML/JSON objects or List dumps. Omit with --kubeconfig/--context.")]
-ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
-KubeconfigOpt = Annotated[str | None, typer.Option(
-    "--kubeconfig", help="Read a live cluster (read-only; only reschedule --apply and --undo-cordons write to it).")]
-ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context of the live cluster.")]
-EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: protected kinds that may leave their node, "
-                                              "comma-separated: protected, local-storage, bare-pods, system-critical.")]
-MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest input file read, e.g. 1Gi.")]
+from . import common
+from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
+from .options import (
+    ClusterArg,
+    ContextOpt,
+    EvictOpt,
+    JsonOpt,
+    KubeconfigOpt,
+    MaxInputOpt,
+    NondeterministicOpt,
+    ObjectiveOpt,
+    ProfileOpt,
+    StopAfterOpt,
+    WeightsOpt,
+    mode_option,
+    seed_option,
+    time_limit_option,
+    workers_option,
+)
 
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON (the table's numbers, in "
-                                                     "scheduler units: millicores, bytes).")]
-
-
-def _load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
-          context: str | None = None, max_input_size: str = "4Gi"):
-    """Load, compile and print the input's warnings on stderr (the same lines in every command)."""
-    from ..model.loader import load_cluster
-    from ..model.state import compile_cluster
-    from ..profile import default_config, load_config
-    from .input_warnings import input_warnings
-
-    if kubeconfig or context:
-        if paths:
-            raise InputError("give either CLUSTER files or --kubeconfig/--context, not both")
-        from ..model.live import load_live
-
-        cluster = load_live(kubeconfig, context)
-    elif not paths:
-        raise InputError("no input: give CLUSTER files or folders, - for stdin, or --kubeconfig/--context")
-    else:
-        from ..model.bounded import parse_size
-
-        cluster = load_cluster(paths, parse_size(max_input_size))
-    config = load_config(profile) if profile else (cluster.config or default_config())
-    state = compile_cluster(cluster)
-    warnings = input_warnings(state, config)
-    for w in warnings:
-        err.print(Text.assemble(("warning: ", "yellow"), plain(w)), highlight=False, soft_wrap=True)
-    return state, config, warnings
-
-
-def _print_json(doc: dict) -> None:
-    sys.stdout.write(json.dumps(doc, indent=1) + "\n")
-
-
-def _write_placements(path: Path, mode: str, state, node_of, not_handled: dict,  # type: ignore[no-untyped-def]
-                      extra: dict, not_attempted: list[int] | tuple[()] = ()) -> None:
-    """``--output``: FILE.csv (pod,node,status) or JSON; the shapes are in docs/cli.md; ``-``: stdout."""
-    from ..outputs import write_text
-    from .summaries import placements_text
-
-    write_text(path, placements_text("csv" if path.suffix == ".csv" else "json", mode, state, node_of, not_handled,
-                                     extra, not_attempted))
-
-
-def _stop_if_interrupted() -> None:
-    """After an interrupted run printed its answer: exit 130 after Ctrl-C, 143 after SIGTERM (docs/cli.md)."""
-    from .. import interrupt
-
-    if interrupt.requested():
-        raise typer.Exit(interrupt.exit_status())
-
-
-def _check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[str, ...] | Path | None,
-                   folders: tuple[str, ...] = ()) -> None:
-    """Refuse unwritable output paths, and outputs that are (or lie inside) inputs, before any work."""
-    from ..outputs import check_outputs, input_paths
-
-    check_outputs(outputs, input_paths(*inputs), folders=folders)
-
-
-MODES = ("greedy", "optimal")
-ObjectiveOpt = Annotated[str | None, typer.Option(
-    "--objective", help="Optimal mode: pack | spread | balance, solved before the profile's score.")]
-
-
-NondeterministicOpt = Annotated[bool, typer.Option(
-    "--nondeterministic", help="Optimal mode: budgets by the wall clock (uses the whole limit on a loaded machine; "
-    "two runs may differ). Default: deterministic budgets, the same answer every run.")]
-StopAfterOpt = Annotated[str | None, typer.Option(
-    "--stop-after", help="Optimal mode: 'placed' ends after the placement tiers (no disruption, objective, score).")]
-
-
-@app.command()
 def schedule(
     cluster: ClusterArg = None,
     profile: ProfileOpt = None,
-    mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler) | optimal (CP-SAT batch)")] = "greedy",
+    mode: Annotated[str, mode_option("greedy (kube-scheduler) | optimal (CP-SAT batch)")] = "greedy",
     tie_break: Annotated[str, typer.Option("--tie-break", help="first | heap | random")] = "first",
-    seed: Annotated[int, typer.Option(help="Seed for --tie-break random and the solver.",
-                                      callback=check_int32)] = 0,
+    seed: Annotated[int, seed_option("Seed for --tie-break random and the solver.")] = 0,
     no_requeue: Annotated[bool, typer.Option("--no-requeue", help="One attempt per pod (conformance traces).")] = False,
     trace: Annotated[Path | None, typer.Option(help="Write the per-cycle trace (JSON; greedy mode).")] = None,
     output: Annotated[Path | None, typer.Option(help="Write placements: FILE.json or FILE.csv.")] = None,
-    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Optimal mode: seconds in all.")] = 60.0,
-    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="Optimal mode: CP-SAT workers.")] = 2,
+    time_limit: Annotated[float, time_limit_option("Optimal mode: seconds in all.")] = 60.0,
+    workers: Annotated[int, workers_option("Optimal mode: CP-SAT workers.")] = 2,
     movable: Annotated[bool, typer.Option("--movable", help="Optimal mode: running pods may move.")] = False,
     objective: ObjectiveOpt = None,
-    weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
-                                                "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    weights: WeightsOpt = None,
     nondeterministic: NondeterministicOpt = False,
     stop_after: StopAfterOpt = None,
     as_json: JsonOpt = False,
@@ -142,8 +61,6 @@ def schedule(
     """Place the pending pods as kube-scheduler would (greedy mode), or all at once (optimal mode)."""
     from ..greedy.select import TieBreak
 
-    if mode not in MODES:
-        raise InputError(f"--mode: {mode!r} is not one of {', '.join(MODES)}")
     try:
         tb = TieBreak(tie_break)
     except ValueError:
@@ -154,18 +71,13 @@ def schedule(
         raise InputError("--objective applies to optimal mode (--mode optimal)")
     if weights is not None and mode != "optimal":
         raise InputError("--weights applies to optimal mode (--mode optimal)")
-    from ..optimal.solve import STOP_AFTER, parse_weights
+    from ..optimal.solve import STOP_AFTER
 
     if stop_after is not None and stop_after not in STOP_AFTER:
         raise InputError(f"--stop-after: {stop_after!r} is not one of {', '.join(STOP_AFTER)}")
-    from ..optimal.user_objectives import check_objective
-    from ..policy.eviction import EvictionPolicy
-
-    check_objective(objective)
-    parsed = parse_weights(weights)
-    policy = EvictionPolicy.parse(evict)
-    _check_outputs({"--output": output, "--trace": trace}, cluster, profile)
-    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
+    parsed, policy = common.solver_choices(objective, weights, evict)
+    common.check_outputs({"--output": output, "--trace": trace}, cluster, profile)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size)
     if mode == "greedy":
         summary = _schedule_greedy(state, config, tb, seed, no_requeue, trace, output, as_json)
         return _schedule_end(summary, as_json, warnings, fail_on_pending)
@@ -179,42 +91,21 @@ def schedule(
         summary = _schedule_optimal(state, config, options, output, as_json, solve)
         _schedule_end(summary, as_json, warnings, fail_on_pending)
 
-    _guarded(lambda: answer(_solved(state, config, options)), lambda crash: answer(_rescued(state, config, crash)))
+    common.guarded(lambda: answer(_solved(state, config, options)),
+                   lambda crash: answer(_rescued(state, config, crash)))
 
 
 def _schedule_end(summary: dict, as_json: bool, warnings: list[str], fail_on_pending: bool) -> None:
     """What every schedule run does with its summary: print it as JSON, and exit as docs/cli.md says."""
     if as_json:
-        _print_json({**summary, "warnings": warnings})
+        common.print_json({**summary, "warnings": warnings})
     if summary.get("violations"):
-        raise typer.Exit(EXIT_CHECK_FAILED)
-    _stop_if_interrupted()
+        raise typer.Exit(common.EXIT_CHECK_FAILED)
+    common.stop_if_interrupted()
     if fail_on_pending and summary["counts"]["unschedulable"]:
-        err.print(f"{summary['counts']['unschedulable']} pod(s) stayed pending (--fail-on-pending)", highlight=False)
-        raise typer.Exit(EXIT_CHECK_FAILED)
-
-
-def _guarded(work, rescue) -> None:  # type: ignore[no-untyped-def]
-    """``work()`` in a worker process (:mod:`optisched.worker`): when the worker crashes, ``rescue(crash)``
-    here, and exit 1; else exit as the work did."""
-    from ..worker import guarded
-
-    def status(fn) -> int:  # type: ignore[no-untyped-def]
-        try:
-            fn()
-        except typer.Exit as e:
-            return e.exit_code
-        except InputError as e:
-            _fail(str(e))
-        return EXIT_OK
-
-    def rescued(crash) -> int:  # type: ignore[no-untyped-def]
-        status(lambda: rescue(crash))
-        return EXIT_CHECK_FAILED
-
-    code = guarded(lambda: status(work), rescued)
-    if code:
-        raise typer.Exit(code)
+        common.err.print(f"{summary['counts']['unschedulable']} pod(s) stayed pending (--fail-on-pending)",
+                         highlight=False)
+        raise typer.Exit(common.EXIT_CHECK_FAILED)
 
 
 def _solved(state, config, options):  # type: ignore[no-untyped-def]
@@ -231,7 +122,7 @@ def _rescued(state, config, crash):  # type: ignore[no-untyped-def]
     from ..optimal.solve import greedy_answer
 
     line = crash.line("kube-scheduler's placement (greedy mode)")
-    _error(line)
+    common.error(line)
 
     def solve(options, progress):  # type: ignore[no-untyped-def]
         greedy = GreedyScheduler(state, config, GreedyOptions(record=False)).run()
@@ -251,7 +142,7 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
 
     sched = GreedyScheduler(state, config, GreedyOptions(tie_break=tb, seed=seed, requeue=not no_requeue,
                                                          record=trace is not None, interruptible=True))
-    with catching(), progress_bar(err, "scheduling", len(state.pending)) as advance:
+    with catching(), progress_bar(common.err, "scheduling", len(state.pending)) as advance:
         result = sched.run(progress=advance)
     summary = greedy_summary(result)
     if trace is not None:
@@ -261,10 +152,11 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
         stopped = {"interrupted": True, "notAttempted": summary["notAttempted"]} if result.interrupted else {}
-        _write_placements(output, "greedy", state, result.snapshot.node_of, result.skipped,
-                          {"unschedulable": unsched, "evicted": summary["evicted"], **stopped}, result.not_attempted)
+        common.write_placements(output, "greedy", state, result.snapshot.node_of, result.skipped,
+                                {"unschedulable": unsched, "evicted": summary["evicted"], **stopped},
+                                result.not_attempted)
     if not as_json:
-        render_schedule_summary(err if str(output) == "-" else out, summary)
+        render_schedule_summary(common.err if str(output) == "-" else common.out, summary)
     return summary
 
 
@@ -277,35 +169,33 @@ def _schedule_optimal(state, config, options, output: Path | None, as_json: bool
     from .render import render_optimal_summary
     from .summaries import optimal_summary
 
-    with catching(), solver_status(err) as update:
+    with catching(), solver_status(common.err) as update:
         result = solve(options, update)
     summary = optimal_summary(result)
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
-        _write_placements(output, "optimal", state, result.node_of, result.batch.skipped,
-                          {"unschedulable": unsched, "evicted": summary["evicted"], "moved": summary["moved"],
-                           "certificate": summary["certificate"], "explanations": summary["explanations"],
-                           **({"interrupted": True} if result.certificate.interrupted else {})},
-                          result.greedy.not_attempted)
+        common.write_placements(output, "optimal", state, result.node_of, result.batch.skipped,
+                                {"unschedulable": unsched, "evicted": summary["evicted"], "moved": summary["moved"],
+                                 "certificate": summary["certificate"], "explanations": summary["explanations"],
+                                 **({"interrupted": True} if result.certificate.interrupted else {})},
+                                result.greedy.not_attempted)
     if not as_json:
-        render_optimal_summary(err if str(output) == "-" else out, result, summary)
+        render_optimal_summary(common.err if str(output) == "-" else common.out, result, summary)
     return summary
 
 
-@app.command()
 def compare(
     cluster: ClusterArg = None,
     profile: ProfileOpt = None,
-    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
-    seed: Annotated[int, typer.Option(help="Solver seed.", callback=check_int32)] = 0,
-    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="CP-SAT workers.")] = 2,
+    time_limit: Annotated[float, time_limit_option("Seconds for optimal mode.")] = 60.0,
+    seed: Annotated[int, seed_option("Solver seed.")] = 0,
+    workers: Annotated[int, workers_option("CP-SAT workers.")] = 2,
     policies: Annotated[str, typer.Option("--policies", help="More greedy runs, comma-separated: MostAllocated, "
                                                              "LeastAllocated or KubeSchedulerConfiguration files.")] = "",
     report: Annotated[Path | None, typer.Option("--report", help="Write report.html, plots and CSVs here.")] = None,
     movable: Annotated[bool, typer.Option("--movable", help="Running pods may move in optimal mode.")] = False,
     objective: ObjectiveOpt = None,
-    weights: Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
-                                                "the tiers, e.g. placed=1000,disruption=1,score=1.")] = None,
+    weights: WeightsOpt = None,
     replay: Annotated[bool, typer.Option("--replay", help="Take the running pods off their nodes (DaemonSet, "
                                          "mirror and static pods stay) and place them again; the input's "
                                          "placement is shown as the run 'current'.")] = False,
@@ -320,63 +210,70 @@ def compare(
     max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
-    from ..comparison.pipeline import CompareOptions, policy_config, run_comparison
-    from ..comparison.render import render_comparison
-    from .progress import progress_bar, solver_status
+    from ..comparison.pipeline import policy_config
 
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     for name in names:
         policy_config(name)  # refuse a bad policy before the long runs
-    from ..optimal.solve import parse_weights
-    from ..optimal.user_objectives import check_objective
-    from ..policy.eviction import EvictionPolicy
-
-    check_objective(objective)
-    parsed = parse_weights(weights)
-    policy = EvictionPolicy.parse(evict)
-    _check_outputs({"--report": report}, cluster, profile, names, folders=("--report",))
+    common.solver_choices(objective, weights, evict)
+    common.check_outputs({"--report": report}, cluster, profile, names, folders=("--report",))
     if report is not None:
         from ..report import check_report_dir
 
         check_report_dir(report)
-    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
-    options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=names, movable=movable,
-                             objective=objective, weights=parsed, replay=replay, selector=selector,
-                             namespaces=tuple(n.strip() for n in namespaces.split(",") if n.strip()), eviction=policy)
-    from ..interrupt import catching, cause, requested
-
-    def answer(solve) -> None:  # type: ignore[no-untyped-def]
-        with catching(), progress_bar(err, "greedy mode", len(state.pending)) as on_greedy, \
-                solver_status(err) as on_solver:
-            comparison, optimal = run_comparison(state, config, options, on_greedy=on_greedy, on_solver=on_solver,
-                                                 solve=solve)
-        if as_json:
-            _print_json({**comparison.to_json(), **({"interrupted": True} if requested() else {}),
-                         "warnings": warnings})
-        else:
-            render_comparison(out, comparison)
-        if report is not None:
-            from ..report import write_report
-
-            written = write_report(comparison, report)
-            err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
-        if optimal.violations:
-            raise typer.Exit(EXIT_CHECK_FAILED)
-        if requested() and not as_json:
-            out.print(f"interrupted ({cause()}): the runs' answers so far", highlight=False)
-        _stop_if_interrupted()
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    choices: dict[str, Any] = {
+        "time_limit": time_limit, "workers": workers, "seed": seed, "policies": names, "movable": movable,
+        "objective": objective, "weights": weights, "replay": replay, "selector": selector,
+        "namespaces": tuple(n.strip() for n in namespaces.split(",") if n.strip()), "evict": evict or ""}
 
     def rescued(crash) -> None:  # type: ignore[no-untyped-def]
         from ..optimal.solve import greedy_answer
 
         line = crash.line("kube-scheduler's placement (greedy mode) as the optimal run")
-        _error(line)
-        answer(lambda state, config, options, progress, greedy: greedy_answer(state, config, options, greedy, line))
+        common.error(line)
+        _answer(state, config, choices, warnings, as_json, report,
+                lambda state, config, options, progress, greedy: greedy_answer(state, config, options, greedy, line))
 
-    _guarded(lambda: answer(None), rescued)
+    common.guarded(lambda: _answer(state, config, choices, warnings, as_json, report, None), rescued)
 
 
-@app.command()
+def _answer(state, config, choices: dict, warnings: list[str], as_json: bool,  # type: ignore[no-untyped-def]
+            report: Path | None, solve) -> None:
+    """The comparison, by the solver or by ``solve`` (a rescue), printed, written, and the exit it calls for."""
+    from ..api import compare as run
+    from ..comparison.render import render_comparison
+    from ..interrupt import catching, cause, requested
+    from ..optimal.solve import solve_optimal
+    from .progress import progress_bar, solver_status
+
+    optimal: list[Any] = []
+
+    def solved(state, config, options, progress, greedy):  # type: ignore[no-untyped-def]
+        result = solve_optimal(state, config, options, progress=progress, greedy=greedy) if solve is None else \
+            solve(state, config, options, progress, greedy)
+        optimal.append(result)
+        return result
+
+    with catching(), progress_bar(common.err, "greedy mode", len(state.pending)) as on_greedy, \
+            solver_status(common.err) as on_solver:
+        comparison = run(state, config, **choices, on_greedy=on_greedy, on_solver=on_solver, solve=solved)
+    if as_json:
+        common.print_json({**comparison.to_json(), **({"interrupted": True} if requested() else {}),
+                           "warnings": warnings})
+    else:
+        render_comparison(common.out, comparison)
+    if report is not None:
+        from ..report import write_report
+
+        common.wrote_folder(write_report(comparison, report), report)
+    if optimal[0].violations:
+        raise typer.Exit(common.EXIT_CHECK_FAILED)
+    if requested() and not as_json:
+        common.out.print(f"interrupted ({cause()}): the runs' answers so far", highlight=False)
+    common.stop_if_interrupted()
+
+
 def inspect(
     cluster: ClusterArg = None,
     profile: ProfileOpt = None,
@@ -389,15 +286,14 @@ def inspect(
     from .inspect import summarize
     from .render import render_inspect
 
-    state, config, _ = _load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
     summary = summarize(state, config)
     if as_json:
-        _print_json(summary)
+        common.print_json(summary)
     else:
-        render_inspect(out, summary)
+        render_inspect(common.out, summary)
 
 
-@app.command()
 def explain(
     cluster: ClusterArg = None,
     pod: Annotated[str, typer.Option("--pod", help="namespace/name of a pending pod.")] = "",
@@ -417,43 +313,31 @@ def explain(
 
     if not pod:
         raise InputError("--pod namespace/name is required")
-    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
-    row = _pending_row(state, pod)
-    with progress_bar(err, "greedy mode", len(state.pending)) as advance:
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    row = common.pending_row(state, pod)
+    with progress_bar(common.err, "greedy mode", len(state.pending)) as advance:
         result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run(progress=advance)
     if not any(c.pod == row for c in result.cycles):
         raise InputError(f"pod {state.pods[row].key!r} was not scheduled by any profile ({result.skipped.get(row, '')})")
     ex = explain_pod(result, row)
     if as_json:
-        _print_json({**ex, "warnings": warnings})
+        common.print_json({**ex, "warnings": warnings})
     else:
-        render_explain(out, ex)
+        render_explain(common.out, ex)
 
 
-def _pending_row(state, pod: str) -> int:  # type: ignore[no-untyped-def]
-    """The row of pending pod ``pod`` (``ns/name``, or ``name`` in ``default``)."""
-    key = pod if "/" in pod else f"default/{pod}"
-    if key not in state.pod_index:
-        raise InputError(f"no pod {key!r} in the input", obj=f"Pod/{key}")
-    row = state.pod_index[key]
-    if state.pod_node[row] >= 0:
-        raise InputError(f"pod {key!r} is already bound to {state.pods[row].spec.node_name}", obj=f"Pod/{key}")
-    return row
-
-
-@app.command()
 def preempt(
     cluster: ClusterArg = None,
     pod: Annotated[str | None, typer.Option("--pod", help="Only this pending pod (namespace/name).")] = None,
     all_pending: Annotated[bool, typer.Option("--all-pending", help="Every pending pod (the default).")] = False,
-    mode: Annotated[str, typer.Option("--mode", help="greedy (kube-scheduler's DefaultPreemption) | optimal "
-                                      "(CP-SAT: minimal victims for --pod, treated as the head of the queue; the "
-                                      "whole batch otherwise).")] = "greedy",
+    mode: Annotated[str, mode_option("greedy (kube-scheduler's DefaultPreemption) | optimal (CP-SAT: minimal "
+                                     "victims for --pod, treated as the head of the queue; the whole batch "
+                                     "otherwise).")] = "greedy",
     cross_node: Annotated[bool, typer.Option("--cross-node", help="Optimal mode, one pod: victims may be on other "
                                              "nodes of the domain its anti-affinity or spread counts.")] = False,
-    time_limit: Annotated[float, typer.Option("--time-limit", callback=check_seconds, help="Seconds for optimal mode.")] = 60.0,
-    workers: Annotated[int, typer.Option("--workers", callback=check_workers, help="CP-SAT workers.")] = 2,
-    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.", callback=check_int32)] = 0,
+    time_limit: Annotated[float, time_limit_option("Seconds for optimal mode.")] = 60.0,
+    workers: Annotated[int, workers_option("CP-SAT workers.")] = 2,
+    seed: Annotated[int, seed_option("CP-SAT random seed.")] = 0,
     profile: ProfileOpt = None,
     output: Annotated[Path | None, typer.Option(help="Write policy/v1 Eviction objects (YAML); optimal batch mode "
                                                 "first writes the plan's target and kube-scheduler's replay.")] = None,
@@ -466,8 +350,6 @@ def preempt(
     """Show which pods preemption evicts for which preemptors, with priorities and PDBs."""
     import yaml
 
-    if mode not in MODES:
-        raise InputError(f"--mode: {mode!r} is not a mode; modes: {', '.join(MODES)}")
     if pod and all_pending:
         raise InputError("give --pod or --all-pending, not both")
     if cross_node and (mode != "optimal" or not pod):
@@ -475,10 +357,10 @@ def preempt(
     from ..policy.eviction import EvictionPolicy
 
     policy = EvictionPolicy.parse(evict)
-    _check_outputs({"--output": output}, cluster, profile)
-    state, config, warnings = _load(cluster, profile, kubeconfig, context, max_input_size)
-    key = state.pods[_pending_row(state, pod)].key if pod else None
-    shown = err if str(output) == "-" else out  # --output -: the evictions on stdout, the table on stderr
+    common.check_outputs({"--output": output}, cluster, profile)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    key = state.pods[common.pending_row(state, pod)].key if pod else None
+    shown = common.err if str(output) == "-" else common.out  # --output -: the evictions on stdout, the table on stderr
     from ..interrupt import catching, cause, requested
 
     with catching():
@@ -492,20 +374,20 @@ def preempt(
         if not as_json:
             shown.print(f"interrupted ({cause()}): the answer so far", highlight=False)
     if as_json:
-        _print_json({**doc, "warnings": warnings})
+        common.print_json({**doc, "warnings": warnings})
     if failed:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+        raise typer.Exit(common.EXIT_CHECK_FAILED)
     if output is not None:
         from ..outputs import write_text
 
         if output.suffix == ".json":  # one v1 List, as `kubectl get -o json` writes several objects
-            write_text(output, json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=1) + "\n")
+            common.write_json(output, {"apiVersion": "v1", "kind": "List", "items": docs})
         else:
             write_text(output, yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
-    _stop_if_interrupted()
+    common.stop_if_interrupted()
 
 
-def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):  # type: ignore[no-untyped-def]
+def _preempt_greedy(state, config, key: str | None, as_json: bool, console):  # type: ignore[no-untyped-def]
     from dataclasses import asdict
 
     from ..greedy.scheduler import GreedyOptions, GreedyScheduler
@@ -514,7 +396,7 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):
     from .render import render_preemptions
 
     sched = GreedyScheduler(state, config, GreedyOptions(interruptible=True))
-    with progress_bar(err, "greedy mode", len(state.pending)) as advance:
+    with progress_bar(common.err, "greedy mode", len(state.pending)) as advance:
         result = sched.run(progress=advance)
     plan = preemptions(result, sched.pdbs, key)
     if not as_json:
@@ -523,7 +405,7 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool, console=out):
 
 
 def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limit: float,  # type: ignore[no-untyped-def]
-                     workers: int, seed: int, as_json: bool, policy=None, console=out):
+                     workers: int, seed: int, as_json: bool, policy, console):
     from .progress import solver_status
 
     if key is not None:
@@ -531,7 +413,7 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
         from ..preemption.plan import minimal_eviction_objects
         from .render import render_minimal_preemption
 
-        with solver_status(err) as update:
+        with solver_status(common.err) as update:
             answer = minimal_victims(state, config, key, cross_node=cross_node, time_limit=time_limit,
                                      workers=workers, seed=seed, progress=update)
         if not as_json:
@@ -541,18 +423,15 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     from dataclasses import asdict
 
     from ..optimal.solve import OptimalOptions, solve_optimal
-    from ..preemption.plan import batch_eviction_objects, batch_preemptions
-    from .render import render_batch_preemptions
-    from .summaries import optimal_summary
-
-    with solver_status(err) as update:
-        result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed,
-                                                             eviction=policy), progress=update)
     from ..preemption.landing import predict_landing
     from ..preemption.pdb_model import budget_use
-    from ..preemption.plan import plan_document
-    from .render import render_budgets, render_landing
+    from ..preemption.plan import batch_eviction_objects, batch_preemptions, plan_document
+    from .render import render_batch_preemptions, render_budgets, render_landing
+    from .summaries import optimal_summary
 
+    with solver_status(common.err) as update:
+        result = solve_optimal(state, config, OptimalOptions(time_limit=time_limit, workers=workers, seed=seed,
+                                                             eviction=policy), progress=update)
     plan = batch_preemptions(result)
     landing = predict_landing(state, config, result.node_of)
     budgets = budget_use(result.batch, result.node_of)
@@ -565,7 +444,6 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     return doc, [plan_document(landing, budgets), *batch_eviction_objects(plan)], bool(result.violations)
 
 
-@app.command()
 def reschedule(
     cluster: ClusterArg = None,
     goal: Annotated[str, typer.Option("--goal", help="consolidate | fit-pending | repair | balance, several "
@@ -587,8 +465,8 @@ def reschedule(
                                                    "these percents, e.g. cpu=50,memory=50.")] = "",
     for_pods: Annotated[str, typer.Option("--for", help="fit-pending: only these pending pods (ns/name,...), "
                                           "all or none.")] = "",
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds for the target.")] = 30.0,
-    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    time_limit: Annotated[float, time_limit_option("Seconds for the target.")] = 30.0,
+    seed: Annotated[int, seed_option("CP-SAT random seed.")] = 0,
     pareto: Annotated[bool, typer.Option("--pareto", help="Also the goal at 0, 1, 2, 4, ... moves, with the "
                                          "knee (shares --time-limit with the plan).")] = False,
     profile: ProfileOpt = None,
@@ -598,6 +476,7 @@ def reschedule(
                                         "wave (needs --kubeconfig; a dry run otherwise).")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "4Gi",
     compare_descheduler: Annotated[bool, typer.Option("--compare-descheduler", help="Also run the descheduler's "
                                                       "strategy for the goal on the snapshot, replayed, beside "
                                                       "the plan (docs/whatif.md).")] = False,
@@ -618,7 +497,9 @@ def reschedule(
     import dataclasses
 
     if undo_cordons:
-        return _undo_cordons(cluster, apply, kubeconfig, context, plan_id, undo_all)
+        from .undo_cordons import undo
+
+        return undo(cluster, apply, kubeconfig, context, plan_id, undo_all)
     if plan_id is not None or undo_all:
         raise InputError("--plan and --all go with --undo-cordons")
 
@@ -638,7 +519,8 @@ def reschedule(
         raise InputError(f"--max-unavailable-per-workload: {max_unavailable!r} is not a count or a percent")
     if output is not None:
         check_output(output)
-    _check_outputs({"--output": output, "--report": report}, cluster, profile, descheduler_policy, folders=("--report",))
+    common.check_outputs({"--output": output, "--report": report}, cluster, profile, descheduler_policy,
+                         folders=("--report",))
     if report is not None:
         from ..reschedule.report import check_reschedule_report
 
@@ -649,7 +531,7 @@ def reschedule(
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
-    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
     from ..interrupt import catching, cause, requested
 
     with catching():
@@ -657,64 +539,46 @@ def reschedule(
                                time_limit=time_limit, seed=seed,
                                gang=[k if "/" in k else f"default/{k}" for k in split(for_pods)] or None,
                                thresholds=levels, pareto=pareto, soft=soft)
-    for line in plan.summary():
-        out.print(Text(line), highlight=False, soft_wrap=True)
+    common.print_lines(plan.summary())
     if compare_descheduler or descheduler_policy:
         from ..reschedule.versus import compare_descheduler as versus
         from ..reschedule.versus import render_versus
 
         plan.versus = versus(state, config, plan, versus_policy, levels)
-        render_versus(out, plan.versus)
+        render_versus(common.out, plan.versus)
     if output is not None:
         write_plan(plan, output)
     if report is not None:
         from ..reschedule.report import write_reschedule_report
 
-        written = write_reschedule_report(plan, state, report)
-        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
+        common.wrote_folder(write_reschedule_report(plan, state, report), report)
     if requested():  # an interrupted plan is shown and written, never carried out
-        out.print(f"interrupted ({cause()}): the plan so far" + (", not applied" if apply else ""), highlight=False)
-        _stop_if_interrupted()
+        common.out.print(f"interrupted ({cause()}): the plan so far" + (", not applied" if apply else ""),
+                         highlight=False)
+        common.stop_if_interrupted()
     if fail_on_unreached and not plan.reached:  # a gate: the plan is shown and written, not carried out
         missed = ", ".join(r.goal for r in plan.reach if not r.reached)
-        err.print(f"the plan does not reach its target on {missed} (--fail-on-unreached)"
-                  + ("; not applied" if apply else ""), highlight=False)
+        common.err.print(f"the plan does not reach its target on {missed} (--fail-on-unreached)"
+                         + ("; not applied" if apply else ""), highlight=False)
         raise typer.Exit(1)
     if apply:
-        from ..reschedule.apply import apply_live
-        from ..reschedule.recheck import placement
-
-        with catching():  # Ctrl-C (or SIGTERM) stops between two evictions, then the report is printed
-            done = apply_live(plan, kubeconfig, context, placement(state))
-        for line in done.lines():
-            out.print(Text(line), highlight=False, soft_wrap=True)
-        _stop_if_interrupted()
-        if done.failed:
-            raise typer.Exit(1)
+        _apply(plan, state, kubeconfig, context)
 
 
-def _undo_cordons(cluster: list[str] | None, apply: bool, kubeconfig: str | None, context: str | None,
-                  plan_id: str | None, undo_all: bool) -> None:
-    """``reschedule --undo-cordons``: its own action, on a live cluster only."""
-    if apply or cluster:
-        raise InputError("--undo-cordons is its own action: give it --kubeconfig/--context only, "
-                         "without CLUSTER files or --apply")
-    if not (kubeconfig or context):
-        raise InputError("--undo-cordons needs --kubeconfig or --context (the cluster to restore)")
-    if plan_id is not None and not (len(plan_id) == 12 and all(c in "0123456789abcdef" for c in plan_id)):
-        raise InputError(f"--plan: {plan_id!r} is not a plan id (12 hex digits: the planId of plan.json, the first "
-                         "line of the summary)")
-    from ..reschedule.apply import core_api
-    from ..reschedule.undo import undo_cordons
+def _apply(plan, state, kubeconfig: str | None, context: str | None) -> None:  # type: ignore[no-untyped-def]
+    """``--apply``: the plan through the Eviction API, wave by wave; exit 1 when an eviction failed."""
+    from ..interrupt import catching
+    from ..reschedule.apply import apply_live
+    from ..reschedule.recheck import placement
 
-    done = undo_cordons(core_api(kubeconfig, context), plan_id, undo_all)
-    for line in done.lines:
-        out.print(Text(line), highlight=False, soft_wrap=True)
+    with catching():  # Ctrl-C (or SIGTERM) stops between two evictions, then the report is printed
+        done = apply_live(plan, kubeconfig, context, placement(state))
+    common.print_lines(done.lines())
+    common.stop_if_interrupted()
     if done.failed:
         raise typer.Exit(1)
 
 
-@app.command()
 def snapshot(
     output: Annotated[str, typer.Option("--output", "-o", help="File to write (.yaml, or .json); - for stdout.")],
     kubeconfig: KubeconfigOpt = None,
@@ -729,10 +593,9 @@ def snapshot(
     objects = list_live(kubeconfig, context)
     write_snapshot(objects, output)
     if output != "-":
-        err.print(f"wrote {len(objects)} objects to {output}")
+        common.err.print(f"wrote {len(objects)} objects to {output}")
 
 
-@app.command()
 def generate(
     output: Annotated[Path, typer.Argument(help="Output file (.yaml or .json).")],
     nodes: Annotated[int, typer.Option(min=5, max=10_000)] = 20,
@@ -741,7 +604,7 @@ def generate(
     load: Annotated[float, typer.Option(min=0.01, help="Total cpu requested / allocatable (1.2 = overloaded).")] = 0.8,
     zones: Annotated[int, typer.Option(min=1)] = 3,
     gpu_fraction: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.1,
-    seed: Annotated[int, typer.Option()] = 0,
+    seed: Annotated[int, seed_option()] = 0,
     volumes: Annotated[bool, typer.Option(help="Give StatefulSets claims on zonal and local PVs "
                                                "(WaitForFirstConsumer classes, CSINode limits).")] = False,
     csi_limit: Annotated[int, typer.Option(min=0, help="With --volumes: CSI volumes each node attaches.")] = 25,
@@ -751,7 +614,7 @@ def generate(
     from ..datasets.generate import generate as gen
     from ..datasets.storage import VolumeSpec, add_volumes
 
-    _check_outputs({"OUTPUT": output})
+    common.check_outputs({"OUTPUT": output})
     spec = GenerateSpec(nodes=nodes, pods=pods, pending_fraction=pending_fraction, load=load, zones=zones,
                         gpu_fraction=gpu_fraction, seed=seed)
     objs = gen(spec)
@@ -763,10 +626,12 @@ def generate(
         return
     with open(output, "w", encoding="utf-8") as f:
         dump(objs, f, fmt)
-    err.print(f"wrote {len(objs)} objects to {safe(output)}")
+    common.err.print(f"wrote {len(objs)} objects to {safe(output)}")
 
 
-@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+EXPERIMENT_CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
 def experiment(
     target: Annotated[str, typer.Argument(help="SPEC.yaml, 'fgd' (part of the FGD grid) or 'plot'.")],
     results: Annotated[Path | None, typer.Argument(help="plot: the RESULTS.parquet to draw.")] = None,
@@ -782,7 +647,7 @@ def experiment(
     jobs: Annotated[int | None, typer.Option(help="local: worker processes (default: one per core); "
                                               "optimum: solver threads (default 4).")] = None,
     points: Annotated[str, typer.Option(help="optimum: arrived-workload points, % of GPU capacity.")] = "100",
-    time_limit: Annotated[float, typer.Option(help="optimum: solver seconds per point.")] = 300.0,
+    time_limit: Annotated[float, time_limit_option("optimum: solver seconds per point.")] = 300.0,
 ) -> None:
     """Seeded sweeps of the FGD paper's protocol on the openb trace, and its offline optimum ('optimum')
     (see docs/experiments.md)."""
@@ -793,7 +658,7 @@ def experiment(
         if results is None:
             raise InputError("experiment plot needs RESULTS.parquet")
         for path in plot_results(results, output):
-            err.print(f"wrote {path}")
+            common.err.print(f"wrote {path}")
         return
     if target == "optimum":
         _experiment_optimum(data, workloads, seeds, points, time_limit, jobs, output)
@@ -801,12 +666,8 @@ def experiment(
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
     if target == "fgd":
-        import os
-
-        folder = data or Path(os.environ.get("OPENB_DIR", ""))
-        if not str(data or os.environ.get("OPENB_DIR", "")):
-            raise InputError("experiment fgd needs --data DIR or OPENB_DIR (the openb folder with csv/)")
-        spec = SweepSpec(str(folder), tuple(workloads.split(",")) if workloads else FGD_WORKLOADS,
+        folder = str(Path(_openb(data, "experiment fgd")))
+        spec = SweepSpec(folder, tuple(workloads.split(",")) if workloads else FGD_WORKLOADS,
                          tuple(policies.split(",")) if policies else FGD_POLICIES, tuple(parse_seeds(seeds)),
                          ties=ties, name="fgd-cli")
         spec.check("--data/--workloads/--policies")
@@ -819,22 +680,28 @@ def experiment(
         raise InputError(f"{out_path}: the output must not be an input or lie inside the data folder")
     from .progress import progress_bar
 
-    with progress_bar(err, "experiment", len(spec.cells()), unit="cells", every=1) as advance:
+    with progress_bar(common.err, "experiment", len(spec.cells()), unit="cells", every=1) as advance:
         df = run_sweep(spec, out_path, executor, jobs, address, progress=advance)
-    err.print(f"wrote {len(df)} rows ({len(spec.cells())} cells) to {out_path}")
+    common.err.print(f"wrote {len(df)} rows ({len(spec.cells())} cells) to {out_path}")
+
+
+def _openb(data: Path | None, what: str) -> str:
+    """The openb folder: ``--data``, else ``$OPENB_DIR``."""
+    import os
+
+    folder = str(data or os.environ.get("OPENB_DIR", ""))
+    if not folder:
+        raise InputError(f"{what} needs --data DIR or OPENB_DIR (the openb folder with csv/)")
+    return folder
 
 
 def _experiment_optimum(data: Path | None, workloads: str | None, seeds: str, points: str, time_limit: float,
                         jobs: int | None, output: Path | None) -> None:
     """``experiment optimum``: the offline optimum beside FGD at the given arrived points (one Parquet row each)."""
-    import os
-
     from ..experiments.fgd_optimum import OPTIMUM_WORKLOADS, run_optimum
     from ..experiments.sweep import SweepSpec, parse_seeds
 
-    folder = str(data or os.environ.get("OPENB_DIR", ""))
-    if not folder:
-        raise InputError("experiment optimum needs --data DIR or OPENB_DIR (the openb folder with csv/)")
+    folder = _openb(data, "experiment optimum")
     names = tuple(workloads.split(",")) if workloads else OPTIMUM_WORKLOADS
     spec = SweepSpec(folder, names, ("FGD",), tuple(parse_seeds(seeds)))
     spec.check("--data/--workloads")
@@ -844,29 +711,20 @@ def _experiment_optimum(data: Path | None, workloads: str | None, seeds: str, po
         at = []
     if not at or not all(0 < p <= 1000 for p in at):
         raise InputError(f"{points!r} is not a list of percentages like 90,100", source="--points")
-    if time_limit <= 0:
-        raise InputError(f"{time_limit:g} is not a positive number of seconds", source="--time-limit")
     out_path = output or Path("optimum.parquet")
     if Path(folder).resolve() in out_path.resolve().parents:
         raise InputError(f"{out_path}: the output must not lie inside the data folder")
     from .progress import progress_bar
 
     total = len(names) * len(spec.seeds) * len(at)
-    with progress_bar(err, "optimum", total, unit="points", every=1) as advance:
+    with progress_bar(common.err, "optimum", total, unit="points", every=1) as advance:
         done = iter(range(1, total + 1))
         df = run_optimum(folder, names, spec.seeds, at, time_limit, jobs or 4,
                          progress=lambda: advance(next(done), total))
     df.to_parquet(out_path, index=False)
-    err.print(f"wrote {len(df)} rows to {out_path}")
+    common.err.print(f"wrote {len(df)} rows to {out_path}")
 
 
-def _version(value: bool) -> None:
-    if value:
-        out.print(f"optisched {__version__} (kube-scheduler {KUBE_VERSION})", highlight=False)
-        raise typer.Exit(0)
-
-
-@app.command()
 def deschedule(
     cluster: ClusterArg = None,
     policy: Annotated[Path, typer.Option("--policy", help="DeschedulerPolicy file (descheduler/v1alpha2).")] = Path(),
@@ -874,6 +732,7 @@ def deschedule(
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Run the descheduler's strategies once, replay kube-scheduler on the replacements, count a second cycle."""
     from ..descheduler import load_policy, run_descheduler
@@ -882,15 +741,14 @@ def deschedule(
     if policy == Path():
         raise InputError("--policy: give a DeschedulerPolicy file")
     pol = load_policy(policy)
-    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
     outcome = run_descheduler(state, config, pol)
     if as_json:
-        _print_json(outcome.to_dict())
+        common.print_json(outcome.to_dict())
     else:
-        render_outcome(out, outcome)
+        render_outcome(common.out, outcome)
 
 
-@app.command()
 def pressure(
     cluster: ClusterArg = None,
     usage: Annotated[Path | None, typer.Option("--usage", help="Pods' usage: `kubectl top pods -A` output or a CSV "
@@ -904,6 +762,7 @@ def pressure(
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Which pods the kubelet evicts from nodes under memory or disk pressure, and where they land."""
     from ..whatif import (
@@ -917,17 +776,16 @@ def pressure(
 
     th = load_kubelet_config(kubelet_config) if kubelet_config else \
         parse_thresholds({"kind": "KubeletConfiguration"}, "<defaults>")
-    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
     use = load_usage(usage, state) if usage else usage_from_annotations(state)
     only = [n.strip() for n in node.split(",") if n.strip()] if node else None
     outcome = run_pressure(state, config, use, th, only)
     if as_json:
-        _print_json(outcome.to_dict())
+        common.print_json(outcome.to_dict())
     else:
-        render_pressure(out, outcome)
+        render_pressure(common.out, outcome)
 
 
-@app.command()
 def drain(
     cluster: ClusterArg = None,
     node: Annotated[str, typer.Option("--node", help="Nodes to drain together (comma-separated).")] = "",
@@ -938,13 +796,14 @@ def drain(
     delete_emptydir_data: Annotated[bool, typer.Option("--delete-emptydir-data", help="As kubectl: evict pods "
                                                        "with emptyDir storage.")] = False,
     force: Annotated[bool, typer.Option("--force", help="As kubectl: evict pods without a controller.")] = False,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds per optimal solve.")] = 10.0,
+    time_limit: Annotated[float, time_limit_option("Seconds per optimal solve.")] = 10.0,
     output: Annotated[Path | None, typer.Option("--output", help="Write plan.json.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write report.html and plan.json here.")] = None,
     profile: ProfileOpt = None,
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """What `kubectl drain` would do: refused pods, eviction waves under PDBs, where the pods land (and
     optisched's best placement), and the largest set of the nodes that drains together."""
@@ -957,29 +816,25 @@ def drain(
         raise InputError("--node: give the nodes to drain (--node worker-1,worker-2) or a --pool LABEL=VALUE")
     if output is not None and output.suffix != ".json":
         raise InputError(f"--output: {output} must end in .json")
-    _check_outputs({"--output": output, "--report": report}, cluster, profile, folders=("--report",))
+    common.check_outputs({"--output": output, "--report": report}, cluster, profile, folders=("--report",))
     if report is not None:
         from ..whatif.drain_report import check_drain_report
 
         check_drain_report(report)
-    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
     names = names or pool_nodes(state, pool)
     flags = DrainFlags(ignore_daemonsets, delete_emptydir_data, force)
     outcome = run_drain(state, config, names, flags)
     annotate(outcome, state, config, flags, time_limit)
-    _print_json(outcome.to_dict()) if as_json else render_drain(out, outcome)
+    common.print_json(outcome.to_dict()) if as_json else render_drain(common.out, outcome)
     if output is not None:
-        from ..outputs import write_text
-
-        write_text(output, json.dumps(outcome.to_dict(), indent=1) + "\n")
+        common.write_json(output, outcome.to_dict())
     if report is not None:
         from ..whatif.drain_report import write_drain_report
 
-        written = write_drain_report(outcome, state, report)
-        err.print(f"wrote {len(written)} files to {safe(report)}/ (open {safe(report)}/report.html)")
+        common.wrote_folder(write_drain_report(outcome, state, report), report)
 
 
-@app.command("what-if")
 def what_if(
     cluster: ClusterArg = None,
     taint: Annotated[str, typer.Option("--taint", help="A NoExecute taint, key[=value]:NoExecute.")] = "",
@@ -994,37 +849,69 @@ def what_if(
     as_json: JsonOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    max_input_size: MaxInputOpt = "4Gi",
 ) -> None:
     """Taint-based eviction or node failure: which pods go and when, broken PDBs, where pods land."""
     from ..whatif.render import render_taint
     from ..whatif.taint import parse_taint, run_taint
 
     names = [n.strip() for n in node.split(",") if n.strip()]
+    load = lambda: common.load(cluster, profile, kubeconfig, context, max_input_size)
     if fail or fail_zone:
-        return _what_if_failure(cluster, names, fail_zone, zone_key, optimal, profile, as_json, kubeconfig, context)
+        return _what_if_failure(load, names, fail_zone, zone_key, optimal, as_json)
     if not taint:
         raise InputError("give --taint KEY[=VALUE]:NoExecute --node N, --fail --node N, or --fail-zone ZONE")
     t = parse_taint(taint)
     if not names:
         raise InputError("--node: give the nodes that get the taint")
-    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    state, config, _ = load()
     outcome = run_taint(state, config, names, t, optimal)
     if as_json:
-        _print_json(outcome.to_dict())
+        common.print_json(outcome.to_dict())
     else:
-        render_taint(out, outcome)
+        render_taint(common.out, outcome)
 
 
-def _what_if_failure(cluster, names: list[str], zone: str, zone_key: str, optimal: bool,  # type: ignore[no-untyped-def]
-                     profile, as_json: bool, kubeconfig, context) -> None:
+def _what_if_failure(load, names: list[str], zone: str, zone_key: str, optimal: bool,  # type: ignore[no-untyped-def]
+                     as_json: bool) -> None:
     from ..whatif.failure import run_failure, zone_nodes
     from ..whatif.render import render_failure
 
     if bool(zone) == bool(names):
         raise InputError("give either --fail-zone ZONE or --fail --node N[,N...]")
-    state, config, _ = _load(cluster, profile, kubeconfig, context)
+    state, config, _ = load()
     outcome = run_failure(state, config, zone_nodes(state, zone, zone_key) if zone else names, optimal)
-    _print_json(outcome.to_dict()) if as_json else render_failure(out, outcome)
+    common.print_json(outcome.to_dict()) if as_json else render_failure(common.out, outcome)
+
+
+EXIT_HELP = ("Exit status: 0 done; 1 a check failed (an answer failed the independent re-check by the greedy "
+             "filters, --fail-on-pending and pods stayed pending, or --fail-on-unreached and a reschedule plan "
+             "does not reach its target), or the solver crashed (the best answer found before it is shown); "
+             "2 bad input or usage; 130 interrupted (Ctrl-C: schedule, compare, preempt and reschedule stop and "
+             "print the best answer so far, marked interrupted; a second Ctrl-C exits at once); 143 the same "
+             "after SIGTERM.")
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, epilog=EXIT_HELP,
+                  help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
+app.command()(schedule)
+app.command()(compare)
+app.command()(inspect)
+app.command()(explain)
+app.command()(preempt)
+app.command()(reschedule)
+app.command()(snapshot)
+app.command()(generate)
+app.command(context_settings=EXPERIMENT_CONTEXT)(experiment)
+app.command()(deschedule)
+app.command()(pressure)
+app.command()(drain)
+app.command("what-if")(what_if)
+
+
+def _version(value: bool) -> None:
+    if value:
+        common.out.print(f"optisched {__version__} (kube-scheduler {KUBE_VERSION})", highlight=False)
+        raise typer.Exit(0)
 
 
 @app.callback()
@@ -1039,7 +926,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)  # a command's typer.Exit(n), Ctrl-C as 130, come back as the value
     except InputError as e:
-        _fail(str(e))
+        common.fail(str(e))
     except (typer.Exit, SystemExit) as e:
         code = getattr(e, "exit_code", getattr(e, "code", 0))
         if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
@@ -1051,7 +938,7 @@ def main() -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # no command: the help (printed as it was built), as kubectl
             sys.stdout.write(e.format_message())
             sys.exit(EXIT_OK)
-        _fail(e.format_message(), getattr(e, "exit_code", EXIT_USAGE))
+        common.fail(e.format_message(), getattr(e, "exit_code", EXIT_USAGE))
     code = code if isinstance(code, int) else EXIT_OK
     if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         _exit_interrupted(code)
@@ -1064,19 +951,7 @@ def _exit_interrupted(code: int = EXIT_INTERRUPTED) -> NoReturn:
     instead of with the status."""
     import signal
 
-    err.print("interrupted" if code == EXIT_INTERRUPTED else "interrupted (SIGTERM)", highlight=False)
+    common.err.print("interrupted" if code == EXIT_INTERRUPTED else "interrupted (SIGTERM)", highlight=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(code)
-
-
-def _error(message: str) -> None:
-    text = Text("error: ", style="bold red")
-    text.append(" ".join(plain(message).split()))
-    err.print(text, highlight=False, soft_wrap=True)
-
-
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
-    _error(message)
-    sys.exit(code)
-
