@@ -12,7 +12,7 @@ import typer
 from ..errors import InputError
 from ..textsafe import safe
 from ..version import KUBE_VERSION, __version__
-from . import common, compare, schedule
+from . import common, compare, inspect_cmd, schedule
 from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from .options import (
     ClusterArg,
@@ -27,26 +27,6 @@ from .options import (
     time_limit_option,
     workers_option,
 )
-
-
-def inspect(
-    cluster: ClusterArg = None,
-    profile: ProfileOpt = None,
-    as_json: JsonOpt = False,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    max_input_size: MaxInputOpt = "4Gi",
-) -> None:
-    """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
-    from .inspect import summarize
-    from .render import render_inspect
-
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
-    summary = summarize(state, config)
-    if as_json:
-        common.print_json(summary)
-    else:
-        render_inspect(common.out, summary)
 
 
 def explain(
@@ -650,7 +630,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Placement optimizer for Kubernetes: reproduce kube-scheduler cycle by cycle, then beat it.")
 app.command()(schedule.schedule)
 app.command()(compare.compare)
-app.command()(inspect)
+app.command()(inspect_cmd.inspect)
 app.command()(explain)
 app.command()(preempt)
 app.command()(reschedule)
