@@ -12,7 +12,7 @@ import typer
 from ..errors import InputError
 from ..textsafe import safe
 from ..version import KUBE_VERSION, __version__
-from . import common, compare, inspect_cmd, schedule
+from . import common, compare, explain, inspect_cmd, schedule
 from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from .options import (
     ClusterArg,
@@ -27,38 +27,6 @@ from .options import (
     time_limit_option,
     workers_option,
 )
-
-
-def explain(
-    cluster: ClusterArg = None,
-    pod: Annotated[str, typer.Option("--pod", help="namespace/name of a pending pod.")] = "",
-    profile: ProfileOpt = None,
-    no_requeue: Annotated[bool, typer.Option("--no-requeue")] = False,
-    as_json: JsonOpt = False,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    max_input_size: MaxInputOpt = "4Gi",
-) -> None:
-    """Show one pod's scheduling cycles: every node, the plugin that rejected it and why, or its scores; a
-    preemptor's attempt that evicted victims, then the attempt that placed it."""
-    from ..greedy.explain import explain_pod
-    from ..greedy.scheduler import GreedyOptions, GreedyScheduler
-    from .progress import progress_bar
-    from .render import render_explain
-
-    if not pod:
-        raise InputError("--pod namespace/name is required")
-    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size)
-    row = common.pending_row(state, pod)
-    with progress_bar(common.err, "greedy mode", len(state.pending)) as advance:
-        result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run(progress=advance)
-    if not any(c.pod == row for c in result.cycles):
-        raise InputError(f"pod {state.pods[row].key!r} was not scheduled by any profile ({result.skipped.get(row, '')})")
-    ex = explain_pod(result, row)
-    if as_json:
-        common.print_json({**ex, "warnings": warnings})
-    else:
-        render_explain(common.out, ex)
 
 
 def preempt(
@@ -631,7 +599,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 app.command()(schedule.schedule)
 app.command()(compare.compare)
 app.command()(inspect_cmd.inspect)
-app.command()(explain)
+app.command()(explain.explain)
 app.command()(preempt)
 app.command()(reschedule)
 app.command()(snapshot)
