@@ -12,7 +12,7 @@ import typer
 from ..errors import InputError
 from ..textsafe import safe
 from ..version import KUBE_VERSION, __version__
-from . import common, compare, explain, inspect_cmd, preempt, reschedule, schedule
+from . import common, compare, explain, inspect_cmd, preempt, reschedule, schedule, snapshot
 from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from .options import (
     ClusterArg,
@@ -24,23 +24,6 @@ from .options import (
     seed_option,
     time_limit_option,
 )
-
-
-def snapshot(
-    output: Annotated[str, typer.Option("--output", "-o", help="File to write (.yaml, or .json); - for stdout.")],
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the output if it exists.")] = False,
-) -> None:
-    """Save what a live read sees (the kinds optisched reads, status included, never Secrets) as one List
-    file, so a run can be repeated offline: optisched compare FILE."""
-    from ..model.live import check_snapshot_path, list_live, write_snapshot
-
-    check_snapshot_path(output, kubeconfig, force)
-    objects = list_live(kubeconfig, context)
-    write_snapshot(objects, output)
-    if output != "-":
-        common.err.print(f"wrote {len(objects)} objects to {output}")
 
 
 def generate(
@@ -346,7 +329,7 @@ app.command()(inspect_cmd.inspect)
 app.command()(explain.explain)
 app.command()(preempt.preempt)
 app.command()(reschedule.reschedule)
-app.command()(snapshot)
+app.command()(snapshot.snapshot)
 app.command()(generate)
 app.command(context_settings=EXPERIMENT_CONTEXT)(experiment)
 app.command()(deschedule)
