@@ -9,7 +9,7 @@ import pytest
 from builders import run_cli as run
 from helpers.replay import CASES, case_names
 
-from optisched import cli
+from optisched.cli import common
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
 
@@ -49,7 +49,7 @@ def test_schedule_summary_names_unschedulable_pods(capsys):
 def test_explain_shows_every_node_and_the_rejecting_plugin(capsys, monkeypatch):
     from rich.console import Console
 
-    monkeypatch.setattr(cli, "out", Console(width=220))
+    monkeypatch.setattr(common, "out", Console(width=220))
     code, out, _ = run(["explain", str(EXAMPLES / "quickstart.yaml"), "--pod", "jobs/train-0"], capsys)
     assert code == 0
     assert "gpu-a-0" in out and "chosen" in out

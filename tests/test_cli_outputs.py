@@ -14,7 +14,7 @@ from builders import node, pod
 from builders import run_cli as run
 from rich.console import Console
 
-from optisched import cli, progress
+from optisched.cli import common, progress
 from optisched.model.quantity import human_quantity
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
@@ -24,7 +24,7 @@ PREEMPTION = str(EXAMPLES / "preemption.yaml")
 
 @pytest.fixture(autouse=True)
 def _width_80(monkeypatch):
-    monkeypatch.setattr(cli, "out", Console(width=80))
+    monkeypatch.setattr(common, "out", Console(width=80))
 
 
 def _words(text: str) -> str:

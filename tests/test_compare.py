@@ -271,3 +271,30 @@ def test_resources_nobody_requests_are_left_out_of_the_tables():
                   node("n2").alloc(**{"example.com/foo": "3"}).unschedulable(), pod("q").req(**{"example.com/foo": "1"}))
     # ephemeral-storage and GPUs are offered but never requested; example.com/foo only on a cordoned node
     assert shown_resources(st) == ["cpu", "memory"]
+
+
+def _optimal_tiers(cmp) -> list[str]:  # type: ignore[no-untyped-def]
+    return [t["name"] for t in next(r for r in cmp.runs if r.name == "optimal").certificate["tiers"]]
+
+
+def test_compare_weights_solve_one_weighted_objective_as_compare_weights_does(capsys):
+    from builders import run_cli
+
+    cluster = optisched.load([str(EXAMPLE)])
+    cmp = optisched.compare(cluster, time_limit=10, weights="placed=1000,disruption=1")
+    assert _optimal_tiers(cmp)[0] == "weighted" and "score" not in _optimal_tiers(cmp)
+    assert _optimal_tiers(optisched.compare(cluster, time_limit=10, weights={"placed": 1000, "disruption": 1})) \
+        == _optimal_tiers(cmp)
+    assert _optimal_tiers(optisched.compare(cluster, time_limit=10))[-1] == "score"
+    code, stdout, _ = run_cli(["compare", str(EXAMPLE), "--time-limit", "10", "--weights", "placed=1000,disruption=1",
+                               "--json"], capsys)
+    assert code == 0
+    [run] = [r for r in json.loads(stdout)["runs"] if r["name"] == "optimal"]
+    assert [t["name"] for t in run["certificate"]["tiers"]] == _optimal_tiers(cmp)
+
+
+def test_compare_weights_that_are_not_weights_are_an_input_error():
+    from optisched.errors import InputError
+
+    with pytest.raises(InputError, match="--weights: 'placed' is not NAME=INTEGER"):
+        optisched.compare(optisched.load([str(EXAMPLE)]), time_limit=10, weights="placed")

@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 
 from optisched import interrupt
+from optisched.cli.summaries import greedy_summary, placements_text
 from optisched.datasets.generate import GenerateSpec, generate
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.loader import cluster_from_objects
@@ -24,7 +25,6 @@ from optisched.model.state import compile_cluster
 from optisched.optimal.clock import Clock
 from optisched.outputs import write_text
 from optisched.profile import default_config
-from optisched.summaries import greedy_summary, placements_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -191,7 +191,7 @@ def test_two_pods_taking_one_port_in_turn_is_admitted_only_as_kube_schedulers_ow
 
 
 def test_a_host_port_two_bound_pods_hold_is_named_in_the_input_warnings() -> None:
-    from optisched.input_warnings import input_warnings
+    from optisched.cli.input_warnings import input_warnings
 
     shared = state_of(node("n1"), node("n2"), _holder("low", 0), _holder("nb", 10),
                       with_ports("other", "TCP/0.0.0.0/8080").on("n2"))

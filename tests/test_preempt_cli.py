@@ -55,7 +55,7 @@ def test_optimal_batch_preemption_plan(tmp_path, capsys):
 def test_preempt_rejects_bad_options(capsys):
     ex = str(EXAMPLES / "preemption.yaml")
     code, _, err = run_cli(["preempt", ex, "--mode", "fastest"], capsys)
-    assert code == 2 and "not a mode" in err
+    assert code == 2 and "--mode: 'fastest' is not one of greedy, optimal" in err
     code, _, err = run_cli(["preempt", ex, "--cross-node"], capsys)
     assert code == 2 and "--cross-node applies" in err
     code, _, err = run_cli(["preempt", ex, "--mode", "optimal", "--pod", "default/low-a"], capsys)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from builders import node, pod, state_of
 from rich.console import Console
 
+from optisched.cli.render import render_explain
 from optisched.greedy.explain import explain_pod
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.greedy.select import TieBreak
 from optisched.greedy.trace import cycle_to_json
 from optisched.profile import default_config
-from optisched.render import render_explain
 
 SHARED = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 

@@ -264,6 +264,18 @@ def test_an_over_limit_dump_is_refused_in_one_line(tmp_path):
     assert len(proc.stderr.decode().strip().splitlines()) == 1
 
 
+def test_the_api_load_takes_the_same_limit_as_the_command_line(tmp_path):
+    import optisched
+
+    f = dump(tmp_path / "cluster.yaml", 4, 10)
+    for limit in ("100Ki", 100 * 1024):
+        with pytest.raises(InputError, match=f"cluster.yaml: larger than the input limit of {100 * 1024} bytes"):
+            optisched.load([str(f)], max_input_size=limit)
+    with pytest.raises(InputError, match="^--max-input-size: 'lots' is not a size"):
+        optisched.load([str(f)], max_input_size="lots")
+    assert len(optisched.load([str(f)], max_input_size="1Mi").nodes) == 4
+
+
 def test_standard_input_is_read_twice_from_its_copy(tmp_path, monkeypatch):
     """A JSON-looking input that is YAML is parsed again from the start: standard input too."""
     text = '{"kind": "List", "items": [' + json.dumps(NODE) + ", {kind: Event}]}"

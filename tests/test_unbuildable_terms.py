@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import optisched
-from optisched.input_warnings import input_warnings
+from optisched.cli.input_warnings import input_warnings
 from optisched.model.loader import cluster_from_objects, load_cluster
 from optisched.model.state import compile_cluster
 from optisched.profile import default_config

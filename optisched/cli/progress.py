@@ -83,7 +83,7 @@ def progress_bar(console: Console, label: str, total: int, unit: str = "pods",
 def _solver_text(name: str, incumbent: float | None, bound: float | None) -> str:
     """The tier (``solving NAME`` before its first solution), then incumbent and bound in the tier's unit,
     and the gap where the bound means something (as the certificate shows it)."""
-    from .optimal.tiers import relative_gap, tier_unit  # (CP-SAT is loaded only when optimal mode runs)
+    from ..optimal.tiers import relative_gap, tier_unit  # (CP-SAT is loaded only when optimal mode runs)
 
     if incumbent is None or bound is None:
         return name

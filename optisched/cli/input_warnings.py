@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .greedy.queue import split_handled
-from .model.quantity import human_quantity
-from .model.state import ClusterState
-from .model.storage import catalog, pod_claims
-from .plugins.node_ports import host_ports
-from .profile import SchedulerConfig
-from .term_warnings import term_warnings
+from ..greedy.queue import split_handled
+from ..model.quantity import human_quantity
+from ..model.state import ClusterState
+from ..model.storage import catalog, pod_claims
+from ..plugins.node_ports import host_ports
+from ..profile import SchedulerConfig
+from ..term_warnings import term_warnings
 
 __all__ = ["input_warnings"]
 

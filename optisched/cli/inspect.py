@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from ..model.pdb import budget_views
+from ..model.state import ZONE_LABEL, ClusterState
+from ..profile import SchedulerConfig
 from .input_warnings import input_warnings
-from .model.pdb import budget_views
-from .model.state import ZONE_LABEL, ClusterState
-from .profile import SchedulerConfig
 
 __all__ = ["summarize"]
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .model.state import ClusterState
-from .outputs import csv_text
+from ..model.state import ClusterState
+from ..outputs import csv_text
 
 __all__ = ["greedy_summary", "optimal_summary", "placement_summary", "placements_out", "placements_text",
            "pod_status"]

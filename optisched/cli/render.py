@@ -7,12 +7,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import interrupt
-from .model.quantity import human_quantity
-from .optimal.tier_labels import tier_glossary, tier_label
+from .. import interrupt
+from ..model.quantity import human_quantity
+from ..optimal.tier_labels import tier_glossary, tier_label
+from ..textsafe import plain, safe, safe_text
+from ..version import KUBE_VERSION
 from .summaries import optimal_summary
-from .textsafe import plain, safe, safe_text
-from .version import KUBE_VERSION
 
 __all__ = ["render_explain", "render_inspect", "render_optimal_summary", "render_schedule_summary"]
 
@@ -100,7 +100,7 @@ def _render_profile(console: Console, prof: dict[str, Any]) -> None:
 
 
 def render_schedule_summary(console: Console, summary: dict[str, Any]) -> None:
-    """Greedy mode's summary (:func:`optisched.summaries.placement_summary`): counts, preemptions made,
+    """Greedy mode's summary (:func:`optisched.cli.summaries.placement_summary`): counts, preemptions made,
     unschedulable pods with their FitError, utilization."""
     _render_placement(console, summary, f"Greedy placement (kube-scheduler {KUBE_VERSION})")
 
@@ -137,8 +137,8 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
             pods = ", ".join(e.pods[:3]) + (f" (+{len(e.pods) - 3})" if len(e.pods) > 3 else "")
             t.add_row(safe(pods), str(e.priority), e.kind, safe(e.detail))
         console.print(t)
-    from .metrics import evicted, moved
-    from .preemption.pdb_model import budget_use
+    from ..metrics import evicted, moved
+    from ..preemption.pdb_model import budget_use
 
     ev, mv = int(evicted(result.state, result.node_of).sum()), int(moved(result.state, result.node_of).sum())
     if ev or mv:

@@ -1,0 +1,63 @@
+"""The options several commands take, each defined and checked once.
+
+Aliases (``ClusterArg``, ``ProfileOpt``, ...) are used as they are; an option whose help differs from
+command to command is made by a function here (``time_limit_option(help)``), so its name, callback and
+message stay the same everywhere. The numeric checks are :mod:`optisched.options`'."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import InputError
+from ..options import check_int32, check_seconds, check_workers
+
+MODES = ("greedy", "optimal")
+
+
+def check_mode(param: typer.CallbackParam, value: str) -> str:
+    """``--mode``: one of :data:`MODES`."""
+    if value not in MODES:
+        raise InputError(f"{value!r} is not one of {', '.join(MODES)}", source="--mode")
+    return value
+
+
+def mode_option(help: str) -> Any:
+    return typer.Option("--mode", callback=check_mode, help=help)
+
+
+def time_limit_option(help: str) -> Any:
+    """``--time-limit``: seconds, finite and at least 0.1 (:func:`optisched.options.check_seconds`)."""
+    return typer.Option("--time-limit", callback=check_seconds, help=help)
+
+
+def seed_option(help: str | None = None) -> Any:
+    """``--seed``: within int32, CP-SAT's ``random_seed`` (:func:`optisched.options.check_int32`)."""
+    return typer.Option("--seed", callback=check_int32, help=help)
+
+
+def workers_option(help: str) -> Any:
+    return typer.Option("--workers", callback=check_workers, help=help)
+
+
+ClusterArg = Annotated[list[str] | None, typer.Argument(
+    help="Files, folders or - (stdin): YAML/JSON objects or List dumps. Omit with --kubeconfig/--context.")]
+ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="KubeSchedulerConfiguration file.")]
+KubeconfigOpt = Annotated[str | None, typer.Option(
+    "--kubeconfig", help="Read a live cluster (read-only; only reschedule --apply and --undo-cordons write to it).")]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context of the live cluster.")]
+EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: protected kinds that may leave their node, "
+                                              "comma-separated: protected, local-storage, bare-pods, system-critical.")]
+MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest input file read, e.g. 1Gi.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON (the table's numbers, in "
+                                                     "scheduler units: millicores, bytes).")]
+ObjectiveOpt = Annotated[str | None, typer.Option(
+    "--objective", help="Optimal mode: pack | spread | balance, solved before the profile's score.")]
+WeightsOpt = Annotated[str | None, typer.Option("--weights", help="Optimal mode: one weighted objective instead of "
+                                                "the tiers, e.g. placed=1000,disruption=1,score=1.")]
+NondeterministicOpt = Annotated[bool, typer.Option(
+    "--nondeterministic", help="Optimal mode: budgets by the wall clock (uses the whole limit on a loaded machine; "
+    "two runs may differ). Default: deterministic budgets, the same answer every run.")]
+StopAfterOpt = Annotated[str | None, typer.Option(
+    "--stop-after", help="Optimal mode: 'placed' ends after the placement tiers (no disruption, objective, score).")]

@@ -1,0 +1,73 @@
+"""The options several commands share are checked once, with one message: --seed within int32,
+--max-input-size, --time-limit and --mode, on every command that takes them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import run_cli
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
+QUICKSTART = str(EXAMPLES / "quickstart.yaml")
+POLICY = str(EXAMPLES / "descheduler" / "policy.yaml")
+
+# each command with the arguments it needs to reach loading its input
+LOADING = [
+    pytest.param(["deschedule", QUICKSTART, "--policy", POLICY], id="deschedule"),
+    pytest.param(["pressure", QUICKSTART], id="pressure"),
+    pytest.param(["drain", QUICKSTART, "--node", "general-a-0"], id="drain"),
+    pytest.param(["what-if", QUICKSTART, "--taint", "down:NoExecute", "--node", "general-a-0"], id="what-if"),
+    pytest.param(["reschedule", QUICKSTART], id="reschedule"),
+]
+
+
+def refused(args: list[str], capsys) -> str:  # type: ignore[no-untyped-def]
+    """The one line ``optisched ARGS`` prints on stderr, having exited 2."""
+    code, stdout, err = run_cli(args, capsys)
+    assert code == 2, (code, err)
+    assert "Traceback" not in err and stdout == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(["reschedule", QUICKSTART], id="reschedule"),
+    pytest.param(["generate", "{out}"], id="generate"),
+])
+def test_a_seed_beyond_int32_is_refused_in_one_line(args, tmp_path, capsys):
+    args = [a.format(out=tmp_path / "c.yaml") for a in args]
+    line = refused([*args, "--seed", "2147483648"], capsys)
+    assert line == "error: --seed: 2147483648 is beyond the int32 range [-2147483648, 2147483647]"
+    assert not (tmp_path / "c.yaml").exists()
+
+
+@pytest.mark.parametrize("args", LOADING)
+def test_max_input_size_bounds_the_files_read(args, capsys):
+    line = refused([*args, "--max-input-size", "100"], capsys)
+    assert "quickstart.yaml: larger than the input limit of 100 bytes (raise it with --max-input-size)" in line
+
+
+@pytest.mark.parametrize("args", LOADING)
+def test_max_input_size_that_is_not_a_size_is_refused(args, capsys):
+    assert refused([*args, "--max-input-size", "lots"], capsys) == \
+        "error: --max-input-size: 'lots' is not a size (e.g. 512Mi, 1Gi)"
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(["schedule", QUICKSTART, "--mode", "optimal"], id="schedule"),
+    pytest.param(["compare", QUICKSTART], id="compare"),
+    pytest.param(["preempt", QUICKSTART, "--mode", "optimal"], id="preempt"),
+    pytest.param(["drain", QUICKSTART, "--node", "general-a-0"], id="drain"),
+    pytest.param(["reschedule", QUICKSTART], id="reschedule"),
+    pytest.param(["experiment", "optimum"], id="experiment"),
+])
+def test_a_time_limit_below_a_tenth_of_a_second_is_refused_alike(args, capsys):
+    assert refused([*args, "--time-limit", "0"], capsys) == \
+        "error: --time-limit: 0.0 is not a number of seconds of at least 0.1"
+
+
+@pytest.mark.parametrize("command", ["schedule", "preempt"])
+def test_an_unknown_mode_is_refused_alike(command, capsys):
+    assert refused([command, QUICKSTART, "--mode", "best"], capsys) == \
+        "error: --mode: 'best' is not one of greedy, optimal"
