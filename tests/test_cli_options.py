@@ -71,3 +71,15 @@ def test_a_time_limit_below_a_tenth_of_a_second_is_refused_alike(args, capsys):
 def test_an_unknown_mode_is_refused_alike(command, capsys):
     assert refused([command, QUICKSTART, "--mode", "best"], capsys) == \
         "error: --mode: 'best' is not one of greedy, optimal"
+
+
+SCHEDULING = [*LOADING, pytest.param(["schedule", QUICKSTART], id="schedule"),
+              pytest.param(["compare", QUICKSTART], id="compare"), pytest.param(["preempt", QUICKSTART], id="preempt"),
+              pytest.param(["explain", QUICKSTART], id="explain"), pytest.param(["inspect", QUICKSTART], id="inspect")]
+
+
+@pytest.mark.parametrize("args", SCHEDULING)
+def test_a_kubernetes_version_optisched_does_not_reproduce_is_refused_in_one_line(args, capsys):
+    line = refused([*args, "--kubernetes-version", "1.34"], capsys)
+    assert line == ("error: --kubernetes-version: '1.34' is not a Kubernetes version optisched reproduces; "
+                    "versions: 1.35, 1.36")

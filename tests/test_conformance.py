@@ -47,6 +47,27 @@ def test_greedy_matches_kube_scheduler_1_36(name):
     assert result["match"], result
 
 
+def test_the_command_follows_the_release_it_is_asked_for(tmp_path):
+    """``schedule --kubernetes-version 1.36`` writes a trace of v1.36.2 that matches its recording, and the
+    Python API places the pods as that trace does; 1.35's rules do not."""
+    import optisched
+
+    name = next(n for n in case_names(CASES_1_36)
+                if not compare.compare_traces(load_trace(n, CASES_1_36), greedy_trace(n))["match"])
+    out = tmp_path / "t.json"
+    proc = subprocess.run([sys.executable, "-m", "optisched.cli", "schedule", str(CASES / f"{name}.yaml"),
+                           "--kubernetes-version", "v1.36.2", "--tie-break", "first", "--no-requeue", "--trace",
+                           str(out)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    trace = json.loads(out.read_text())
+    assert trace["kubernetesVersion"] == "v1.36.2"
+    assert compare.compare_traces(load_trace(name, CASES_1_36), trace)["match"]
+    cluster = optisched.load([str(CASES / f"{name}.yaml")])
+    want = load_trace(name, CASES_1_36)["final"]
+    assert optisched.schedule(cluster, kubernetes_version="1.36", requeue=False).placements() == want
+    assert optisched.schedule(cluster, requeue=False).placements() != want
+
+
 def test_compare_py_accepts_the_cli_trace(tmp_path):
     """The documented command line writes a trace compare.py scores as a match."""
     name = "v1-topology-spread"

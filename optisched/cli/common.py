@@ -23,11 +23,13 @@ err = safe_console(stderr=True)
 
 
 def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
-         context: str | None = None, max_input_size: str = "4Gi"):
-    """Load, compile and print the input's warnings on stderr (the same lines in every command)."""
+         context: str | None = None, max_input_size: str = "4Gi", kubernetes_version: str | None = None):
+    """Load, compile and print the input's warnings on stderr (the same lines in every command); the
+    configuration follows ``kubernetes_version`` (default :data:`optisched.profile.releases.DEFAULT_VERSION`)."""
     from ..api import load as load_files
     from ..model.state import compile_cluster
-    from ..profile import default_config, load_config
+    from ..profile import default_config, for_version, load_config
+    from ..profile.releases import DEFAULT_VERSION
     from .input_warnings import input_warnings
 
     if kubeconfig or context:
@@ -41,6 +43,7 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     else:
         cluster = load_files(paths, max_input_size=max_input_size)
     config = load_config(profile) if profile else (cluster.config or default_config())
+    config = for_version(config, kubernetes_version or DEFAULT_VERSION)
     state = compile_cluster(cluster)
     warnings = input_warnings(state, config)
     for w in warnings:

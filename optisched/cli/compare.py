@@ -17,6 +17,7 @@ from .options import (
     MaxInputOpt,
     ObjectiveOpt,
     ProfileOpt,
+    VersionOpt,
     WeightsOpt,
     seed_option,
     time_limit_option,
@@ -48,6 +49,7 @@ def compare(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
 ) -> None:
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
     from ..comparison.pipeline import policy_config
@@ -61,7 +63,7 @@ def compare(
         from ..report import check_report_dir
 
         check_report_dir(report)
-    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     choices: dict[str, Any] = {
         "time_limit": time_limit, "workers": workers, "seed": seed, "policies": names, "movable": movable,
         "objective": objective, "weights": weights, "replay": replay, "selector": selector,

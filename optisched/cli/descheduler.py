@@ -9,7 +9,7 @@ import typer
 
 from ..errors import InputError
 from . import common
-from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt
+from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt, VersionOpt
 
 
 def deschedule(
@@ -20,6 +20,7 @@ def deschedule(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
 ) -> None:
     """Run the descheduler's strategies once, replay kube-scheduler on the replacements, count a second cycle."""
     from ..descheduler import load_policy, run_descheduler
@@ -28,7 +29,7 @@ def deschedule(
     if policy == Path():
         raise InputError("--policy: give a DeschedulerPolicy file")
     pol = load_policy(policy)
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     outcome = run_descheduler(state, config, pol)
     if as_json:
         common.print_json(outcome.to_dict())
@@ -50,6 +51,7 @@ def pressure(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
 ) -> None:
     """Which pods the kubelet evicts from nodes under memory or disk pressure, and where they land."""
     from ..whatif import (
@@ -63,7 +65,7 @@ def pressure(
 
     th = load_kubelet_config(kubelet_config) if kubelet_config else \
         parse_thresholds({"kind": "KubeletConfiguration"}, "<defaults>")
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     use = load_usage(usage, state) if usage else usage_from_annotations(state)
     only = [n.strip() for n in node.split(",") if n.strip()] if node else None
     outcome = run_pressure(state, config, use, th, only)

@@ -15,6 +15,7 @@ from .options import (
     KubeconfigOpt,
     MaxInputOpt,
     ProfileOpt,
+    VersionOpt,
     time_limit_option,
 )
 
@@ -37,6 +38,7 @@ def drain(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
 ) -> None:
     """What `kubectl drain` would do: refused pods, eviction waves under PDBs, where the pods land (and
     optisched's best placement), and the largest set of the nodes that drains together."""
@@ -54,7 +56,7 @@ def drain(
         from ..whatif.drain_report import check_drain_report
 
         check_drain_report(report)
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     names = names or pool_nodes(state, pool)
     flags = DrainFlags(ignore_daemonsets, delete_emptydir_data, force)
     outcome = run_drain(state, config, names, flags)

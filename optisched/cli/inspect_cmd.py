@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import common
-from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt
+from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt, VersionOpt
 
 
 def inspect(
@@ -12,12 +12,13 @@ def inspect(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
     from .inspect import summarize
     from .render import render_inspect
 
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     summary = summarize(state, config)
     if as_json:
         common.print_json(summary)

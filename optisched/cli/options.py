@@ -23,6 +23,18 @@ def check_mode(param: typer.CallbackParam, value: str) -> str:
     return value
 
 
+def check_version(param: typer.CallbackParam, value: str | None) -> str | None:
+    """``--kubernetes-version``: a minor release optisched reproduces (:mod:`optisched.profile.releases`)."""
+    from ..profile.releases import parse_version
+
+    if value is None:
+        return None
+    try:
+        return parse_version(value)
+    except ValueError as e:
+        raise InputError(str(e), source="--kubernetes-version") from None
+
+
 def mode_option(help: str) -> Any:
     return typer.Option("--mode", callback=check_mode, help=help)
 
@@ -50,6 +62,9 @@ ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig co
 EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: protected kinds that may leave their node, "
                                               "comma-separated: protected, local-storage, bare-pods, system-critical.")]
 MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest input file read, e.g. 1Gi.")]
+VersionOpt = Annotated[str | None, typer.Option(
+    "--kubernetes-version", callback=check_version,
+    help="The kube-scheduler release whose rules to follow: 1.35 or 1.36 (default 1.35; docs/fidelity.md).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON (the table's numbers, in "
                                                      "scheduler units: millicores, bytes).")]
 ObjectiveOpt = Annotated[str | None, typer.Option(

@@ -16,6 +16,7 @@ from .options import (
     KubeconfigOpt,
     MaxInputOpt,
     ProfileOpt,
+    VersionOpt,
     mode_option,
     seed_option,
     time_limit_option,
@@ -43,6 +44,7 @@ def preempt(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
 ) -> None:
     """Show which pods preemption evicts for which preemptors, with priorities and PDBs."""
     import yaml
@@ -55,7 +57,7 @@ def preempt(
 
     policy = EvictionPolicy.parse(evict)
     common.check_outputs({"--output": output}, cluster, profile)
-    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     key = state.pods[common.pending_row(state, pod)].key if pod else None
     shown = common.err if str(output) == "-" else common.out  # --output -: the evictions on stdout, the table on stderr
     from ..interrupt import catching, cause, requested

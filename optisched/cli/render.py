@@ -102,7 +102,7 @@ def _render_profile(console: Console, prof: dict[str, Any]) -> None:
 def render_schedule_summary(console: Console, summary: dict[str, Any]) -> None:
     """Greedy mode's summary (:func:`optisched.cli.summaries.placement_summary`): counts, preemptions made,
     unschedulable pods with their FitError, utilization."""
-    _render_placement(console, summary, f"Greedy placement (kube-scheduler {KUBE_VERSION})")
+    _render_placement(console, summary, f"Greedy placement (kube-scheduler {summary.get('kubernetesVersion', KUBE_VERSION)})")
 
 
 def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any]) -> None:

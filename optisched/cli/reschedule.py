@@ -16,6 +16,7 @@ from .options import (
     KubeconfigOpt,
     MaxInputOpt,
     ProfileOpt,
+    VersionOpt,
     seed_option,
     time_limit_option,
 )
@@ -54,6 +55,7 @@ def reschedule(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
     compare_descheduler: Annotated[bool, typer.Option("--compare-descheduler", help="Also run the descheduler's "
                                                       "strategy for the goal on the snapshot, replayed, beside "
                                                       "the plan (docs/whatif.md).")] = False,
@@ -108,7 +110,7 @@ def reschedule(
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     from ..interrupt import catching, cause, requested
 
     with catching():

@@ -20,6 +20,7 @@ from .options import (
     ObjectiveOpt,
     ProfileOpt,
     StopAfterOpt,
+    VersionOpt,
     WeightsOpt,
     mode_option,
     seed_option,
@@ -51,6 +52,7 @@ def schedule(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
 ) -> None:
     """Place the pending pods as kube-scheduler would (greedy mode), or all at once (optimal mode)."""
     from ..greedy.select import TieBreak
@@ -71,7 +73,7 @@ def schedule(
         raise InputError(f"--stop-after: {stop_after!r} is not one of {', '.join(STOP_AFTER)}")
     parsed, policy = common.solver_choices(objective, weights, evict)
     common.check_outputs({"--output": output, "--trace": trace}, cluster, profile)
-    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     if mode == "greedy":
         summary = _schedule_greedy(state, config, tb, seed, no_requeue, trace, output, as_json)
         return _schedule_end(summary, as_json, warnings, fail_on_pending)
@@ -130,6 +132,7 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
     from ..greedy.scheduler import GreedyOptions, GreedyScheduler
     from ..greedy.trace import trace_of
     from ..interrupt import catching
+    from ..profile.releases import release
     from .progress import progress_bar
     from .render import render_schedule_summary
     from .summaries import greedy_summary
@@ -138,7 +141,7 @@ def _schedule_greedy(state, config, tb, seed: int, no_requeue: bool, trace: Path
                                                          record=trace is not None, interruptible=True))
     with catching(), progress_bar(common.err, "scheduling", len(state.pending)) as advance:
         result = sched.run(progress=advance)
-    summary = greedy_summary(result)
+    summary = {**greedy_summary(result), "kubernetesVersion": release(config.kubernetes_version).patch}
     if trace is not None:
         from ..outputs import write_text
 
@@ -159,13 +162,14 @@ def _schedule_optimal(state, config, options, output: Path | None, as_json: bool
     """Optimal mode's answer by ``solve(options, progress)`` (:func:`_solved`, :func:`_rescued`): written,
     printed; its summary."""
     from ..interrupt import catching
+    from ..profile.releases import release
     from .progress import solver_status
     from .render import render_optimal_summary
     from .summaries import optimal_summary
 
     with catching(), solver_status(common.err) as update:
         result = solve(options, update)
-    summary = optimal_summary(result)
+    summary = {**optimal_summary(result), "kubernetesVersion": release(config.kubernetes_version).patch}
     if output is not None:
         unsched = {state.pods[p].key: m for p, m in result.unschedulable.items()}
         common.write_placements(output, "optimal", state, result.node_of, result.batch.skipped,

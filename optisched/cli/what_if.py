@@ -7,7 +7,7 @@ import typer
 
 from ..errors import InputError
 from . import common
-from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt
+from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt, VersionOpt
 
 
 def what_if(
@@ -25,13 +25,14 @@ def what_if(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
+    kubernetes_version: VersionOpt = None,
 ) -> None:
     """Taint-based eviction or node failure: which pods go and when, broken PDBs, where pods land."""
     from ..whatif.render import render_taint
     from ..whatif.taint import parse_taint, run_taint
 
     names = [n.strip() for n in node.split(",") if n.strip()]
-    load = lambda: common.load(cluster, profile, kubeconfig, context, max_input_size)
+    load = lambda: common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
     if fail or fail_zone:
         return _what_if_failure(load, names, fail_zone, zone_key, optimal, as_json)
     if not taint:

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..framework import Code
 from ..profile import SchedulerConfig
-from ..version import KUBE_VERSION
+from ..profile.releases import release
 from .scheduler import CycleRecord, GreedyResult
 from .select import TieBreak
 
@@ -97,7 +97,7 @@ def trace_of(res: GreedyResult, config: SchedulerConfig, tie_break: TieBreak) ->
     profile = config.profiles[0]
     state = res.state
     return {
-        "kubernetesVersion": KUBE_VERSION,
+        "kubernetesVersion": release(config.kubernetes_version).patch,
         "source": "optisched greedy mode",
         "tieBreak": _TIE[tie_break],
         "percentageOfNodesToScore": profile.effective_percentage(config.percentage_of_nodes_to_score),
