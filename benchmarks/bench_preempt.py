@@ -4,7 +4,7 @@ The cluster: an ``optisched generate`` cluster (seed 1, load 1.1) after greedy m
 could, so every node is as full as kube-scheduler leaves it, with pods of all four priority classes.
 
 * **Single pod**: ``--preemptors`` pending pods promoted to the ``critical`` class, each answered alone
-  by :func:`optisched.preemption.minimal.minimal_victims` (CP-SAT over every node; target under 2 s;
+  by :func:`optisched.optimal.eviction.minimal.minimal_victims` (CP-SAT over every node; target under 2 s;
   the time includes kube-scheduler's own answer, which it starts from). Baseline in the same run:
   kube-scheduler's DefaultPreemption for the same pod on the same cluster (one greedy cycle with its
   PostFilter). Reported: both times, both victim keys, the tiers' status.
@@ -28,9 +28,9 @@ from optisched.datasets.generate import GenerateSpec, generate
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
+from optisched.optimal.eviction.minimal import SHIFT, minimal_victims, single_pod_state
 from optisched.optimal.solve import OptimalOptions, solve_optimal
-from optisched.preemption.minimal import SHIFT, minimal_victims, single_pod_state
-from optisched.preemption.plan import batch_preemptions, preemptions
+from optisched.plans.plan import batch_preemptions, preemptions
 from optisched.profile import default_config
 
 

@@ -31,7 +31,7 @@ from reschedule_cluster import running_cluster
 
 from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
-from optisched.preemption.landing import predict_landing
+from optisched.plans.landing import predict_landing
 from optisched.profile import default_config
 from optisched.reschedule import plan_reschedule, rounds
 from optisched.reschedule.waves import stage

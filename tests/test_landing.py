@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optisched.optimal.solve import OptimalOptions, solve_optimal
-from optisched.preemption.landing import predict_landing
+from optisched.plans.landing import predict_landing
 from optisched.profile import default_config
 
 CFG = default_config()

@@ -15,12 +15,12 @@ from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
 from optisched.optimal.classes import build_batch
 from optisched.optimal.decode import variable_values
+from optisched.optimal.eviction.batch import encode_eviction_rules
 from optisched.optimal.hint import repair_hint, repair_placement
 from optisched.optimal.model import BatchModel
 from optisched.optimal.neighbourhood import LinearView, NodeSearch
 from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
 from optisched.optimal.tiers import Linear
-from optisched.preemption.batch import encode_eviction_rules
 from optisched.profile import default_config
 
 

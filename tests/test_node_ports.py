@@ -113,9 +113,9 @@ def _free(name: str, priority: int) -> dict:
 def _batch_admits(state, node_of: np.ndarray) -> bool:  # type: ignore[no-untyped-def]
     from optisched.optimal.classes import build_batch
     from optisched.optimal.decode import counts_of, variable_values
+    from optisched.optimal.eviction.batch import encode_eviction_rules
     from optisched.optimal.hint import accepts
     from optisched.optimal.model import BatchModel
-    from optisched.preemption.batch import encode_eviction_rules
 
     model = BatchModel(build_batch(state, default_config()), default_config())
     encode_eviction_rules(model)
@@ -174,9 +174,9 @@ def test_two_pods_taking_one_port_in_turn_is_admitted_only_as_kube_schedulers_ow
     from optisched.optimal.classes import build_batch
     from optisched.optimal.clock import Clock
     from optisched.optimal.decode import variable_values
+    from optisched.optimal.eviction.batch import encode_eviction_rules
     from optisched.optimal.hint import accept_reached
     from optisched.optimal.model import BatchModel
-    from optisched.preemption.batch import encode_eviction_rules
 
     objs = [node("n1", cpu="3"), _holder("h1", 0), _holder("h2", 10), _holder("h3", 100),
             pod("x1").priority(50).req(cpu="1"), with_ports("y1", "TCP/0.0.0.0/8080").priority(40),

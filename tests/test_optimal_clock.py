@@ -13,8 +13,8 @@ from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
 from optisched.optimal import clock, solve
 from optisched.optimal.classes import build_batch
+from optisched.optimal.eviction.minimal import minimal_victims
 from optisched.optimal.model import BatchModel, BuildTimeout
-from optisched.preemption.minimal import minimal_victims
 from optisched.profile import default_config
 
 

@@ -23,9 +23,9 @@ from optisched.optimal import order as order_module
 from optisched.optimal.check import check_in_order, check_placement
 from optisched.optimal.classes import build_batch
 from optisched.optimal.decode import counts_of, variable_values
+from optisched.optimal.eviction.batch import encode_eviction_rules
 from optisched.optimal.hint import accepts
 from optisched.optimal.model import BatchModel
-from optisched.preemption.batch import encode_eviction_rules
 from optisched.profile import default_config
 
 ZONE = "topology.kubernetes.io/zone"

@@ -16,10 +16,10 @@ from optisched.model.state import compile_cluster
 from optisched.optimal import clock, solve
 from optisched.optimal.check import check_answer
 from optisched.optimal.decode import variable_values
+from optisched.optimal.eviction.batch import encode_eviction_rules
 from optisched.optimal.hint import accept_reached
 from optisched.optimal.model import BatchModel
 from optisched.optimal.tiers import Tier, tier_unit
-from optisched.preemption.batch import encode_eviction_rules
 from optisched.profile import default_config
 
 
@@ -209,7 +209,7 @@ def test_a_larger_model_gets_fewer_units_of_work_per_second(small: int, large: i
 
 def test_minimal_victims_gives_the_same_answer_twice(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The single-pod preemption search budgets by the deterministic clock too."""
-    from optisched.preemption.minimal import minimal_victims
+    from optisched.optimal.eviction.minimal import minimal_victims
 
     monkeypatch.setattr(clock.Clock, "wall_left", lambda self: 1e9)  # (a loaded machine's safety net aside)
 

@@ -11,8 +11,8 @@ from optisched.datasets.generate import GenerateSpec, generate
 from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
 from optisched.optimal.check import check_budgets
+from optisched.optimal.eviction.pdb_model import budget_use
 from optisched.optimal.solve import OptimalOptions, solve_optimal
-from optisched.preemption.pdb_model import budget_use
 from optisched.profile import default_config
 
 CFG = default_config()

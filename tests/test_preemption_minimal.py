@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from optisched.model.loader import load_cluster
 from optisched.model.state import compile_cluster
+from optisched.optimal.eviction.minimal import SHIFT, minimal_victims
 from optisched.preemption.default_preemption import NEVER
-from optisched.preemption.minimal import SHIFT, minimal_victims
 from optisched.profile import default_config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "datasets" / "examples"
@@ -240,7 +240,7 @@ def test_node_bounds_on_a_hand_computed_cluster():
     """n1: 4 cpu, a priority-1 pod of 2 cpu and two priority-5 pods of 1 cpu; the pod needs 3 cpu:
     priority-1 pods alone free 2 (too little), up to priority 5 all 4: level 5, at least 2 victims
     (2 + 1 cpu), one at priority 5 and one at ≥ 1. n2: 2 cpu, too small even when empty."""
-    from optisched.preemption.minimal import INFEASIBLE_KEY, node_bounds
+    from optisched.optimal.eviction.minimal import INFEASIBLE_KEY, node_bounds
     from optisched.profile import default_config as cfg
 
     objs = [node("n1", cpu="4"), node("n2", cpu="2"),
@@ -263,7 +263,7 @@ def test_batch_plan_moves_a_victim_that_fits_elsewhere():
     """The preemptor can only use n1 (n2 is tainted against it); n1's low-priority pod (a ReplicaSet's,
     so it is re-created) is not evicted but moved to n2, and the plan and its Eviction objects say so."""
     from optisched.optimal.solve import OptimalOptions, solve_optimal
-    from optisched.preemption.plan import batch_eviction_objects, batch_preemptions
+    from optisched.plans.plan import batch_eviction_objects, batch_preemptions
 
     objs = [node("n1", cpu="1"), node("n2", cpu="1").taint("reserved"),
             pod("low").req(cpu="1").priority(1).tolerate("reserved").set("metadata.ownerReferences", RS_OWNER)
@@ -282,7 +282,7 @@ def test_batch_plan_moves_a_victim_that_fits_elsewhere():
 def test_batch_plan_does_not_re_place_a_bare_victim():
     """The same cluster with a bare victim: nothing re-creates it, so it is evicted, not moved to n2."""
     from optisched.optimal.solve import OptimalOptions, solve_optimal
-    from optisched.preemption.plan import batch_preemptions
+    from optisched.plans.plan import batch_preemptions
 
     objs = [node("n1", cpu="1"), node("n2", cpu="1").taint("reserved"),
             pod("low").req(cpu="1").priority(1).tolerate("reserved").on("n1"),

@@ -8,7 +8,7 @@ from builders import node, pod, state_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optisched.preemption.landing import predict_landing
+from optisched.plans.landing import predict_landing
 from optisched.preemption.pdb import PDBLedger
 from optisched.profile import default_config
 from optisched.reschedule import Budgets, plan_reschedule

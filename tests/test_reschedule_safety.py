@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from optisched.descheduler.utilization import above_any
 from optisched.model.loader import cluster_from_objects
 from optisched.model.state import ClusterState, compile_cluster
-from optisched.preemption.landing import predict_landing
+from optisched.plans.landing import predict_landing
 from optisched.profile import default_config
 from optisched.reschedule import Budgets, plan_reschedule, stage
 from optisched.reschedule.goals import Goal

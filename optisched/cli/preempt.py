@@ -90,7 +90,7 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool, console):  # 
     from dataclasses import asdict
 
     from ..greedy.scheduler import GreedyOptions, GreedyScheduler
-    from ..preemption.plan import eviction_objects, preemptions
+    from ..plans.plan import eviction_objects, preemptions
     from .progress import progress_bar
     from .render import render_preemptions
 
@@ -108,8 +108,8 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
     from .progress import solver_status
 
     if key is not None:
-        from ..preemption.minimal import minimal_victims
-        from ..preemption.plan import minimal_eviction_objects
+        from ..optimal.eviction.minimal import minimal_victims
+        from ..plans.plan import minimal_eviction_objects
         from .render import render_minimal_preemption
 
         with solver_status(common.err) as update:
@@ -121,10 +121,10 @@ def _preempt_optimal(state, config, key: str | None, cross_node: bool, time_limi
         return doc, minimal_eviction_objects([answer]), bool(answer.violations)
     from dataclasses import asdict
 
+    from ..optimal.eviction.pdb_model import budget_use
     from ..optimal.solve import OptimalOptions, solve_optimal
-    from ..preemption.landing import predict_landing
-    from ..preemption.pdb_model import budget_use
-    from ..preemption.plan import batch_eviction_objects, batch_preemptions, plan_document
+    from ..plans.landing import predict_landing
+    from ..plans.plan import batch_eviction_objects, batch_preemptions, plan_document
     from .render import render_batch_preemptions, render_budgets, render_landing
     from .summaries import optimal_summary
 

@@ -138,7 +138,7 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
             t.add_row(safe(pods), str(e.priority), e.kind, safe(e.detail))
         console.print(t)
     from ..metrics import evicted, moved
-    from ..preemption.pdb_model import budget_use
+    from ..optimal.eviction.pdb_model import budget_use
 
     ev, mv = int(evicted(result.state, result.node_of).sum()), int(moved(result.state, result.node_of).sum())
     if ev or mv:

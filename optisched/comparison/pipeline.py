@@ -17,11 +17,11 @@ from .. import interrupt
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyScheduler
 from ..model.state import ClusterState
+from ..optimal.eviction.pdb_model import budget_use
 from ..optimal.score_terms import SCORE_SCALE
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..optimal.tiers import Progress
 from ..policy.eviction import EvictionPolicy
-from ..preemption.pdb_model import budget_use
 from ..profile import SchedulerConfig, load_config, parse_config
 from .compare import Comparison, build_comparison
 from .replay import prepare_replay

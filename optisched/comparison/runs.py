@@ -42,7 +42,7 @@ class PlacementRun:
         """Per budget: allowed, used by moves, broken by preemption (greedy mode's departures are victims)."""
         if self.budgets is not None:
             return self.budgets
-        from ..preemption.pdb_model import budget_use_of
+        from ..optimal.eviction.pdb_model import budget_use_of
 
         return [u.to_dict() for u in budget_use_of(state, self.node_of, np.zeros(len(self.node_of), dtype=bool))]
 

@@ -3,7 +3,7 @@
 As the descheduler's ``runProfiles`` (kubernetes-sigs/descheduler v0.34.0 ``pkg/descheduler/descheduler.go``)
 does: every profile's deschedule plugins run, then every profile's balance plugins, on the same snapshot,
 with the policy's limits counted over the whole cycle. The evicted pods' replacements are then placed by
-greedy mode (:func:`optisched.preemption.landing.predict_landing`), and the same policy runs once more on
+greedy mode (:func:`optisched.plans.landing.predict_landing`), and the same policy runs once more on
 the result to count the evictions a second cycle would make.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from ..greedy.scheduler import GreedyResult
 from ..model.objects import PodStatus
 from ..model.state import ClusterState, compile_cluster
-from ..preemption.landing import predict_landing
+from ..plans.landing import predict_landing
 from ..profile import SchedulerConfig
 from .context import Context
 from .evictor import Evictor

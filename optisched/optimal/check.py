@@ -196,8 +196,8 @@ def _check_one(fw: Framework, snap: Snapshot, pod: int, node: int, ran_before: b
 
 def check_budgets(batch, node_of: np.ndarray) -> list[Violation]:  # type: ignore[no-untyped-def]
     """Moves beyond a PodDisruptionBudget's ``disruptionsAllowed``: the Eviction API would refuse them
-    (:mod:`optisched.preemption.pdb_model`). Preemption victims may break a budget; moves may not."""
-    from ..preemption.pdb_model import budget_use
+    (:mod:`optisched.optimal.eviction.pdb_model`). Preemption victims may break a budget; moves may not."""
+    from .eviction.pdb_model import budget_use
 
     return [Violation(u.name, "", "PodDisruptionBudget", (f"{u.moves} moves where disruptionsAllowed is {u.allowed}",))
             for u in budget_use(batch, node_of) if u.moves > u.allowed]

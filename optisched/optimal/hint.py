@@ -17,12 +17,12 @@ from ortools.sat.python import cp_model
 from .. import cpsat
 from ..model.state import ClusterState
 from ..plugins.node_ports import host_ports
-from ..preemption.pdb_model import beyond_budgets
-from ..preemption.preemptors import preemptor_priority
 from ..profile import SchedulerConfig
 from .check import check_placement, checked_rows
 from .classes import Batch
 from .clock import Clock
+from .eviction.pdb_model import beyond_budgets
+from .eviction.preemptors import preemptor_priority
 from .model import BatchModel, stopper
 
 __all__ = ["accept_reached", "accepts", "repair_hint", "repair_placement"]

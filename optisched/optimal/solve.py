@@ -2,7 +2,7 @@
 
 1. Greedy mode runs first: its placement is the hint and the fallback (the answer is never worse).
 2. The batch becomes pod classes (:mod:`.classes`) and one :class:`.model.BatchModel` with every filter
-   of the profile as constraints, plus the batch preemption rules (:mod:`optisched.preemption.batch`).
+   of the profile as constraints, plus the batch preemption rules (:mod:`optisched.optimal.eviction.batch`).
 3. Tiers (:mod:`.tiers`): pods placed per priority level, highest first (no lower-priority pod placed
    at the expense of a higher one); then disruption of running pods; then the user's objective when one
    is asked for (:mod:`.user_objectives`); then the profile's score (:mod:`.score`).
@@ -24,8 +24,6 @@ from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
 from ..options import check_weight
 from ..policy.eviction import EvictionPolicy, kept_notes
-from ..preemption.batch import encode_eviction_rules, encode_move_cap
-from ..preemption.pdb_model import budget_use, victim_budgets, violation_objective
 from ..profile import SchedulerConfig
 from .bound import LevelBound
 from .candidates import choose_candidates
@@ -34,6 +32,8 @@ from .classes import Batch, build_batch
 from .clock import Clock, model_terms
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
+from .eviction.batch import encode_eviction_rules, encode_move_cap
+from .eviction.pdb_model import budget_use, victim_budgets, violation_objective
 from .explain import Explanation, explain_unplaced
 from .goal_tier import TierStarts, prepare_goal, previews
 from .hint import accept_reached, accepts, repair_hint, repair_placement

@@ -25,7 +25,7 @@ evictor, so the evict annotation does not lift them) and ``DefaultEvictorArgs.la
 ``Filter``'s constraints, so the annotation does lift it, as upstream).
 
 PodDisruptionBudgets are not a per-pod verdict: they limit how many pods of a budget may leave together
-(:mod:`optisched.preemption.pdb_model`).
+(:mod:`optisched.optimal.eviction.pdb_model`).
 """
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ import numpy as np
 from ..greedy.scheduler import GreedyOptions, GreedyScheduler
 from ..model.objects import Pod
 from ..model.state import ClusterState
-from ..preemption.landing import latest_created, owned, replacement
+from ..plans.landing import latest_created, owned, replacement
 from ..profile import SchedulerConfig
 
 __all__ = ["LiveCluster", "Trial"]

@@ -27,7 +27,7 @@ import numpy as np
 from ..descheduler.utilization import above_any
 from ..metrics.cost import node_costs
 from ..model.state import ClusterState
-from ..preemption.landing import predict_landing
+from ..plans.landing import predict_landing
 from ..profile import SchedulerConfig
 from .goals import Goal, empty_nodes
 from .start import shares

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..optimal.solve import Certificate
-from ..preemption.plan import eviction_document
+from ..plans.plan import eviction_document
 from .goals import Goal, Metrics
 from .pareto import ParetoCurve
 from .reach import Reach

@@ -18,7 +18,7 @@ from typing import TypeVar
 import numpy as np
 
 from ..model.state import ClusterState
-from ..preemption.landing import owned, predict_landing
+from ..plans.landing import owned, predict_landing
 from ..profile import SchedulerConfig
 from .live import Evicted, LiveCluster, Trial, preempted
 
@@ -32,7 +32,7 @@ def full_replay(base: ClusterState, config: SchedulerConfig, current: np.ndarray
     """Evict ``wave`` from the placement ``current`` of ``base`` (the input, its nodes cordoned; ``gone``:
     bare pods evicted or preempted before; ``requeued``: pods preempted before, re-created by their
     controllers in that order) and replay with greedy mode built afresh for it
-    (:func:`optisched.preemption.landing.predict_landing`, a delta on ``base``'s arrays)."""
+    (:func:`optisched.plans.landing.predict_landing`, a delta on ``base``'s arrays)."""
     node_of = current.copy()
     for p, t in pending.items():
         if current[p] < 0:  # a pod placed since is not moved by its target

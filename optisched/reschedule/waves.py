@@ -3,7 +3,7 @@
 Kubernetes cannot move a pod: a move is a ``policy/v1`` Eviction, after which the pod's controller
 creates a replacement that kube-scheduler places. So a wave is a set of evictions issued together; the
 next starts once the wave's replacements are scheduled. After each wave's evictions, greedy mode
-(:func:`optisched.preemption.landing.predict_landing`: the same profile, kube-scheduler v1.35.4's
+(:func:`optisched.plans.landing.predict_landing`: the same profile, kube-scheduler v1.35.4's
 PrioritySort queue, so replacements go by priority, then by the order they were evicted) places the
 replacements and the pods still pending, and says where each lands.
 

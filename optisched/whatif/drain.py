@@ -26,8 +26,8 @@ from ..descheduler.run import replayed_cluster
 from ..errors import InputError
 from ..model.objects import cordoned
 from ..model.state import ClusterState, compile_cluster
+from ..plans.landing import predict_landing
 from ..policy.eviction import MIRROR
-from ..preemption.landing import predict_landing
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 

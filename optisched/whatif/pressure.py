@@ -9,7 +9,7 @@ their request, then by priority (lowest first), then by usage above the request 
 evicts critical pods (static, mirror, or system-critical priority, ``kubelettypes.IsCriticalPod``). Pods leave
 in that order until the signal reaches the threshold plus ``evictionMinimumReclaim``. The node then carries
 the ``node.kubernetes.io/memory-pressure`` (``disk-pressure``) NoSchedule taint while the replacements are
-placed by greedy mode (:func:`optisched.preemption.landing.predict_landing`).
+placed by greedy mode (:func:`optisched.plans.landing.predict_landing`).
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import numpy as np
 from ..errors import InputError
 from ..model.objects import Taint, TaintEffect
 from ..model.state import ClusterState, compile_cluster
+from ..plans.landing import predict_landing
 from ..policy.eviction import CRITICAL_PRIORITY, MIRROR, SOURCE
-from ..preemption.landing import predict_landing
 from ..profile import SchedulerConfig
 from .kubelet import SIGNALS, EvictionThresholds
 from .usage import Usage

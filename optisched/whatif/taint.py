@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..model.objects import Taint, TaintEffect
 from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, solve_optimal
-from ..preemption.landing import Landing, predict_landing
+from ..plans.landing import Landing, predict_landing
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 

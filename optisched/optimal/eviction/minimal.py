@@ -42,22 +42,22 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..framework import Code
-from ..greedy.scheduler import GreedyOptions, GreedyScheduler, start_times
-from ..model.objects import PreemptionPolicy
-from ..model.state import ClusterState, compile_cluster
-from ..optimal.check import Violation, check_placement
-from ..optimal.classes import Batch, PodClass, build_batch
-from ..optimal.clock import Clock
-from ..optimal.decode import decode, variable_values
-from ..optimal.hint import repair_hint
-from ..optimal.model import BatchModel, BuildTimeout
-from ..optimal.tiers import Linear, Progress, Tier, TierSolver
-from ..profile import SchedulerConfig
+from ...framework import Code
+from ...greedy.scheduler import GreedyOptions, GreedyScheduler, start_times
+from ...model.objects import PreemptionPolicy
+from ...model.state import ClusterState, compile_cluster
+from ...plans.plan import preemptions
+from ...preemption.default_preemption import MAX_INT32, NEVER
+from ...preemption.pdb import PDBLedger
+from ...profile import SchedulerConfig
+from ..check import Violation, check_placement
+from ..classes import Batch, PodClass, build_batch
+from ..clock import Clock
+from ..decode import decode, variable_values
+from ..hint import repair_hint
+from ..model import BatchModel, BuildTimeout
+from ..tiers import Linear, Progress, Tier, TierSolver
 from .batch import encode_eviction_rules
-from .default_preemption import MAX_INT32, NEVER
-from .pdb import PDBLedger
-from .plan import preemptions
 
 __all__ = ["SHIFT", "MinimalPreemption", "Victim", "minimal_victims", "single_pod_state", "victim_key"]
 

@@ -26,7 +26,7 @@ from .pdb_model import encode_budgets
 from .preemptors import preemptors_of
 
 if TYPE_CHECKING:
-    from ..optimal.model import BatchModel
+    from ..model import BatchModel
 
 __all__ = ["encode_eviction_rules", "encode_move_cap"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..greedy.scheduler import GreedyResult
-from .pdb import PDBLedger
+from ..preemption.pdb import PDBLedger
 
 __all__ = ["BatchPreemption", "Preemption", "batch_eviction_objects", "batch_preemptions", "eviction_document", "eviction_objects",
            "minimal_eviction_objects", "plan_document", "preemptions"]
@@ -123,7 +123,7 @@ def minimal_eviction_objects(answers) -> list[dict]:  # type: ignore[no-untyped-
 def plan_document(landing, budgets: list) -> dict:  # type: ignore[no-untyped-def]
     """The plan's first YAML document: the whole target the evictions rely on (every pending or re-created
     pod's node), where kube-scheduler's replay after the evictions puts each of them
-    (:func:`optisched.preemption.landing.predict_landing`), the pods where the two differ, and the
+    (:func:`optisched.plans.landing.predict_landing`), the pods where the two differ, and the
     PodDisruptionBudgets the plan uses. Not an API object: kubectl applies the Evictions that follow."""
     return {"apiVersion": "optisched.io/v1alpha1", "kind": "PreemptionPlan", **landing.to_dict(),
             "budgets": [u.to_dict() for u in budgets]}

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..model.state import ClusterState
-from .pdb import PDBLedger
+from ...model.state import ClusterState
+from ...preemption.pdb import PDBLedger
 from .preemptors import preemptor_priority, preemptors_of
 
 if TYPE_CHECKING:
-    from ..optimal.classes import Batch
-    from ..optimal.model import BatchModel
-    from ..optimal.tiers import Linear
+    from ..classes import Batch
+    from ..model import BatchModel
+    from ..tiers import Linear
 
 __all__ = ["BudgetUse", "beyond_budgets", "budget_use", "budget_use_of", "encode_budgets", "victim_budgets", "violation_objective"]
 
@@ -107,7 +107,7 @@ def violation_objective(model: BatchModel) -> Linear:
     """Σ over budgets of ``max(0, departures − disruptionsAllowed)``, minimized. One auxiliary variable
     per budget preemption could break, its value derived from the others'. Built when its tier comes,
     so the placement tiers solve without it."""
-    from ..optimal.tiers import Linear
+    from ..tiers import Linear
 
     ledger, per = _breakable(model.batch)
     lin = Linear()

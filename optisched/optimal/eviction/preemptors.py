@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..model.objects import PreemptionPolicy
+from ...model.objects import PreemptionPolicy
 
 if TYPE_CHECKING:
-    from ..optimal.classes import Batch, PodClass
-    from ..optimal.model import BatchModel
+    from ..classes import Batch, PodClass
+    from ..model import BatchModel
 
 __all__ = ["preemptor_priority", "preemptors_of"]
 
