@@ -30,7 +30,8 @@ from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
 from optisched.optimal.eviction.minimal import SHIFT, minimal_victims, single_pod_state
 from optisched.optimal.solve import OptimalOptions, solve_optimal
-from optisched.plans.plan import batch_preemptions, preemptions
+from optisched.plans.plan import batch_preemptions
+from optisched.preemption.made import preemptions
 from optisched.profile import default_config
 
 

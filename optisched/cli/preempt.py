@@ -90,7 +90,8 @@ def _preempt_greedy(state, config, key: str | None, as_json: bool, console):  # 
     from dataclasses import asdict
 
     from ..greedy.scheduler import GreedyOptions, GreedyScheduler
-    from ..plans.plan import eviction_objects, preemptions
+    from ..plans.plan import eviction_objects
+    from ..preemption.made import preemptions
     from .progress import progress_bar
     from .render import render_preemptions
 

@@ -46,8 +46,8 @@ from ...framework import Code
 from ...greedy.scheduler import GreedyOptions, GreedyScheduler, start_times
 from ...model.objects import PreemptionPolicy
 from ...model.state import ClusterState, compile_cluster
-from ...plans.plan import preemptions
 from ...preemption.default_preemption import MAX_INT32, NEVER
+from ...preemption.made import preemptions
 from ...preemption.pdb import PDBLedger
 from ...profile import SchedulerConfig
 from ..check import Violation, check_placement
