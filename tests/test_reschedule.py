@@ -326,3 +326,15 @@ def test_two_goals_each_get_a_certificate_line_in_order():
     names = [t.name for t in plan.certificate.tiers]
     assert names.index("objective:pack") < names.index("objective:spread") < names.index("disruption")
     assert plan.after.empty_nodes == 1
+
+
+@pytest.mark.parametrize("version,release", [(None, "v1.35.4"), ("1.36", "v1.36.2")])
+def test_the_plan_names_the_release_its_replays_followed(version, release):
+    from pathlib import Path
+
+    import optisched
+
+    example = Path(__file__).resolve().parents[1] / "datasets" / "examples" / "reschedule-consolidate.yaml"
+    plan = optisched.reschedule(optisched.load([str(example)]), goal="consolidate", time_limit=5,
+                                kubernetes_version=version)
+    assert plan.to_dict()["kubernetesVersion"] == release == plan.kubernetes_version

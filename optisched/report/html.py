@@ -10,6 +10,7 @@ import numpy as np
 from ..comparison.tables import format_value, shown_resources, tier_definitions
 from ..metrics import evicted, moved
 from ..optimal.tier_labels import tier_label
+from ..profile.releases import release
 from ..version import KUBE_VERSION
 from .page import e as _e
 from .page import figure as _figure
@@ -149,7 +150,8 @@ def render_html(c: Comparison, plots: Mapping[str, tuple[bytes, str]], files: li
     st = c.state
     title = " vs ".join(r.name for r in c.runs)
     sub = (f"{st.num_nodes} nodes ({int((~st.unschedulable).sum())} schedulable), {len(st.pods)} pods "
-           f"({len(st.pending)} pending); kube-scheduler {KUBE_VERSION} semantics")
+           f"({len(st.pending)} pending); kube-scheduler "
+           f"{release(c.config.kubernetes_version).patch if c.config is not None else KUBE_VERSION} semantics")
     parts = [f"<h1>Placement comparison: {_e(title)}</h1>", f'<p class="sub">{_e(sub)}</p>', _lead(c), _runs(c)]
     figures = list(plots.items())
     if figures:

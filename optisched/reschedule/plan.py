@@ -41,6 +41,7 @@ class ReschedulePlan:
     reach: list[Reach] = field(default_factory=list)  # per goal: how much of it the plan reaches (.reach)
     final_certificate: Certificate | None = None  # the solve of the re-plan whose staging was kept, if not the first
     side_effects: list[str] = field(default_factory=list)  # worse than left alone on what no goal is about
+    kubernetes_version: str = "v1.35.4"  # the kube-scheduler release the replays followed
 
     @property
     def reached(self) -> bool:
@@ -76,6 +77,7 @@ class ReschedulePlan:
         """``plan.json``: the shape other tools read (docs/reschedule.md)."""
         return {
             "planId": self.plan_id,
+            "kubernetesVersion": self.kubernetes_version,
             "goal": [str(g) for g in self.goals],
             "cordon": self.staging.cordoned,
             "cordonDuringPlan": self.staging.held,

@@ -23,7 +23,6 @@ from ..model.state import ClusterState
 from ..preemption.pdb import PDBLedger
 from ..report import check_report_dir, claim_report_dir, csv_file, png_bytes
 from ..report.page import e, figure, is_number, page, table
-from ..version import KUBE_VERSION
 from .goals import Goal
 from .plan import ReschedulePlan, on_target
 from .report_plots import plot_node_utilization, plot_pareto, plot_waves
@@ -212,7 +211,7 @@ def _body(state: ClusterState, plan: ReschedulePlan, tables: dict[str, pd.DataFr
           files: list[str]) -> list[str]:
     waves, landings = tables["waves.csv"], tables["landings.csv"]
     sub = (f"plan {plan.plan_id}: {state.num_nodes} nodes, {len(state.pods)} pods ({int(np.count_nonzero(state.pod_node < 0))} "
-           f"pending); kube-scheduler {KUBE_VERSION} semantics")
+           f"pending); kube-scheduler {plan.kubernetes_version} semantics")
     parts = [f"<h1>Rescheduling plan: {e(', '.join(plan.goals))}</h1>", f'<p class="sub">{e(sub)}</p>',
              _lead(plan), "<h2>Certificate</h2>", _certificate(plan), "<h2>Before and after</h2>", _metrics(plan),
              "<h2>Node utilization</h2>",

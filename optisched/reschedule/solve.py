@@ -20,6 +20,7 @@ from ..model.state import ClusterState, compile_cluster
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
+from ..profile.releases import release
 from .goals import Goal, empty_nodes, goal_objectives, metrics, parse_goals, utilization_classes
 from .monotone import Measures, left_alone
 from .pareto import sweep
@@ -161,6 +162,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | S
                           [names[n] for n in removable],
                           node_saving(node_costs(state), removable))
     plan.reach = reach(measures, first, final, result.certificate, staging.dropped)
+    plan.kubernetes_version = release(config.kubernetes_version).patch
     alone = plan.before if np.array_equal(measures.baseline, state.pod_node) else \
         metrics(state, measures.baseline, pending, config, counted, soft)
     plan.side_effects = side_effects(parsed, alone, plan.after)
