@@ -98,8 +98,8 @@ def reschedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, goal
     the terminal lines, ``to_dict()`` plan.json."""
     from .reschedule.api import reschedule_cluster
 
-    config = _config(profile, cluster.config, kubernetes_version)
-    return reschedule_cluster(cluster, config, goal=goal, **options)  # type: ignore[arg-type]
+    return reschedule_cluster(cluster, profile, goal=goal, kubernetes_version=kubernetes_version,
+                              **options)  # type: ignore[arg-type]
 
 
 def compare(cluster: Cluster | ClusterState, profile: SchedulerConfig | None = None, *, time_limit: float = 60.0,

@@ -8,7 +8,8 @@ from pathlib import Path
 from ..model.cluster import Cluster
 from ..model.state import compile_cluster
 from ..policy.eviction import EvictionPolicy
-from ..profile import SchedulerConfig, default_config
+from ..profile import SchedulerConfig, default_config, for_version
+from ..profile.releases import parse_version
 from .plan import ReschedulePlan
 from .solve import plan_reschedule
 from .waves import Budgets
@@ -22,7 +23,8 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
                        evict: str = "", namespaces: Iterable[str] = (), exclude_namespaces: Iterable[str] = (),
                        selector: str = "", time_limit: float = 30.0, seed: int = 0,
                        gang: Iterable[str] = (), soft: bool = False, pareto: bool = False,
-                       compare_descheduler: bool | str | Path = False) -> ReschedulePlan:
+                       compare_descheduler: bool | str | Path = False,
+                       kubernetes_version: str | None = None) -> ReschedulePlan:
     """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"repair"``, ``"balance"``; several
     in priority order), in waves, each replacement's landing predicted by a kube-scheduler replay
     (docs/reschedule.md); ``soft``: ``repair`` repairs the preferences too.
@@ -31,8 +33,12 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
     pods only (``--for``), all or none. ``pareto``: also the goal at move budgets 0, 1, 2, 4, ...
     (``pareto_frame()``, docs/reschedule.md). ``compare_descheduler``: True (the goal's strategy) or a
     DeschedulerPolicy file: ``plan.versus`` then holds the descheduler beside the plan
-    (``plan.versus.frame()`` a DataFrame, ``to_dict()`` the ``compareDescheduler`` of plan.json)."""
+    (``plan.versus.frame()`` a DataFrame, ``to_dict()`` the ``compareDescheduler`` of plan.json).
+    ``kubernetes_version`` (``"1.36"``): the kube-scheduler release the replays and the rules follow
+    (None: the one the configuration was decoded for, 1.35 by default)."""
     config = profile or cluster.config or default_config()
+    if kubernetes_version is not None:
+        config = for_version(config, parse_version(kubernetes_version))
     policy = replace(EvictionPolicy.parse(evict), namespaces=tuple(namespaces),
                      exclude_namespaces=tuple(exclude_namespaces), selector=selector)
     state = compile_cluster(cluster)
