@@ -37,8 +37,8 @@ from .clock import Clock
 from .model import BatchModel
 from .tiers import Linear
 
-# deterministic charges (nominal seconds) for the steps' Python work: building a step's model (measured
-# 2-6 ms for a few thousand free variables) and one change tried by :meth:`NodeSearch.restore`
+# deterministic charges (nominal seconds) for the steps' Python work: building a step's model (a few
+# thousand free variables) and one change tried by :meth:`NodeSearch.restore`
 STEP_COST = 0.002
 SUB_COST = 1e-6
 RESTORE_COST = 2e-5

@@ -48,17 +48,14 @@ __all__ = ["Certificate", "OptimalOptions", "OptimalResult", "greedy_answer", "p
 
 # Search on large models restricted to candidate nodes (presolve off): CP-SAT's bound is not used
 # there (the LP's is), so both workers run LNS from small neighbourhoods (2 % of the variables),
-# starting from the complete hint. With the defaults, on a 75,000-variable model, the first worker
-# spent its time on the LP and each neighbourhood (half the variables) took seconds to build: the
-# default-priority level gained nothing in 14 s. A full-problem worker without the LP beside one LNS
-# worker gained 50-60 pods there; LNS on both workers gains more at every size (1,000 nodes / 0.8:
-# 7,654 against 7,627 at the default level; 5,000 / 0.8: more at each of the three top levels).
+# starting from the complete hint: the defaults spend the time on the LP and on building half-model
+# neighbourhoods (docs/performance.md, "Optimal mode").
 LNS_PARAMS = {"use_lns_only": True, "lns_initial_difficulty": 0.02}
 # without a complete hint a full-problem worker (without the LP) looks for the first solution beside LNS
 LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
 STOP_AFTER = ("placed",)
-# CPU seconds per pending pod of decoding and re-checking an answer: 0.4 ms at 5,000 nodes on an idle
-# machine, 0.7 ms at 2,000 nodes under a load average of 10; 0.45 ms on the 60-node one-zone case
+# CPU seconds per pending pod of decoding and re-checking an answer, the most a loaded machine was seen to
+# take (docs/optimal_trust.md, "The time limit is a promise")
 RECHECK_CPU = 7e-4
 # the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
 LP_SHARE = 0.1
@@ -486,8 +483,8 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
     if not placement:  # the tiers after placement may move every level's pods again
         g.solver.unpin()
         if g.search is not None and g.solver.full is not None and g.search.ready():
-            # running pods the neighbourhoods let go at equal count come back first (cheap, exact): 200
-            # nodes / 0.8 disruption 891-921 against 1,014-1,051, 1,000 / 0.8 2,492 against 2,705
+            # running pods the neighbourhoods let go at equal count come back first: cheap, exact, and
+            # it lowers the disruption tier's start (docs/performance.md, "Optimal mode")
             until = clock.now() + 0.3 * (deadline - clock.now())
             g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
     caps = _level_caps(g.batch)
@@ -498,7 +495,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
     # the highest level not yet optimal; a level that reaches its bound leaves the rest to the next)
     placing = [name for name, _, _ in objectives if name.startswith("placed[")]
     # a user objective (a goal) counts double each tier after it too: its tier decides the plan, the ones
-    # after it only break its ties (5,000 nodes, consolidate: the goal tier ended at half the time left)
+    # after it only break its ties
     after = [sum(1 for n, _, _ in objectives[i + 1:] if not n.startswith("placed[")) for i in range(len(objectives))]
     weights = [2 ** (len(placing) - placing.index(name)) if name in placing else
                2 ** after[i] if name.startswith("objective:") else 1 for i, (name, _, _) in enumerate(objectives)]
@@ -508,7 +505,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
         # the next placement tier breaks ties, so this one does not spoil it; not under LNS, where the
         # search is what limits the level, and every step that only helps the next level is a step
-        # less for this one (200 nodes / 0.8: 1,182-1,188 default-priority pods against 1,176-1,177)
+        # less for this one
         later = Linear()
         nxt = objectives[i + 1] if i + 1 < len(objectives) else None
         # (node neighbourhoods weigh the tiers after by themselves: _search)
@@ -540,10 +537,9 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
             finally:
                 g.model.deadline = None
         # under CP-SAT's LNS a level's tier pins the levels above at the incumbent: the search is what
-        # limits a level there, and steps that move pods of levels already decided are steps lost (200
-        # nodes / 0.8: default level 1,197-1,210 against 1,178-1,185). The last level pins nothing more:
-        # the level just above may still move, to break ties by disruption (measured no worse at any
-        # level). Node neighbourhoods choose for themselves whether a step moves the levels above.
+        # limits a level there, and steps that move pods of levels already decided are steps lost. The
+        # last level pins nothing more: the level just above may still move, to break ties by
+        # disruption. Node neighbourhoods choose for themselves whether a step moves the levels above.
         clock.work("tier term", len(lin.vars) if searching else
                    len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
         if level is not None and g.lns and g.search is None and name != placing[-1]:
@@ -761,8 +757,7 @@ def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optima
     except BuildTimeout:  # the limit passed while the placement model was built: nothing to solve
         return _greedy_only(state, config, options, greedy, clock, batch)
     # the safety net keeps the wall time the re-check will take at the CPU share the run has had so far
-    # (a loaded machine: 0.25 CPU s took 2 wall s at nice 19 and a load average of 10); never beyond half
-    # the limit. The deterministic budgets are unchanged: only a run the net stops may differ.
+    # (on a loaded machine a CPU second takes several wall seconds); never beyond half the limit. The deterministic budgets are unchanged: only a run the net stops may differ.
     after = clock.wall_for(RECHECK_CPU * len(state.pending))
     reserve = min(0.5 * end, max(end - deadline, after))
     clock.limit = end - reserve
@@ -780,7 +775,7 @@ def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optima
     with clock.phase("explain"):
         for g in groups if explain and not clock.interrupted else []:
             # the probes stop short of the limit: handing a large model to CP-SAT takes time its own
-            # limit does not count (5,000 nodes: runs ended up to 1 s late without this margin)
+            # limit does not count
             result.explanations += explain_unplaced(g.model, result.node_of, tiers, g.base,
                                                     end - max(0.1, 0.02 * options.time_limit), clock)
     lp_notes = lp.notes if lp is not None else [NO_LP]

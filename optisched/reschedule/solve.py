@@ -35,13 +35,12 @@ from .waves import Budgets
 __all__ = ["plan_reschedule"]
 
 # the share of ``--time-limit`` kept for the staging (waves and kube-scheduler replays) and the re-plans
-# when it drops moves (:mod:`.rounds`), which the first target's solve does not count: at 5,000 nodes /
-# 50,000 pods a consolidate plan's staging took 20 s, 7 % of 300 s
+# when it drops moves (:mod:`.rounds`), which the first target's solve does not count (the staging's
+# share at each size: docs/performance.md, "Reschedule")
 STAGING_RESERVE = 0.4
 # a re-plan is solved only while this share of the limit is left
 REPLAN_LEAST = 0.1
 # and the share kept after the staging's deadline for the summary's metrics of the predicted end state
-# (3 s at 1,000 nodes / 20,000 pods)
 SUMMARY_RESERVE = 0.05
 
 
