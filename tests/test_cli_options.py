@@ -83,3 +83,33 @@ def test_a_kubernetes_version_optisched_does_not_reproduce_is_refused_in_one_lin
     line = refused([*args, "--kubernetes-version", "1.34"], capsys)
     assert line == ("error: --kubernetes-version: '1.34' is not a Kubernetes version optisched reproduces; "
                     "versions: 1.35, 1.36")
+
+
+def _nodes_running(tmp_path, *versions: str) -> str:
+    import yaml
+
+    docs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                        **({"nodeInfo": {"kubeletVersion": v}} if v else {})}} for i, v in enumerate(versions)]
+    path = tmp_path / "nodes.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return str(path)
+
+
+@pytest.mark.parametrize("versions,flag,warned", [
+    pytest.param(("v1.36.2", "v1.36.1-eks-1a2b"), [], True, id="1.36 nodes, the default release"),
+    pytest.param(("v1.36.2", "v1.36.1-eks-1a2b"), ["--kubernetes-version", "1.36"], False, id="1.36 nodes, 1.36"),
+    pytest.param(("v1.35.4", ""), [], False, id="1.35 nodes and one that does not say"),
+])
+def test_inspect_says_which_release_the_nodes_run_and_warns_when_the_run_follows_another(
+        versions, flag, warned, tmp_path, capsys):
+    import json
+
+    code, out, err = run_cli(["inspect", _nodes_running(tmp_path, *versions), "--json", *flag], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    minors = {v.lstrip("v")[:4] for v in versions if v}
+    assert set(doc["kubeletVersions"]) - {"unknown"} == minors
+    assert doc["kubernetesVersion"] == ("v1.36.2" if flag else "v1.35.4")
+    assert ("warning: the nodes' kubelets run 1.36" in err) == warned
+    assert any("kubelets run" in w for w in doc["warnings"]) == warned

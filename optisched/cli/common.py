@@ -47,8 +47,13 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     state = compile_cluster(cluster)
     warnings = input_warnings(state, config)
     for w in warnings:
-        err.print(Text.assemble(("warning: ", "yellow"), plain(w)), highlight=False, soft_wrap=True)
+        warn(w)
     return state, config, warnings
+
+
+def warn(line: str) -> None:
+    """One ``warning:`` line on stderr."""
+    err.print(Text.assemble(("warning: ", "yellow"), plain(line)), highlight=False, soft_wrap=True)
 
 
 def print_json(doc: dict) -> None:

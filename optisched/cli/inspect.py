@@ -1,6 +1,7 @@
 """``optisched inspect``: a summary of a loaded cluster, as plain data (the CLI renders it)."""
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -9,13 +10,36 @@ import numpy as np
 from ..model.pdb import budget_views
 from ..model.state import ZONE_LABEL, ClusterState
 from ..profile import SchedulerConfig
+from ..profile.releases import release
 from .input_warnings import input_warnings
 
-__all__ = ["summarize"]
+__all__ = ["kubelet_minors", "summarize", "version_warning"]
+
+_MINOR = re.compile(r"v?(\d+)\.(\d+)")
+
+
+def kubelet_minors(state: ClusterState) -> dict[str, int]:
+    """Nodes per kubelet minor version (``status.nodeInfo.kubeletVersion``; ``unknown`` when not given)."""
+    out: Counter = Counter()
+    for node in state.cluster.nodes:
+        m = _MINOR.match(node.status.node_info.kubelet_version)
+        out[f"{m.group(1)}.{m.group(2)}" if m else "unknown"] += 1
+    return dict(sorted(out.items()))
+
+
+def version_warning(minors: dict[str, int], assumed: str) -> str | None:
+    """A line when the nodes' kubelets run another minor release than the kube-scheduler the run follows."""
+    known = {v: n for v, n in minors.items() if v != "unknown"}
+    if not known or set(known) == {assumed}:
+        return None
+    runs = ", ".join(f"{v} on {n}" for v, n in known.items())
+    return (f"the nodes' kubelets run {runs} node(s); this run follows kube-scheduler {assumed} "
+            f"(--kubernetes-version sets the release; the control plane's is the one that counts)")
 
 
 def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
-    """Nodes by zone and shape, pods by priority, requested vs allocatable, PDBs, the active profile."""
+    """Nodes by zone and shape, pods by priority, requested vs allocatable, PDBs, the active profile, the
+    release the run follows and the kubelet versions the nodes report."""
     cluster = state.cluster
     zones = state.label(ZONE_LABEL)
     cpu, mem = state.resource_col("cpu"), state.resource_col("memory")
@@ -43,8 +67,12 @@ def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
                      if state.pod_requests[p, j] and r != "pods"},
         "nonZeroRequests": {"cpu": int(state.pod_nonzero[p, 0]), "memory": int(state.pod_nonzero[p, 1])},
     } for p in state.pending]
+    minors = kubelet_minors(state)
+    mismatch = version_warning(minors, config.kubernetes_version)
     return {
         "sources": cluster.sources,
+        "kubernetesVersion": release(config.kubernetes_version).patch,
+        "kubeletVersions": minors,
         "nodes": {"total": state.num_nodes, "unschedulable": int(state.unschedulable.sum()),
                   "byZone": dict(sorted(by_zone.items())),
                   "byShape": [{"cpu": c, "memory": m, "count": n} for (c, m), n in sorted(shapes.items())]},
@@ -63,5 +91,5 @@ def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
                     "profiles": [p.scheduler_name for p in config.profiles]},
         "pendingPods": pending,
         "skippedKinds": dict(cluster.skipped),
-        "warnings": input_warnings(state, config),
+        "warnings": input_warnings(state, config) + ([mismatch] if mismatch else []),
     }

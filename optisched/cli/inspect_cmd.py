@@ -15,10 +15,13 @@ def inspect(
     kubernetes_version: VersionOpt = None,
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
-    from .inspect import summarize
+    from .inspect import kubelet_minors, summarize, version_warning
     from .render import render_inspect
 
     state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    mismatch = version_warning(kubelet_minors(state), config.kubernetes_version)
+    if mismatch:
+        common.warn(mismatch)
     summary = summarize(state, config)
     if as_json:
         common.print_json(summary)

@@ -73,6 +73,9 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
             t.caption = f"first 200 of {len(s['pendingPods'])}; --json lists all"
         console.print(t)
     _render_profile(console, s["profile"])
+    kubelets = ", ".join(f"{v} ×{n}" for v, n in s["kubeletVersions"].items()) or "no nodes"
+    console.print(safe_text(f"kube-scheduler release followed: {s['kubernetesVersion']}; nodes' kubelets: {kubelets}"),
+                  highlight=False)
     if s["skippedKinds"]:
         console.print("Skipped kinds: " + ", ".join(safe(f"{k} ×{v}") for k, v in s["skippedKinds"].items()),
                       highlight=False)

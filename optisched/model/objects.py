@@ -486,7 +486,14 @@ class NodeSpec(_M):
     taints: Annotated[list[Taint], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
 
+class NodeSystemInfo(_M):
+    """``status.nodeInfo``, the one field read: the kubelet's version (``v1.36.2``, ``v1.36.2-eks-...``)."""
+
+    kubelet_version: str = ""
+
+
 class NodeStatus(_M):
+    node_info: NodeSystemInfo = NodeSystemInfo()
     capacity: ResourceList = Field(default_factory=dict)
     allocatable: ResourceList = Field(default_factory=dict)
     images: Annotated[list[ContainerImage], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
