@@ -29,15 +29,21 @@ def load(paths: Iterable[str], *, max_input_size: str | int = "4Gi") -> Cluster:
     return load_cluster(list(paths), limit)
 
 
-def _config(profile: SchedulerConfig | None, given: SchedulerConfig | None,
+def _config(profile: SchedulerConfig | None, cluster: Cluster | ClusterState,
             kubernetes_version: str | None) -> SchedulerConfig:
     """``profile``, else the input's configuration, else the defaults; as ``kubernetes_version`` reads it
-    (``"1.35"``, ``"v1.36.2"``, ...; None: the release the configuration was decoded for)."""
+    (``"1.35"``, ``"v1.36.2"``, ...), else the release the input names (:func:`.profile.releases.chosen_version`),
+    else the one the configuration was decoded for."""
+    from .model.state import ClusterState
     from .profile import default_config, for_version
-    from .profile.releases import parse_version
+    from .profile.releases import chosen_version, parse_version
 
-    config = profile or given or default_config()
-    return config if kubernetes_version is None else for_version(config, parse_version(kubernetes_version))
+    found = cluster.cluster if isinstance(cluster, ClusterState) else cluster
+    config = profile or found.config or default_config()
+    if kubernetes_version is None and found.kubernetes_version is None:
+        return config
+    asked = parse_version(kubernetes_version) if kubernetes_version is not None else None
+    return for_version(config, chosen_version(asked, found.kubernetes_version)[0])
 
 
 def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "greedy",
@@ -52,7 +58,7 @@ def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: 
 
     if mode != "greedy":
         raise ValueError(f"schedule() is greedy mode; use solve(cluster, mode={mode!r})")
-    config = _config(profile, cluster.config, kubernetes_version)
+    config = _config(profile, cluster, kubernetes_version)
     options = GreedyOptions(tie_break=TieBreak(tie_break), seed=seed, requeue=requeue)
     return GreedyScheduler(compile_cluster(cluster), config, options).run()
 
@@ -79,7 +85,7 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
         return schedule(cluster, profile, tie_break=tie_break, seed=seed, kubernetes_version=kubernetes_version)
     if mode != "optimal":
         raise ValueError(f"mode {mode!r} is not available; modes: greedy, optimal")
-    config = _config(profile, cluster.config, kubernetes_version)
+    config = _config(profile, cluster, kubernetes_version)
     options = OptimalOptions(time_limit=time_limit, workers=workers, seed=seed, movable=movable, objective=objective,
                              weights=parse_weights(weights),
                              eviction=EvictionPolicy.parse(evict if isinstance(evict, str) else ",".join(evict)),
@@ -129,7 +135,7 @@ def compare(cluster: Cluster | ClusterState, profile: SchedulerConfig | None = N
     from .policy.eviction import EvictionPolicy
 
     state = cluster if isinstance(cluster, ClusterState) else compile_cluster(cluster)
-    config = _config(profile, state.cluster.config, kubernetes_version)
+    config = _config(profile, state, kubernetes_version)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
                              movable=movable, objective=objective, weights=parse_weights(weights), replay=replay,
                              selector=selector, namespaces=tuple(namespaces),

@@ -69,20 +69,27 @@ class Server:
             if path is not None:
                 by_path[path].append({k: v for k, v in o.items() if k not in ("kind", "apiVersion")})
         self.by_path, self.requests = by_path, []
+        self.version: str | None = "v1.36.2"  # /version's gitVersion (None: not answered)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path, _, query = self.path.partition("?")
                 outer.requests.append(path)
+                if path.rstrip("/") == "/version":  # (the client asks for /version/)
+                    self._json(200, {"major": "1", "gitVersion": outer.version} if outer.version else {}, outer.version)
+                    return
                 items = outer.by_path.get(path)
                 args = dict(parse_qsl(query))  # pages of ?limit=N, the next one from ?continue=...
                 start = int(args.get("continue", 0))
                 end = start + int(args["limit"]) if "limit" in args and items else len(items or [])
                 meta = {"continue": str(end)} if items and end < len(items) else {}
                 page = items[start:end] if items is not None else None
-                body = json.dumps({"kind": "List", "apiVersion": "v1", "metadata": meta, "items": page}).encode()
-                self.send_response(200 if items is not None else 404)
+                self._json(200, {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": page}, items is not None)
+
+            def _json(self, code: int, doc: dict, found: object) -> None:
+                body = json.dumps(doc).encode()
+                self.send_response(code if found else 404)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -135,13 +142,15 @@ def test_a_snapshot_loads_back_to_the_state_of_the_live_read(tmp_path, capsys, s
     out = tmp_path / name
     code, _, err = run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", str(out)], capsys)
     assert code == 0, err
-    assert sorted(server.requests) == sorted(ROUTES[m] for *_, m in LISTS)  # every kind read, nothing else
+    # every kind read, and the server's version, nothing else
+    assert sorted(server.requests) == sorted([*(ROUTES[m] for *_, m in LISTS), "/version/"])
     live = compile_cluster(load_live(str(kubeconfig), "test"))
     saved = compile_cluster(load_cluster([str(out)]))
     assert_same_state(live, saved)
     assert len(live.pods) == 19 and int((live.pod_node >= 0).sum()) > 0
     doc = (json.loads if name.endswith(".json") else yaml.safe_load)(out.read_text())
     assert doc["kind"] == "List" and "managedFields" not in json.dumps(doc)
+    assert doc["kubernetesVersion"] == "v1.36.2" and live.cluster.kubernetes_version[0] == "v1.36.2"
     pods = [o for o in doc["items"] if o["kind"] == "Pod"]
     assert all(p["status"]["phase"] in ("Running", "Pending") for p in pods)  # status kept
 
@@ -214,3 +223,20 @@ def test_snapshot_items_are_not_changed_in_the_caller(tmp_path):
     before = copy.deepcopy(objs)
     doc = snapshot_list(objs)
     assert objs == before and all("managedFields" not in o["metadata"] for o in doc["items"])
+
+
+@pytest.mark.parametrize("served,asked,follows,noted", [
+    pytest.param("v1.36.2", [], "v1.36.2", False, id="the snapshot's release"),
+    pytest.param("v1.36.2", ["--kubernetes-version", "1.35"], "v1.35.4", False, id="the flag over the snapshot"),
+    pytest.param("v1.37.1", [], "v1.36.2", True, id="a later release: the newest before it, said"),
+    pytest.param(None, [], "v1.35.4", False, id="a server hiding /version: the default"),
+])
+def test_a_run_on_a_snapshot_follows_the_release_it_recorded(tmp_path, capsys, server, kubeconfig, served, asked,
+                                                              follows, noted):
+    server.version = served
+    out = tmp_path / "snap.yaml"
+    assert run_cli(["snapshot", "--kubeconfig", str(kubeconfig), "--context", "test", "-o", str(out)], capsys)[0] == 0
+    code, stdout, err = run_cli(["schedule", str(out), "--json", *asked], capsys)
+    assert code == 0, err
+    assert json.loads(stdout)["kubernetesVersion"] == follows
+    assert ("names Kubernetes v1.37.1, a release optisched does not reproduce" in err) == noted

@@ -29,7 +29,7 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     from ..api import load as load_files
     from ..model.state import compile_cluster
     from ..profile import default_config, for_version, load_config
-    from ..profile.releases import DEFAULT_VERSION
+    from ..profile.releases import chosen_version
     from .input_warnings import input_warnings
 
     if kubeconfig or context:
@@ -43,9 +43,10 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     else:
         cluster = load_files(paths, max_input_size=max_input_size)
     config = load_config(profile) if profile else (cluster.config or default_config())
-    config = for_version(config, kubernetes_version or DEFAULT_VERSION)
+    version, note = chosen_version(kubernetes_version, cluster.kubernetes_version)
+    config = for_version(config, version)
     state = compile_cluster(cluster)
-    warnings = input_warnings(state, config)
+    warnings = input_warnings(state, config) + ([note] if note else [])
     for w in warnings:
         warn(w)
     return state, config, warnings

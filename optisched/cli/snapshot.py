@@ -16,11 +16,11 @@ def snapshot(
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output if it exists.")] = False,
 ) -> None:
     """Save what a live read sees (the kinds optisched reads, status included, never Secrets) as one List
-    file, so a run can be repeated offline: optisched compare FILE."""
-    from ..model.live import check_snapshot_path, list_live, write_snapshot
+    file, with the API server's version, so a run can be repeated offline: optisched compare FILE."""
+    from ..model.live import check_snapshot_path, read_live, write_snapshot
 
     check_snapshot_path(output, kubeconfig, force)
-    objects = list_live(kubeconfig, context)
-    write_snapshot(objects, output)
+    objects, version = read_live(kubeconfig, context)
+    write_snapshot(objects, output, version=version)
     if output != "-":
         common.err.print(f"wrote {len(objects)} objects to {output}")

@@ -50,6 +50,9 @@ class Cluster:
     csi_storage_capacities: list[CSIStorageCapacity] = field(default_factory=list)
     volume_attachments: list[VolumeAttachment] = field(default_factory=list)
     config: SchedulerConfig | None = None
+    # the Kubernetes version the input names (a List's top-level ``kubernetesVersion``, which ``optisched
+    # snapshot`` writes from the API server's /version), with where it was read; None: not named
+    kubernetes_version: tuple[str, str] | None = None
     skipped: Counter = field(default_factory=Counter)
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

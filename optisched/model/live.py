@@ -66,6 +66,12 @@ def _source(kubeconfig: str | None, context: str | None) -> str:
 def list_live(kubeconfig: str | None = None, context: str | None = None) -> list[dict]:
     """The raw objects of every kind in :data:`LISTS` from the cluster of ``context`` in ``kubeconfig``
     (defaults as kubectl's), each with its ``kind`` and ``apiVersion`` (list items carry neither)."""
+    return read_live(kubeconfig, context)[0]
+
+
+def read_live(kubeconfig: str | None = None, context: str | None = None) -> tuple[list[dict], str | None]:
+    """:func:`list_live`'s objects and the API server's ``/version`` ``gitVersion`` (``v1.36.2``; None when
+    it does not answer it), read through one client."""
     client, config = _client()
     source = _source(kubeconfig, context)
     try:
@@ -80,7 +86,7 @@ def list_live(kubeconfig: str | None = None, context: str | None = None) -> list
             item.setdefault("kind", kind)
             item.setdefault("apiVersion", api_version)
             objs.append(item)
-    return objs
+    return objs, _server_version(client, api_client)
 
 
 def _pages(list_call: Any, kind: str, source: str) -> Iterator[dict]:
@@ -101,21 +107,40 @@ def _pages(list_call: Any, kind: str, source: str) -> Iterator[dict]:
             return
 
 
+def _server_version(client: Any, api_client: Any) -> str | None:
+    try:
+        data = json.loads(client.VersionApi(api_client).get_code(_preload_content=False).data)
+    except Exception:  # noqa: BLE001 - a server that hides /version: the run follows the default release
+        return None
+    version = data.get("gitVersion") if isinstance(data, dict) else None
+    return version if isinstance(version, str) and version else None
+
+
 def load_live(kubeconfig: str | None = None, context: str | None = None) -> Cluster:
-    """List the objects from the cluster of ``context`` in ``kubeconfig`` (defaults as kubectl's)."""
-    return cluster_from_objects(list_live(kubeconfig, context), source=_source(kubeconfig, context))
+    """List the objects from the cluster of ``context`` in ``kubeconfig`` (defaults as kubectl's), with
+    the API server's version."""
+    source = _source(kubeconfig, context)
+    objects, version = read_live(kubeconfig, context)
+    cluster = cluster_from_objects(objects, source=source)
+    if version is not None:
+        cluster.kubernetes_version = (version, f"{source} /version")
+    return cluster
 
 
-def snapshot_list(objects: list[dict]) -> dict[str, Any]:
+def snapshot_list(objects: list[dict], version: str | None = None) -> dict[str, Any]:
     """``objects`` as one ``kind: List`` document, without ``metadata.managedFields`` (which kubectl
-    hides too and nothing here reads); everything else, status included, as the API server sent it."""
+    hides too and nothing here reads); everything else, status included, as the API server sent it.
+    ``version``: the API server's, kept as the List's top-level ``kubernetesVersion``."""
     items = []
     for obj in objects:
         meta = obj.get("metadata")
         if isinstance(meta, dict) and "managedFields" in meta:
             obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
         items.append(obj)
-    return {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
+    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
+    if version is not None:
+        doc["kubernetesVersion"] = version
+    return doc
 
 
 def check_snapshot_path(path: str, kubeconfig: str | None, force: bool) -> None:
@@ -133,10 +158,11 @@ def check_snapshot_path(path: str, kubeconfig: str | None, force: bool) -> None:
         raise InputError(f"folder {str(out.parent)!r} does not exist", source=path)
 
 
-def write_snapshot(objects: list[dict], path: str, stdout: IO[str] | None = None) -> None:
-    """Write :func:`snapshot_list` of ``objects`` as JSON (``.json``) or YAML (anything else; ``-`` is
-    stdout). A file is written beside its target and renamed into place, so no half snapshot is left."""
-    doc = snapshot_list(objects)
+def write_snapshot(objects: list[dict], path: str, stdout: IO[str] | None = None, version: str | None = None) -> None:
+    """Write :func:`snapshot_list` of ``objects`` (and the API server's ``version``) as JSON (``.json``) or
+    YAML (anything else; ``-`` is stdout). A file is written beside its target and renamed into place,
+    so no half snapshot is left."""
+    doc = snapshot_list(objects, version)
     if path == "-":
         _dump(doc, stdout or sys.stdout, "yaml")
         return

@@ -106,6 +106,19 @@ def _object_ref(kind: str, raw: dict, index: int) -> str:
     return f"{kind}/{ns}/{name}" if ns and kind in _NAMESPACED else f"{kind}/{name}"
 
 
+def _version(cluster: Cluster, source: str, version: Any) -> None:
+    """A List's top-level ``kubernetesVersion`` (the API server's ``gitVersion``, e.g. ``v1.36.2``): the
+    release a run follows unless ``--kubernetes-version`` says otherwise; two Lists must agree."""
+    if version is None:
+        return
+    if not isinstance(version, str) or not version.strip():
+        raise InputError("expected a version such as v1.36.2", source=source, obj="List", path=".kubernetesVersion")
+    if cluster.kubernetes_version is not None and cluster.kubernetes_version[0] != version:
+        raise InputError(f"{version!r} differs from {cluster.kubernetes_version[0]!r} in "
+                         f"{cluster.kubernetes_version[1]}", source=source, obj="List", path=".kubernetesVersion")
+    cluster.kubernetes_version = (version, source)
+
+
 def _add_object(cluster: Cluster, source: str, raw: Any, index: int, seen: set) -> None:
     if raw is None:
         return
@@ -119,6 +132,7 @@ def _add_object(cluster: Cluster, source: str, raw: Any, index: int, seen: set) 
         items = raw.get("items")
         if not isinstance(items, list):
             raise InputError("a List needs items", source=source, obj="List", path=".items")
+        _version(cluster, source, raw.get("kubernetesVersion"))
         for i, item in enumerate(items):
             _add_object(cluster, source, item, i, seen)
         return

@@ -16,7 +16,7 @@ import re
 
 from .defaults import DEFAULT_MULTIPOINT, IN_TREE, NOT_MODELLED, UNMODELLED_POINTS, Release
 
-__all__ = ["DEFAULT_VERSION", "RELEASES", "VERSIONS", "at_least", "parse_version", "release"]
+__all__ = ["DEFAULT_VERSION", "RELEASES", "VERSIONS", "at_least", "chosen_version", "parse_version", "release"]
 
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 
@@ -49,3 +49,23 @@ def release(version: str) -> Release:
 def at_least(version: str, minor: str) -> bool:
     """Whether release ``version`` is ``minor`` or later (both ``MAJOR.MINOR``)."""
     return tuple(map(int, version.split("."))) >= tuple(map(int, minor.split(".")))
+
+
+def chosen_version(asked: str | None, named: tuple[str, str] | None) -> tuple[str, str | None]:
+    """The release a run follows, and a line to tell the user when it is not the one the input names:
+    ``asked`` (``--kubernetes-version``, already parsed) first; else ``named``, the input's version and
+    where it was read (a List's ``kubernetesVersion``, a live cluster's /version), or the nearest release
+    optisched reproduces (the newest not after it); else :data:`DEFAULT_VERSION`."""
+    if asked is not None:
+        return asked, None
+    if named is None:
+        return DEFAULT_VERSION, None
+    version, where = named
+    m = _VERSION.match(version.strip())
+    if m and f"{m.group(1)}.{m.group(2)}" in RELEASES:
+        return f"{m.group(1)}.{m.group(2)}", None
+    given = (int(m.group(1)), int(m.group(2))) if m else None
+    earlier = [v for v in VERSIONS if given is not None and tuple(map(int, v.split("."))) <= given]
+    minor = earlier[-1] if earlier else VERSIONS[0]
+    return minor, (f"{where} names Kubernetes {version}, a release optisched does not reproduce "
+                   f"({', '.join(VERSIONS)}): this run follows {minor} (--kubernetes-version chooses)")

@@ -9,7 +9,7 @@ from ..model.cluster import Cluster
 from ..model.state import compile_cluster
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig, default_config, for_version
-from ..profile.releases import parse_version
+from ..profile.releases import chosen_version, parse_version
 from .plan import ReschedulePlan
 from .solve import plan_reschedule
 from .waves import Budgets
@@ -37,8 +37,9 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
     ``kubernetes_version`` (``"1.36"``): the kube-scheduler release the replays and the rules follow
     (None: the one the configuration was decoded for, 1.35 by default)."""
     config = profile or cluster.config or default_config()
-    if kubernetes_version is not None:
-        config = for_version(config, parse_version(kubernetes_version))
+    if kubernetes_version is not None or cluster.kubernetes_version is not None:
+        asked = parse_version(kubernetes_version) if kubernetes_version is not None else None
+        config = for_version(config, chosen_version(asked, cluster.kubernetes_version)[0])
     policy = replace(EvictionPolicy.parse(evict), namespaces=tuple(namespaces),
                      exclude_namespaces=tuple(exclude_namespaces), selector=selector)
     state = compile_cluster(cluster)

@@ -1,7 +1,7 @@
 """A local HTTP server speaking the part of the Kubernetes API ``reschedule --apply`` and
 ``--undo-cordons`` use (no API server can run here): the pods list, the nodes list, a node's GET and
 PATCH (a strategic merge of ``spec.unschedulable`` and ``metadata.annotations``, ``null`` deleting), the
-eviction subresource, and the lists a live read makes (empty unless given).
+eviction subresource, `/version`, and the lists a live read makes (empty unless given).
 
 A test can hold one request (:meth:`FakeCluster.hold`): the server blocks the n-th request of a method
 until the test lets it go, so a test can kill the client at a known point, deterministically.
@@ -42,6 +42,7 @@ class FakeCluster:
         self.on_list: Callable[[int], None] | None = None
         self.on_read: Callable[[str], None] | None = None
         self.pod_lists = 0
+        self.version: str | None = "v1.35.4"  # /version's gitVersion (None: the server does not answer it)
         self.log: list[tuple[str, str]] = []
         self.patches: list[tuple[str, dict, str]] = []
         self.lock = threading.Lock()
@@ -157,6 +158,12 @@ def handler(cluster: FakeCluster) -> type[BaseHTTPRequestHandler]:
                 code = cluster.list_answers.pop(0) if cluster.list_answers else 200
                 self._send(code, {"kind": "PodList", "apiVersion": "v1", "items": cluster.pod_list()}
                            if code == 200 else status(code))
+            elif path.rstrip("/") == "/version":  # (the client asks for /version/)
+                if cluster.version is None:
+                    self._send(404, status(404))
+                else:
+                    self._send(200, {"major": "1", "minor": cluster.version.split(".")[1],
+                                     "gitVersion": cluster.version})
             elif path == "/api/v1/nodes":
                 with cluster.lock:
                     self._send(200, {"kind": "NodeList", "apiVersion": "v1", "items": cluster.nodes})
