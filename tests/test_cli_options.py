@@ -113,3 +113,17 @@ def test_inspect_says_which_release_the_nodes_run_and_warns_when_the_run_follows
     assert doc["kubernetesVersion"] == ("v1.36.2" if flag else "v1.35.4")
     assert ("warning: the nodes' kubelets run 1.36" in err) == warned
     assert any("kubelets run" in w for w in doc["warnings"]) == warned
+
+
+def test_two_lists_naming_different_releases_are_refused_naming_the_field(tmp_path, capsys):
+    import yaml
+
+    paths = []
+    for i, version in enumerate(("v1.36.2", "v1.35.4")):
+        path = tmp_path / f"dump{i}.yaml"
+        path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "kubernetesVersion": version, "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}]}))
+        paths.append(str(path))
+    line = refused(["schedule", *paths], capsys)
+    assert "dump1.yaml" in line and "List" in line and ".kubernetesVersion" in line and "v1.36.2" in line
