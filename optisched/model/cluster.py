@@ -21,6 +21,7 @@ from .objects import (
 if TYPE_CHECKING:
     from ..profile import SchedulerConfig
     from .storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+    from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
     from .storage_kinds import CSIStorageCapacity, VolumeAttachment
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "Cluster"]
@@ -49,6 +50,10 @@ class Cluster:
     csi_drivers: list[CSIDriver] = field(default_factory=list)
     csi_storage_capacities: list[CSIStorageCapacity] = field(default_factory=list)
     volume_attachments: list[VolumeAttachment] = field(default_factory=list)
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    resource_claims: list[ResourceClaim] = field(default_factory=list)
+    resource_claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
     config: SchedulerConfig | None = None
     # the Kubernetes version the input names (a List's top-level ``kubernetesVersion``, which ``optisched
     # snapshot`` writes from the API server's /version), with where it was read; None: not named

@@ -42,6 +42,7 @@ from .storage import (
     storage_warnings,
 )
 from .storage_kinds import CSIStorageCapacity, VolumeAttachment
+from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .stream import DOC, ITEM, REITEMS, documents
 
 __all__ = ["cluster_from_objects", "load_cluster", "load_documents", "read_source", "validation_message"]
@@ -64,9 +65,13 @@ _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
     "CSIDriver": (CSIDriver, ("storage.k8s.io/v1",), "csi_drivers"),
     "CSIStorageCapacity": (CSIStorageCapacity, ("storage.k8s.io/v1",), "csi_storage_capacities"),
     "VolumeAttachment": (VolumeAttachment, ("storage.k8s.io/v1",), "volume_attachments"),
+    "DeviceClass": (DeviceClass, ("resource.k8s.io/v1",), "device_classes"),
+    "ResourceSlice": (ResourceSlice, ("resource.k8s.io/v1",), "resource_slices"),
+    "ResourceClaim": (ResourceClaim, ("resource.k8s.io/v1",), "resource_claims"),
+    "ResourceClaimTemplate": (ResourceClaimTemplate, ("resource.k8s.io/v1",), "resource_claim_templates"),
 }
 _NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-               "PersistentVolumeClaim", "CSIStorageCapacity"}
+               "PersistentVolumeClaim", "CSIStorageCapacity", "ResourceClaim", "ResourceClaimTemplate"}
 _SUFFIXES = (".yaml", ".yml", ".json")
 _ATTRS = tuple(attr for _, _, attr in _MODELS.values())
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

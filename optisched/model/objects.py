@@ -41,6 +41,8 @@ __all__ = [
     "PodAffinityTerm",
     "PodAntiAffinity",
     "PodDisruptionBudget",
+    "PodResourceClaim",
+    "PodResourceClaimStatus",
     "PreemptionPolicy",
     "PreferredSchedulingTerm",
     "PriorityClass",
@@ -400,6 +402,27 @@ class Volume(_M):
     portworx_volume: dict | None = None
 
 
+class PodResourceClaim(_M):
+    """``spec.resourceClaims[]``: exactly one of a claim name and a template name."""
+
+    name: str = Field(min_length=1)
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> PodResourceClaim:
+        if (self.resource_claim_name is None) == (self.resource_claim_template_name is None):
+            raise ValueError("exactly one of resourceClaimName and resourceClaimTemplateName must be set")
+        return self
+
+
+class PodResourceClaimStatus(_M):
+    """``status.resourceClaimStatuses[]``: the claim the resourceclaim controller made from a template."""
+
+    name: str
+    resource_claim_name: str | None = None
+
+
 class PodSpec(_M):
     node_name: str | None = None
     scheduler_name: str = "default-scheduler"
@@ -415,7 +438,7 @@ class PodSpec(_M):
     priority_class_name: str | None = None
     preemption_policy: PreemptionPolicy | None = None
     volumes: Annotated[list[Volume], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
-    resource_claims: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    resource_claims: Annotated[list[PodResourceClaim], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     scheduling_gates: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -448,6 +471,8 @@ class PodStatus(_M):
     phase: str = "Pending"
     nominated_node_name: str | None = None
     start_time: datetime | None = None
+    resource_claim_statuses: Annotated[list[PodResourceClaimStatus], BeforeValidator(_none_as_empty)] = Field(
+        default_factory=list)
 
 
 class KubeObject(_M):
