@@ -24,6 +24,7 @@ __all__ = [
     "Code",
     "CycleState",
     "Fidelity",
+    "FilterAborted",
     "FilterResult",
     "FilterRule",
     "Plugin",
@@ -190,6 +191,15 @@ class ScoreRule(Protocol):
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray: ...
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray: ...
+
+
+class FilterAborted(Exception):
+    """A plugin's Filter or Score returned Error: the cycle ends with
+    ``running "<plugin>" <point> plugin: <message>`` and no PostFilter (``schedulingCycle``'s error path)."""
+
+    def __init__(self, plugin: str, message: str, point: str = "filter") -> None:
+        super().__init__(message)
+        self.plugin, self.point = plugin, point
 
 
 class Fidelity(StrEnum):

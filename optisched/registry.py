@@ -4,8 +4,9 @@ Each plugin name (:mod:`optisched.plugins.names`) maps to the rule classes that 
 ``plugins/``: one class for both sides, or a filter class and a score class. What the engines need to
 know of a plugin beyond its extension points (the events it requeues on, whether its filter is
 static, its preemption dry run) is declared on its class (:class:`optisched.framework.Plugin`), not in
-tables here. Plugins of the default profile that optisched does not model
-(DRA, scheduling gates) are listed in :data:`optisched.profile.NOT_MODELLED` instead.
+tables here. Plugins of the default profile without a rule class here (scheduling gates, which the
+greedy queue applies itself, sorting, preemption and binding) declare their points in
+:data:`optisched.profile.defaults.UNMODELLED_POINTS`.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ REGISTRY: dict[str, dict[str, str]] = {
                                "score": "plugins.interpodaffinity.scoring:InterPodAffinityScore"},
     names.BALANCED_ALLOCATION: {"score": "plugins.noderesources.balanced_allocation:BalancedAllocation"},
     names.IMAGE_LOCALITY: {"score": "plugins.image_locality:ImageLocality"},
+    names.DYNAMIC_RESOURCES: {"filter": "plugins.dynamicresources.plugin:DynamicResources",
+                              "score": "plugins.dynamicresources.plugin:DynamicResources"},
     # GPU sharing and the FGD paper's policies (hkust-adsl/kubernetes-scheduler-simulator)
     names.GPU_SHARE: {"filter": "plugins.gpu.share_plugin:GpuShare"},
     names.FGD: {"score": "plugins.gpu.policy_plugin:FGD"},

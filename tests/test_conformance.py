@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers.replay import CASES, CASES_1_36, case_names, load_trace
+from helpers.replay import CASES, CASES_1_36, CASES_DRA, case_names, load_trace
 
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.greedy.select import TieBreak
@@ -25,8 +25,8 @@ compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
 
-def greedy_trace(name: str, kubernetes_version: str = "1.35") -> dict:
-    cluster = load_cluster([str(CASES / f"{name}.yaml")])
+def greedy_trace(name: str, kubernetes_version: str = "1.35", cases=CASES) -> dict:
+    cluster = load_cluster([str(cases / f"{name}.yaml")])
     config = for_version(cluster.config or default_config(), kubernetes_version)
     res = GreedyScheduler(compile_cluster(cluster), config, GreedyOptions(tie_break=TieBreak.FIRST, requeue=False)).run()
     return json.loads(json.dumps(trace_of(res, config, TieBreak.FIRST)))
@@ -43,6 +43,15 @@ def test_greedy_matches_kube_scheduler(name):
 def test_greedy_matches_kube_scheduler_1_36(name):
     """The same scenarios against v1.36.2's traces, greedy mode following 1.36's rules."""
     result = compare.compare_traces(load_trace(name, CASES_1_36), greedy_trace(name, "1.36"))
+    assert result["first_divergence"] is None, result["first_divergence"]
+    assert result["match"], result
+
+
+@pytest.mark.parametrize("name", case_names(CASES_DRA))
+def test_greedy_matches_kube_scheduler_with_dra(name):
+    """GPU clusters whose pods claim devices through DRA: the devices each pod gets, the DynamicResources
+    reasons and scores, PostFilter's deallocation and the messages, as v1.35.4 recorded them."""
+    result = compare.compare_traces(load_trace(name, CASES_DRA), greedy_trace(name, cases=CASES_DRA))
     assert result["first_divergence"] is None, result["first_divergence"]
     assert result["match"], result
 

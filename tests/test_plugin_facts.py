@@ -20,6 +20,9 @@ UPSTREAM_EVENTS = {
     "NodePorts": {DELETE},  # nodeports/node_ports.go
     "PodTopologySpread": {ADD, DELETE},  # podtopologyspread/plugin.go: Pod Add|UpdatePodLabel|Delete
     "InterPodAffinity": {ADD, DELETE},  # interpodaffinity/plugin.go: Pod Add|UpdatePodLabel|Delete
+    # dynamicresources.go registers ResourceClaim Add|Update: a deleted pod's claim reserved for nobody is
+    # deallocated, an update its hint queues on
+    "DynamicResources": {DELETE},
 }
 
 

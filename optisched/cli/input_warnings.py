@@ -27,7 +27,7 @@ def _names(keys: list[str]) -> str:
 
 def _claims(state: ClusterState) -> list[str]:
     """Pending pods with claims when the input holds no storage objects (the volume rules then skip, see
-    docs/volumes.md), and pods with resource claims (DynamicResources is not modelled)."""
+    docs/volumes.md)."""
     out = []
     storage = catalog(state.cluster).present
     for p in state.pending:
@@ -37,8 +37,6 @@ def _claims(state: ClusterState) -> list[str]:
             out.append(f"Pod/{pod.key} uses PersistentVolumeClaims {claims}, but the input holds no claims, volumes "
                        "or storage classes (kubectl get pv,pvc,storageclass,csinode,csidriver): its volumes are "
                        "assumed to bind anywhere")
-        if pod.spec.resource_claims:
-            out.append(f"Pod/{pod.key} has resourceClaims: DynamicResources is not modelled, claims are ignored")
     return out
 
 

@@ -100,6 +100,32 @@ class Framework:
         self.pre_filter_names = [n for n in profile.plugins.get("preFilter", ()) if n in self.filter_rules]
         self.score_names = [n for n in profile.plugins.get("score", ()) if n in self.score_rules]
         self.pre_score_names = [n for n in profile.plugins.get("preScore", ()) if n in self.score_rules]
+        rules = {**self.score_rules, **self.filter_rules}
+        self.pre_enqueue_rules = [rules[n] for n in profile.plugins.get("preEnqueue", ())
+                                  if n in rules and hasattr(rules[n], "pre_enqueue")]
+        self.reserve_rules = [rules[n] for n in profile.plugins.get("reserve", ())
+                              if n in rules and hasattr(rules[n], "reserve")]
+        self.post_filter_rules = [rules[n] for n in profile.plugins.get("postFilter", ())
+                                  if n in rules and hasattr(rules[n], "post_filter")]
+
+    def pre_enqueue(self, pod: int) -> str | None:
+        """``RunPreEnqueuePlugins``: why a plugin keeps the pod out of the queue, or None."""
+        for rule in self.pre_enqueue_rules:
+            reason = rule.pre_enqueue(pod)
+            if reason is not None:
+                return reason
+        return None
+
+    def reserve(self, cycle: CycleState, node: int) -> dict[str, dict]:
+        """Reserve and PreBind on the chosen node (what the pod's claims got, by claim key)."""
+        out: dict[str, dict] = {}
+        for rule in self.reserve_rules:
+            out.update(rule.reserve(cycle, node))
+        return out
+
+    def deleted(self, pod: int) -> list[str]:
+        """A bound pod was deleted: what the plugins that keep objects for it released (claims freed)."""
+        return [key for rule in self.reserve_rules if hasattr(rule, "deleted") for key in rule.deleted(pod)]
 
     def pre_filter(self, cycle: CycleState, *, refresh: bool = False) -> tuple[Status, str, set[str]]:
         """Run PreFilter plugins; returns (status, rejecting plugin, plugins that skipped).

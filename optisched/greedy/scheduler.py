@@ -18,7 +18,7 @@ from datetime import UTC
 import numpy as np
 
 from .. import interrupt
-from ..framework import Code, CycleState, FilterResult, Status
+from ..framework import Code, CycleState, FilterAborted, FilterResult, Status
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..preemption.default_preemption import DefaultPreemption, PreemptionOutcome
@@ -67,6 +67,8 @@ class CycleRecord:
     absent_reason: str = ""  # their one shared status (``NodeToStatus.absentNodesStatus``)
     absent_plugins: tuple[str, ...] = ()  # the PreFilter plugins whose result excluded them
     post_filter: PreemptionOutcome | None = None
+    allocations: dict[str, dict] | None = None  # DRA: what each claim of the bound pod got, by claim key
+    deallocated: list[str] | None = None  # DRA: the claims the PostFilter deallocated
 
 
 @dataclass
@@ -147,6 +149,8 @@ class GreedyScheduler:
         self._changes = _ChangeCount()
         self.snapshot.subscribe(self._changes)
         self._nominations = 0  # bumped whenever a nomination is made or dropped
+        self._objects = 0  # bumped whenever a cycle changes an object besides placements (a claim deallocated)
+        self._last_cycle: CycleState | None = None
         self._failed: dict[tuple, list[CycleRecord]] = {}  # by _hint; each record's pod has its shape
         self._failed_at: tuple[int, int, int] | None = None
         self._shapes: dict[int, tuple] = {}
@@ -279,7 +283,7 @@ class GreedyScheduler:
 
     def _stamp(self) -> tuple[int, int, int]:
         """What a failed cycle's outcome depends on besides the pod: snapshot, nominations, start index."""
-        return self._changes.n, self._nominations, self.next_start
+        return self._changes.n + self._objects, self._nominations, self.next_start
 
     def schedule_one(self, pod: int, profile: Profile, attempt: int) -> CycleRecord:
         """One cycle. A pod of the same shape as one that just failed, on the same snapshot, with the same
@@ -293,7 +297,11 @@ class GreedyScheduler:
             for hit in self._failed.get(self._hint(pod), ()):
                 if self._same_shape(hit.pod, pod):
                     return replace(hit, pod=pod, attempt=attempt)
-        rec = self._cycle(pod, profile, attempt)
+        try:
+            rec = self._cycle(pod, profile, attempt)
+        except FilterAborted as e:  # a Filter or Score Error: the cycle ends, no PostFilter
+            rec = CycleRecord(pod, attempt, None, None, None, set(), None, None, None,
+                              f'running "{e.plugin}" {e.point} plugin: {e}', unschedulable_plugins=frozenset({e.plugin}))
         if memo and rec.chosen is None and rec.preemption is None and self._stamp() == stamp:
             if stamp != self._failed_at:
                 self._failed, self._failed_at = {}, stamp
@@ -302,7 +310,7 @@ class GreedyScheduler:
 
     def _cycle(self, pod: int, profile: Profile, attempt: int) -> CycleRecord:
         fw = self.framework(profile)
-        cycle = CycleState(pod, self.snapshot, profile)
+        cycle = self._last_cycle = CycleState(pod, self.snapshot, profile)
         nominated_row = self.nominated.get(pod)
         nominated = self.state.node_names[nominated_row] if nominated_row is not None else \
             self.state.pods[pod].status.nominated_node_name
@@ -353,12 +361,16 @@ class GreedyScheduler:
                            absent=absent, absent_reason=absent_reason, absent_plugins=absent_plugins)
 
     def _post_filter(self, fw: Framework, cycle: CycleState, rec: CycleRecord) -> CycleRecord:
-        """Run the profile's PostFilter plugins; DynamicResources has no claims to free, then DefaultPreemption."""
-        post = cycle.profile.plugins.get("postFilter", ())
+        """Run the profile's PostFilter plugins in order (``RunPostFilterPlugins``): DynamicResources may
+        free a claim, then DefaultPreemption; each one's message joins the FitError's."""
         reasons = []
-        if "DynamicResources" in post:
-            reasons.append("no new claims to deallocate")
-        if "DefaultPreemption" in post:
+        for rule in fw.post_filter_rules:
+            reason, freed = rule.post_filter(cycle)
+            reasons.append(reason)
+            if freed:
+                rec.deallocated = freed
+                self._objects += 1
+        if "DefaultPreemption" in cycle.profile.plugins.get("postFilter", ()):
             outcome = self._preemption(fw, cycle, rec)
             rec.post_filter = outcome
             names = self.state.node_names
@@ -424,6 +436,11 @@ class GreedyScheduler:
         state = self.state
         profiles = {p.scheduler_name: p for p in self.config.profiles}
         pending, skipped = split_handled(state, list(state.pending) if pods is None else pods, set(profiles))
+        held = {p: why for p in pending if (why := self.framework(profiles[state.pods[p].spec.scheduler_name])
+                                            .pre_enqueue(p)) is not None}
+        if held:  # a PreEnqueue plugin keeps them out of the queue: never attempted
+            pending = [p for p in pending if p not in held]
+            skipped.update(held)
         queue = SchedulingQueue(state, pending, requeue=self.options.requeue, shuffle=self.options.queue_seed)
         result = GreedyResult(state, self.snapshot, self.order, queue.initial_order(), [], {}, skipped=skipped)
         done = 0
@@ -446,6 +463,10 @@ class GreedyScheduler:
                     break
             if rec.chosen is not None:
                 self.snapshot.add(p, rec.chosen)
+                assert self._last_cycle is not None and self._last_cycle.pod == p  # a placed cycle is never reused
+                got = self.framework(profile).reserve(self._last_cycle, rec.chosen)
+                if got and self.options.record:
+                    rec.allocations = got
                 self.start_time[p] = self.bind_epoch + self.cycle_no
                 if self.nominated.pop(p, None) is not None:
                     self._nominations += 1
@@ -459,11 +480,17 @@ class GreedyScheduler:
                 progress(done, len(pending))
         return result
 
+    def _profile_of(self, pod: int) -> Profile:
+        name = self.state.pods[pod].spec.scheduler_name
+        return next((p for p in self.config.profiles if p.scheduler_name == name), self.config.profiles[0])
+
     def _preempt(self, result: GreedyResult, queue: SchedulingQueue, pod: int, outcome: PreemptionOutcome) -> None:
         """Evict the victims and nominate the node; pods the deletions may help move back to the queue."""
         assert outcome.nominated is not None
+        fw = self.framework(self._profile_of(pod))
         for v in outcome.victims:
             self.snapshot.remove(v)
+            fw.deleted(v)
             self.nominated.pop(v, None)
             result.preempted[v] = (pod, outcome.nominated)
         self.nominated[pod] = outcome.nominated

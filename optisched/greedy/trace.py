@@ -87,6 +87,10 @@ def cycle_to_json(res: GreedyResult, rec: CycleRecord) -> dict[str, Any]:
         out["heapPick"] = names[rec.heap_pick]
     out["chosen"] = names[rec.chosen] if rec.chosen is not None else None
     out["preemption"] = rec.preemption
+    if rec.allocations:
+        out["allocations"] = rec.allocations
+    if rec.deallocated:
+        out["deallocated"] = rec.deallocated
     if rec.message:
         out["message"] = rec.message
     return out
@@ -96,7 +100,7 @@ def trace_of(res: GreedyResult, config: SchedulerConfig, tie_break: TieBreak) ->
     """The whole run as one trace document."""
     profile = config.profiles[0]
     state = res.state
-    return {
+    doc = {
         "kubernetesVersion": release(config.kubernetes_version).patch,
         "source": "optisched greedy mode",
         "tieBreak": _TIE[tie_break],
@@ -111,3 +115,30 @@ def trace_of(res: GreedyResult, config: SchedulerConfig, tie_break: TieBreak) ->
         "preempted": {state.pods[v].key: {"by": state.pods[by].key, "node": state.node_names[n]}
                       for v, (by, n) in res.preempted.items()},
     }
+    claims = _claims(res)
+    if claims:
+        doc["claims"] = claims
+    return doc
+
+
+def _claims(res: GreedyResult) -> dict[str, dict]:
+    """Every ResourceClaim at the end of the run: its node, devices, requests and ``reservedFor`` (pods by
+    ``ns/name``), as the DRA conformance traces end."""
+    if not res.state.cluster.resource_claims and not res.state.cluster.resource_claim_templates:
+        return {}
+    from ..plugins.dynamicresources.claims import claim_book
+
+    book = claim_book(res.snapshot)
+    by_ref = {p.metadata.uid or p.key: p.key for p in res.state.pods}
+    out = {}
+    for key, claim in sorted(book.claims.items()):
+        entry: dict = {"devices": list(claim.devices),
+                       "requests": [r.request for r in claim.allocation.devices.results] if claim.allocation else []}
+        sel = claim.allocation.node_selector if claim.allocation is not None else None
+        nodes = [v for t in (sel.node_selector_terms if sel else []) for f in t.match_fields for v in f.values]
+        if len(nodes) == 1:
+            entry["node"] = nodes[0]
+        if claim.reserved_for:
+            entry["reservedFor"] = [by_ref.get(r, r) for r in claim.reserved_for]
+        out[key] = entry
+    return out

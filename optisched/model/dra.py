@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from .objects import Int64, KubeObject, List, NodeSelector, _M, _none_as_empty, _none_as_empty_map
+from .objects import _M, Int64, KubeObject, List, NodeSelector, _none_as_empty, _none_as_empty_map
 
 __all__ = [
     "ALLOCATION_MODE_ALL",

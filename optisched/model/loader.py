@@ -21,6 +21,7 @@ from ..errors import InputError
 from .bounded import DEFAULT_MAX_INPUT, Input, open_input
 from .cluster import Cluster, resolve_priority
 from .documents import load_documents, read_source, validation_message
+from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .names import check_object_name
 from .objects import (
     Namespace,
@@ -42,7 +43,6 @@ from .storage import (
     storage_warnings,
 )
 from .storage_kinds import CSIStorageCapacity, VolumeAttachment
-from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .stream import DOC, ITEM, REITEMS, documents
 
 __all__ = ["cluster_from_objects", "load_cluster", "load_documents", "read_source", "validation_message"]

@@ -73,20 +73,18 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int | None], ...] = (
 UNMODELLED_POINTS: dict[str, frozenset[str]] = {
     "SchedulingGates": frozenset({"preEnqueue"}),
     "PrioritySort": frozenset({"queueSort"}),
-    "DynamicResources": frozenset({"preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve",
-                                   "preBind"}),
     "DefaultPreemption": frozenset({"preEnqueue", "postFilter"}),
     "DefaultBinder": frozenset({"bind"}),
 }
 IN_TREE: frozenset[str] = frozenset(UNMODELLED_POINTS) | frozenset({
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
     "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-    "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"})
+    "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "DynamicResources"})
 
 # In-tree plugins optisched accepts but does not model. A name that is not in-tree is refused, as the stock
 # kube-scheduler binary refuses it (pkg/scheduler/framework/runtime/framework.go, NewFramework).
 # SchedulingGates is modelled by the greedy engine itself: gated pods stay pending and are reported.
-NOT_MODELLED: frozenset[str] = frozenset({"DynamicResources"})
+NOT_MODELLED: frozenset[str] = frozenset()
 
 # validation.go invalidPluginsByVersion: removed plugins that a v1 configuration may not name.
 REMOVED_PLUGINS: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})

@@ -21,6 +21,7 @@ from optisched.model.state import ClusterState, compile_cluster
 
 CASES = Path(__file__).resolve().parents[1] / "data" / "conformance" / "cases"
 CASES_1_36 = CASES.parent / "cases-v1.36"  # the same scenarios, traced by kube-scheduler v1.36.2
+CASES_DRA = CASES.parent / "cases-dra"  # GPU clusters with DRA objects, traced by kube-scheduler v1.35.4
 FILTER_ORDER = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
                 "PodTopologySpread", "InterPodAffinity"]
 

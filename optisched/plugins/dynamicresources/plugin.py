@@ -1,0 +1,276 @@
+"""DynamicResources: a pod's ResourceClaims must be allocatable on the node; allocated claims must be
+usable there. Devices come from ResourceSlices through the structured allocator.
+
+Upstream: ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`` of v1.35.4, with the
+default feature gates of 1.35 (DRAPrioritizedList and DRAAdminAccess on; extended resources, device taints,
+consumable capacity, binding conditions and partitionable devices off). Its points, as optisched runs them:
+
+- **PreEnqueue**: every claim exists, is not being deleted and, for a template, is the pod's own; else
+  the pod is never attempted (``not handled``, with upstream's reason).
+- **PreFilter**: Skip without claims; a DeviceClass a claim to allocate names that does not exist is
+  ``request R: device class C does not exist`` (UnschedulableAndUnresolvable, so no node is tried).
+- **Filter**: an allocated claim whose allocation's node selector rejects the node is
+  ``resourceclaim not available on the node``; the claims still to allocate go through the allocator on
+  the node, and no solution is ``cannot allocate all claims``. Every rejection is
+  UnschedulableAndUnresolvable: preemption never tries such a node. An allocator error (a CEL runtime
+  error, a class that vanished) aborts the cycle, as upstream's Filter Error does.
+- **PostFilter**: without claims, ``no new claims to deallocate``; else a claim that was unavailable on
+  some node and is reserved for nobody but the pod is deallocated (``deallocation of ResourceClaim
+  completed``; upstream picks one at random from a map, optisched the first in the pod's order), else
+  ``still not schedulable``.
+- **Score** (weight 2): per claim, ``8 - i`` for the i-th ``firstAvailable`` subrequest allocated;
+  normalized by the maximum (``DefaultNormalizeScore``).
+- **Reserve / PreBind**: the devices the Filter found on the chosen node are allocated at once and the
+  claims reserved for the pod (:meth:`reserve`), so the next cycle sees them taken.
+
+CP-SAT side (RELAXED): a pod may use only the nodes where its claims can be allocated against the
+claims allocated before the batch (the greedy verdict over every node); the devices the batch's pods take
+from each other are not encoded yet.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...framework import (
+    ClusterEvent,
+    Code,
+    CycleState,
+    Fidelity,
+    FilterAborted,
+    FilterResult,
+    Plugin,
+    Status,
+    default_normalize,
+)
+from ...model.dra import AllocationResult, Device, DeviceClass, ResourceClaim
+from .. import names
+from .claims import Claim, ClaimBook, ClaimNotReady, claim_book
+
+if TYPE_CHECKING:
+    from ...model.snapshot import Snapshot
+    from ...optimal.classes import PodClass
+    from ...optimal.model import BatchModel
+
+__all__ = ["CANNOT_ALLOCATE", "FIRST_AVAILABLE_MAX", "NOT_AVAILABLE", "DynamicResources"]
+
+CANNOT_ALLOCATE = "cannot allocate all claims"
+NOT_AVAILABLE = "resourceclaim not available on the node"
+NO_CLAIMS = "no new claims to deallocate"
+DEALLOCATED = "deallocation of ResourceClaim completed"
+STILL = "still not schedulable"
+FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+
+
+class _Selectors:
+    """The allocator's view of CEL: compiled once per expression, a device's view built once."""
+
+    def __init__(self) -> None:
+        from .cel import compile_selector, device_view
+
+        self._compile, self._view = compile_selector, device_view
+        self._views: dict[int, Any] = {}
+
+    def matches(self, expression: str, driver: str, device: Device) -> bool:
+        view = self._views.get(id(device))
+        if view is None:
+            view = self._views[id(device)] = (self._view(driver, device), device)
+        return bool(self._compile(expression).matches(view[0]))
+
+
+@dataclass
+class _State:
+    """PreFilter's ``stateData``: the pod's claims in order, which still need an allocation, the nodes each
+    allocated claim is usable on, and per node the Filter's allocation (``nodeAllocations``)."""
+
+    claims: list[tuple[str, Claim]]
+    to_allocate: list[Claim]
+    available: list[np.ndarray | None]
+    allocated: frozenset[str] = frozenset()
+    node_allocations: dict[int, list[AllocationResult]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+
+
+class DynamicResources(Plugin):
+    name = names.DYNAMIC_RESOURCES
+    points = frozenset({"preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"})
+    # a deleted pod's claims may be deallocated (a ResourceClaim update: isSchedulableAfterClaimChange queues)
+    events = frozenset({ClusterEvent.ASSIGNED_POD_DELETE})
+    placement_free = True  # reads claims and slices, never the pods on the node: a dry run keeps the answer
+
+    def __init__(self, snapshot: Snapshot, profile: object) -> None:
+        self.snapshot = snapshot
+        self.state = snapshot.state
+        cluster = self.state.cluster
+        self.book: ClaimBook = claim_book(snapshot)
+        self.classes: dict[str, DeviceClass] = {c.metadata.name: c for c in cluster.device_classes}
+        self._allocator: Any = None
+
+    @property
+    def allocator(self) -> Any:
+        if self._allocator is None:
+            from .allocator import Allocator
+
+            self._allocator = Allocator(self.classes, self.state.cluster.resource_slices, _Selectors())
+        return self._allocator
+
+    # ------------------------------------------------------------------ PreEnqueue
+    def pre_enqueue(self, pod: int) -> str | None:
+        """Why the pod stays out of the queue (``foreachPodResourceClaim``'s error), or None."""
+        return self.book.not_ready(pod)
+
+    # ------------------------------------------------------------------ PreFilter
+    def pre_filter(self, cycle: CycleState) -> Status:
+        cycle.data[self.name] = None
+        try:
+            entries = self.book.claims_of(cycle.pod)
+        except ClaimNotReady as e:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),))
+        claims = [(e, c) for e, c in entries if c is not None]
+        if not claims:
+            return Status.skip()
+        to_allocate: list[Claim] = []
+        available: list[np.ndarray | None] = []
+        for _, claim in claims:
+            if claim.allocation is not None:
+                available.append(self.book.available_on(claim))
+                continue
+            available.append(None)
+            to_allocate.append(claim)
+            bad = self._check_classes(claim.obj)
+            if bad is not None:
+                return bad
+        cycle.data[self.name] = _State(claims, to_allocate, available,
+                                       self.book.allocated_devices if to_allocate else frozenset())
+        return Status()
+
+    def _check_classes(self, claim: ResourceClaim) -> Status | None:
+        """``validateDeviceClass`` for every request and subrequest of a claim to allocate."""
+        for request in claim.spec.devices.requests:
+            subs = ([(request.name, request.exactly.device_class_name)] if request.exactly is not None
+                    else [(f"{request.name}/{s.name}", s.device_class_name) for s in request.first_available])
+            for ref, cls in subs:
+                if cls not in self.classes:
+                    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                  (f"request {ref}: device class {cls} does not exist",))
+        return None
+
+    # ------------------------------------------------------------------ Filter
+    def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
+        st: _State | None = cycle.data.get(self.name)
+        n = len(nodes)
+        if st is None:
+            return FilterResult.passing(n)
+        unavailable = np.zeros(n, dtype=bool)
+        for index, mask in enumerate(st.available):
+            if mask is not None:
+                miss = ~mask[nodes]
+                if miss.any():
+                    st.unavailable.add(index)
+                    unavailable |= miss
+        cannot = np.zeros(n, dtype=bool)
+        if st.to_allocate:
+            from .allocator import AllocationError
+
+            node_objs = self.state.nodes
+            claims = [c.obj for c in st.to_allocate]
+            for pos in np.flatnonzero(~unavailable):
+                row = int(nodes[pos])
+                found = st.node_allocations.get(row)
+                if found is None:
+                    try:
+                        result = self.allocator.allocate(node_objs[row], claims, st.allocated)
+                    except AllocationError as e:
+                        raise FilterAborted(self.name, str(e)) from None
+                    if result is None or len(result) != len(claims):
+                        cannot[pos] = True
+                        continue
+                    st.node_allocations[row] = list(result)
+        code = np.where(unavailable | cannot, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), np.int8(0))
+        reasons = [(m, text) for m, text in ((unavailable, NOT_AVAILABLE), (cannot, CANNOT_ALLOCATE)) if m.any()]
+        return FilterResult(code, reasons)
+
+    # ------------------------------------------------------------------ PostFilter
+    def post_filter(self, cycle: CycleState) -> tuple[str, list[str]]:
+        """The PostFilter's status message and the claims it deallocated (by key)."""
+        st: _State | None = cycle.data.get(self.name)
+        if st is None:
+            return NO_CLAIMS, []
+        pod_ref = self.state.pods[cycle.pod].metadata.uid or self.state.pods[cycle.pod].key
+        for index in sorted(st.unavailable):
+            claim = st.claims[index][1]
+            if not claim.reserved_for or claim.reserved_for == [pod_ref]:
+                self.book.deallocate(claim)
+                return DEALLOCATED, [claim.key]
+        return STILL, []
+
+    # ------------------------------------------------------------------ Score
+    def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
+        return Status()
+
+    def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        """``computeScore``: the rank of each allocated ``firstAvailable`` subrequest (8 for the first)."""
+        st: _State | None = cycle.data.get(self.name)
+        out = np.zeros(len(nodes), dtype=np.int64)
+        if st is None or not st.to_allocate:
+            return out
+        for i, row in enumerate(nodes.tolist()):
+            results = st.node_allocations.get(row)
+            if results is None:
+                continue
+            out[i] = _first_available_score([c.obj for _, c in st.claims], results)
+        return out
+
+    def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
+        return default_normalize(scores, reverse=False)
+
+    # ------------------------------------------------------------------ Reserve / PreBind
+    def reserve(self, cycle: CycleState, node: int) -> dict[str, dict]:
+        """Allocate the claims on ``node`` as the Filter found them and reserve every claim for the pod;
+        returns what each claim got, by claim key (``podClaim``, ``node``, ``devices``, ``requests``,
+        ``existing``: allocated before this cycle)."""
+        st: _State | None = cycle.data.get(self.name)
+        if st is None:
+            return {}
+        results = st.node_allocations.get(node, [])
+        fresh = {c.key: r for c, r in zip(st.to_allocate, results)}
+        existing = {c.key for _, c in st.claims if c.allocation is not None}
+        self.book.bind(cycle.pod, fresh)
+        node_name = self.state.node_names[node]
+        return {claim.key: {"podClaim": entry, "node": node_name, "devices": list(claim.devices),
+                            "requests": [r.request for r in claim.allocation.devices.results]
+                            if claim.allocation is not None else [],
+                            "existing": claim.key in existing}
+                for entry, claim in st.claims}
+
+    def deleted(self, pod: int) -> list[str]:
+        """A pod was deleted (a preemption victim): the claims it leaves reserved for nobody are freed."""
+        return self.book.delete(pod)
+
+    # ------------------------------------------------------------------ CP-SAT side
+    filter_fidelity = Fidelity.RELAXED
+
+    def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """The greedy verdict over every node, against the claims allocated before the batch."""
+        model.restrict_by_filter(self, classes)
+
+    def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
+        """Devices two pods of the batch both count on are not encoded (RELAXED)."""
+
+
+def _first_available_score(claims: Sequence[ResourceClaim], results: Sequence[AllocationResult]) -> int:
+    """``computeScore`` over the pod's claims and the node's allocation results, index by index."""
+    score = 0
+    for i, claim in enumerate(claims):
+        if i >= len(results):
+            raise FilterAborted(names.DYNAMIC_RESOURCES, f"number of allocations {len(results)} is smaller "
+                                "than number of claims", "score")
+        subs = {r.request for r in results[i].devices.results if "/" in r.request}
+        for req in claim.spec.devices.requests:
+            for j, sub in enumerate(req.first_available):
+                if f"{req.name}/{sub.name}" in subs:
+                    score += FIRST_AVAILABLE_MAX - j
+    return score
