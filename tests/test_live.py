@@ -11,7 +11,7 @@ from test_cli import EXAMPLES, run
 from optisched.model import live
 
 
-def fake_kubernetes(objects: list[dict], calls: list[str]) -> types.ModuleType:
+def fake_kubernetes(objects: list[dict], calls: list[str], missing: frozenset[str] = frozenset()) -> types.ModuleType:
     by_kind: dict[str, list[dict]] = {}
     for o in objects:
         by_kind.setdefault(o["kind"], []).append({k: v for k, v in o.items() if k != "kind"})
@@ -28,6 +28,8 @@ def fake_kubernetes(objects: list[dict], calls: list[str]) -> types.ModuleType:
 
             def call(_preload_content=True, limit=None, _continue=None):
                 calls.append(method)
+                if kind in missing:  # the API server does not serve this group
+                    raise type("ApiException", (Exception,), {"status": 404})("(404) Not Found")
                 items, start = by_kind.get(kind, []), int(_continue or 0)
                 end = start + limit if limit else len(items)
                 meta = {"continue": str(end)} if end < len(items) else {}
@@ -35,7 +37,7 @@ def fake_kubernetes(objects: list[dict], calls: list[str]) -> types.ModuleType:
             return call
 
     mod.client = types.SimpleNamespace(ApiClient=lambda: None, CoreV1Api=Api, SchedulingV1Api=Api, PolicyV1Api=Api,
-                                       AppsV1Api=Api, StorageV1Api=Api)
+                                       AppsV1Api=Api, StorageV1Api=Api, ResourceV1Api=Api)
     return mod
 
 
@@ -77,3 +79,26 @@ def test_lists_are_read_in_pages_without_their_managed_fields(monkeypatch):
         (o["kind"], o["metadata"]["name"]) for kind, *_ in live.LISTS for o in objects if o["kind"] == kind]
     assert all("managedFields" not in o["metadata"] for o in paged)
     assert calls.count("list_pod_for_all_namespaces") == 5  # 19 pods, 4 a page
+
+
+def test_dra_objects_are_read_and_a_cluster_without_their_api_group_reads_as_none(monkeypatch):
+    from pathlib import Path
+
+    case = Path(__file__).parent / "data" / "conformance" / "cases-dra" / "dra-9001-n4-p12.yaml"
+    objects = [o for o in yaml.safe_load_all(case.read_text()) if o]
+    calls: list[str] = []
+    monkeypatch.setitem(sys.modules, "kubernetes", fake_kubernetes(objects, calls))
+    cluster = live.load_live()
+    assert len(cluster.resource_slices) == sum(o["kind"] == "ResourceSlice" for o in objects) > 0
+    assert len(cluster.device_classes) and len(cluster.resource_claim_templates)
+    gone = frozenset(live.OPTIONAL)
+    monkeypatch.setitem(sys.modules, "kubernetes", fake_kubernetes(objects, calls, missing=gone))
+    cluster = live.load_live()
+    assert not cluster.resource_slices and not cluster.device_classes and cluster.nodes
+    monkeypatch.setitem(sys.modules, "kubernetes", fake_kubernetes(objects, calls, missing=frozenset({"Pod"})))
+    try:
+        live.load_live()
+    except Exception as e:  # a core list that fails is still an error
+        assert "listing Pod objects failed" in str(e)
+    else:
+        raise AssertionError("a failed Pod list was ignored")

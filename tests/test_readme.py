@@ -28,7 +28,8 @@ RESOURCE_KINDS = {
     "statefulsets": "StatefulSet", "daemonsets": "DaemonSet", "replicationcontrollers": "ReplicationController",
     "pv": "PersistentVolume", "pvc": "PersistentVolumeClaim", "storageclasses": "StorageClass",
     "csinodes": "CSINode", "csidrivers": "CSIDriver", "csistoragecapacities": "CSIStorageCapacity",
-    "volumeattachments": "VolumeAttachment",
+    "volumeattachments": "VolumeAttachment", "deviceclasses": "DeviceClass", "resourceslices": "ResourceSlice",
+    "resourceclaims": "ResourceClaim", "resourceclaimtemplates": "ResourceClaimTemplate",
 }
 
 

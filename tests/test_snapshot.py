@@ -46,6 +46,10 @@ ROUTES = {  # the REST path of every list call in live.LISTS
     "list_csi_node": "/apis/storage.k8s.io/v1/csinodes", "list_csi_driver": "/apis/storage.k8s.io/v1/csidrivers",
     "list_csi_storage_capacity_for_all_namespaces": "/apis/storage.k8s.io/v1/csistoragecapacities",
     "list_volume_attachment": "/apis/storage.k8s.io/v1/volumeattachments",
+    "list_device_class": "/apis/resource.k8s.io/v1/deviceclasses",
+    "list_resource_slice": "/apis/resource.k8s.io/v1/resourceslices",
+    "list_resource_claim_for_all_namespaces": "/apis/resource.k8s.io/v1/resourceclaims",
+    "list_resource_claim_template_for_all_namespaces": "/apis/resource.k8s.io/v1/resourceclaimtemplates",
 }
 
 

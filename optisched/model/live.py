@@ -44,7 +44,14 @@ LISTS = [
     ("CSIDriver", "storage.k8s.io/v1", "StorageV1Api", "list_csi_driver"),
     ("CSIStorageCapacity", "storage.k8s.io/v1", "StorageV1Api", "list_csi_storage_capacity_for_all_namespaces"),
     ("VolumeAttachment", "storage.k8s.io/v1", "StorageV1Api", "list_volume_attachment"),
+    ("DeviceClass", "resource.k8s.io/v1", "ResourceV1Api", "list_device_class"),
+    ("ResourceSlice", "resource.k8s.io/v1", "ResourceV1Api", "list_resource_slice"),
+    ("ResourceClaim", "resource.k8s.io/v1", "ResourceV1Api", "list_resource_claim_for_all_namespaces"),
+    ("ResourceClaimTemplate", "resource.k8s.io/v1", "ResourceV1Api",
+     "list_resource_claim_template_for_all_namespaces"),
 ]
+# served only where the API group is (resource.k8s.io/v1 since 1.34): a 404 there means no such objects
+OPTIONAL = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
 
 CHUNK = 500
 """Objects per list call, kubectl's default ``--chunk-size``; later pages follow ``metadata.continue``,
@@ -97,6 +104,8 @@ def _pages(list_call: Any, kind: str, source: str) -> Iterator[dict]:
             resp = list_call(limit=CHUNK, _preload_content=False, **({"_continue": token} if token else {}))
             data = json.loads(resp.data)
         except Exception as e:  # noqa: BLE001 - ApiException, urllib3 and TLS errors alike
+            if kind in OPTIONAL and getattr(e, "status", None) == 404:
+                return
             raise InputError(f"listing {kind} objects failed: {e}", source=source) from None
         for item in data.get("items") or []:
             if isinstance(item.get("metadata"), dict):
