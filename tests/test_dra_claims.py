@@ -59,7 +59,7 @@ def book(*objects: dict) -> tuple[ClaimBook, list[str]]:
 
 
 def test_a_template_without_a_claim_gets_the_one_the_controller_would_make():
-    b, keys = book(TEMPLATE, pod("train", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]))
+    b, _ = book(TEMPLATE, pod("train", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]))
     [(entry, c)] = b.claims_of(0)
     assert entry == "gpu" and c is not None and c.generated
     assert c.obj.metadata.name.startswith("train-gpu-") and len(c.obj.metadata.name) == len("train-gpu-") + 5
