@@ -58,7 +58,7 @@ def test_from_greedy_takes_placements_reasons_and_the_chosen_nodes_scores(state)
     # api-1 on the empty node-2: LeastAllocated (50 + 75) / 2 = 62; BalancedAllocation cpu 1/2 vs
     # memory 1/4: (1 - 0.125) * 100 = 87; TaintToleration 100 x weight 3; ImageLocality 0
     assert run.pod_scores[1] == {"TaintToleration": 300, "NodeResourcesFit": 62,
-                                 "NodeResourcesBalancedAllocation": 87, "ImageLocality": 0}
+                                 "NodeResourcesBalancedAllocation": 87, "ImageLocality": 0, "DynamicResources": 0}
     assert set(run.pod_scores) == {0, 1, 2, 3}  # only placed pods
 
 

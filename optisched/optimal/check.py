@@ -71,9 +71,27 @@ def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.nd
             tick()
         frameworks[profile.scheduler_name] = Framework(snap, profile)
     moved = (node_of >= 0) & (node_of != state.pod_node)
+    out = _settle(frameworks, snap, np.flatnonzero(moved).tolist(), node_of)
     if only is not None:
         moved &= only
-    return _check_rows(frameworks, snap, np.flatnonzero(moved).tolist(), node_of, signature_of, tick)
+    return out + _check_rows(frameworks, snap, np.flatnonzero(moved).tolist(), node_of, signature_of, tick)
+
+
+def _settle(frameworks: dict[str, Framework], snap: Snapshot, rows: list[int], node_of: np.ndarray) -> list[Violation]:
+    """What the placed pods take besides room on their node, taken in row order before any pod is checked
+    (the devices of their ResourceClaims, ``settle`` of a rule such as DynamicResources): the pods whose
+    share cannot be had are violations; the others' shares are then part of the cluster each check sees."""
+    state = snap.state
+    out: list[Violation] = []
+    seen: set[int] = set()
+    for fw in frameworks.values():
+        mine = [p for p in rows if state.pods[p].spec.scheduler_name == fw.profile.scheduler_name]
+        for rule in fw.filter_rules.values():
+            if hasattr(rule, "settle") and id(rule) not in seen:
+                seen.add(id(rule))
+                out += [Violation(state.pods[p].key, state.node_names[int(node_of[p])], rule.name, reasons)
+                        for p, reasons in rule.settle(mine, node_of)]
+    return out
 
 
 def checked_rows(state: ClusterState, node_of: np.ndarray, signature_of: np.ndarray,
@@ -139,6 +157,7 @@ def check_in_order(state: ClusterState, config: SchedulerConfig, node_of: np.nda
             snap.remove(p)
         for p in rows.tolist():
             snap.add(p, int(node_of[p]))
+        out += _settle(frameworks, snap, rows.tolist(), node_of)
         out += _check_rows(frameworks, snap, rows.tolist(), node_of, signature_of)
     return out
 

@@ -102,7 +102,7 @@ class DynamicResources(Plugin):
     placement_free = True  # reads claims and slices, never the pods on the node: a dry run keeps the answer
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
-        self.snapshot = snapshot
+        self.snapshot, self.profile = snapshot, profile
         self.state = snapshot.state
         cluster = self.state.cluster
         self.book: ClaimBook = claim_book(snapshot)
@@ -249,6 +249,38 @@ class DynamicResources(Plugin):
     def deleted(self, pod: int) -> list[str]:
         """A pod was deleted (a preemption victim): the claims it leaves reserved for nobody are freed."""
         return self.book.delete(pod)
+
+    def settle(self, pods: Sequence[int], node_of: np.ndarray) -> list[tuple[int, tuple[str, ...]]]:
+        """Allocate, pod by pod, the claims of the pods an answer places (``node_of``), as binding them in
+        this order would, on a snapshot that holds the answer: what each pod's devices are, and which
+        pods' claims cannot be allocated there (with the Filter's reasons). A pod that ran elsewhere
+        first leaves its claims (its replacement gets its own from the template; a claim it shared
+        stays allocated to its other pods). Sound, not complete: an order in which the allocator's first
+        solutions block a later pod is reported though another order might fit them all."""
+        out: list[tuple[int, tuple[str, ...]]] = []
+        for p in pods:
+            if not self.state.pods[p].spec.resource_claims:
+                continue
+            if self.state.pod_node[p] >= 0:
+                self.book.delete(p)
+            node = int(node_of[p])
+            cycle = CycleState(p, self.snapshot, self.profile)  # type: ignore[arg-type]
+            st = self.pre_filter(cycle)
+            if st.code == Code.SKIP:
+                continue
+            if not st.ok:
+                out.append((p, st.reasons))
+                continue
+            try:
+                res = self.filter(cycle, np.array([node], dtype=np.int64))
+            except FilterAborted as e:
+                out.append((p, (str(e),)))
+                continue
+            if res.code[0]:
+                out.append((p, tuple(res.reasons_of(0))))
+                continue
+            self.reserve(cycle, node)
+        return out
 
     # ------------------------------------------------------------------ CP-SAT side
     filter_fidelity = Fidelity.RELAXED
