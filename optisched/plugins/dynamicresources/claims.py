@@ -112,6 +112,9 @@ class ClaimBook:
         self._in_use: dict[str, int] = {}
         for claim in self.claims.values():
             self._count(claim, +1)
+        # the pools (``driver/pool``) whose devices were taken or freed, in order: a reader that keeps
+        # answers per node knows from it which answers still hold
+        self.changed_pools: list[str] = []
         self._masks: dict[str, np.ndarray] = {}
 
     # ------------------------------------------------------------------ resolution
@@ -175,6 +178,8 @@ class ClaimBook:
 
     # ------------------------------------------------------------------ devices in use
     def _count(self, claim: Claim, sign: int) -> None:
+        if hasattr(self, "changed_pools"):
+            self.changed_pools.extend(dict.fromkeys(d.rsplit("/", 1)[0] for d in claim.devices))
         for d in claim.devices:
             n = self._in_use.get(d, 0) + sign
             if n:

@@ -108,6 +108,25 @@ class DynamicResources(Plugin):
         self.book: ClaimBook = claim_book(snapshot)
         self.classes: dict[str, DeviceClass] = {c.metadata.name: c for c in cluster.device_classes}
         self._allocator: Any = None
+        # the allocator's answers per (claims to allocate, node), kept while no device of a pool the node
+        # can use is taken or freed: a node's version moves when one is (nodes without slices of their own
+        # share one answer, key -1)
+        self._answers: dict[tuple[tuple[str, ...], int], tuple[int, list[AllocationResult] | None]] = {}
+        self._spec_keys: dict[str, str] = {}
+        self._local_pools: dict[str, list[int]] = {}  # driver/pool of node-local slices -> node rows
+        self._shared = False  # some slice is selected by node selector or for all nodes
+        has_slice = np.zeros(self.state.num_nodes, dtype=bool)
+        for sl in cluster.resource_slices:
+            pool = f"{sl.spec.driver}/{sl.spec.pool.name}"
+            row = self.state.node_index.get(sl.spec.node_name) if sl.spec.node_name else None
+            if row is not None:
+                self._local_pools.setdefault(pool, []).append(row)
+                has_slice[row] = True
+            elif not sl.spec.node_name:
+                self._shared = True
+        self._own_slices = has_slice if not self._shared else np.ones(self.state.num_nodes, dtype=bool)
+        self._version = np.zeros(self.state.num_nodes, dtype=np.int64)
+        self._seen = 0
 
     @property
     def allocator(self) -> Any:
@@ -173,25 +192,61 @@ class DynamicResources(Plugin):
                     unavailable |= miss
         cannot = np.zeros(n, dtype=bool)
         if st.to_allocate:
-            from .allocator import AllocationError
-
-            node_objs = self.state.nodes
+            self._catch_up()
             claims = [c.obj for c in st.to_allocate]
-            for pos in np.flatnonzero(~unavailable):
+            sig = tuple(self._spec_key(c) for c in st.to_allocate)
+            own = self._own_slices[nodes]
+            for pos in np.flatnonzero(~unavailable).tolist():
                 row = int(nodes[pos])
-                found = st.node_allocations.get(row)
-                if found is None:
-                    try:
-                        result = self.allocator.allocate(node_objs[row], claims, st.allocated)
-                    except AllocationError as e:
-                        raise FilterAborted(self.name, str(e)) from None
-                    if result is None or len(result) != len(claims):
-                        cannot[pos] = True
-                        continue
-                    st.node_allocations[row] = list(result)
+                if row in st.node_allocations:
+                    continue
+                result = self._allocate(sig, claims, row if own[pos] else -1, row, st.allocated)
+                if result is None:
+                    cannot[pos] = True
+                else:
+                    st.node_allocations[row] = result
         code = np.where(unavailable | cannot, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), np.int8(0))
         reasons = [(m, text) for m, text in ((unavailable, NOT_AVAILABLE), (cannot, CANNOT_ALLOCATE)) if m.any()]
         return FilterResult(code, reasons)
+
+    def _spec_key(self, claim: Claim) -> str:
+        key = self._spec_keys.get(claim.key)
+        if key is None:
+            key = self._spec_keys[claim.key] = claim.obj.spec.model_dump_json()
+        return key
+
+    def _catch_up(self) -> None:
+        """Move the version of every node whose pools' devices were taken or freed since the last look."""
+        changed = self.book.changed_pools
+        if self._seen == len(changed):
+            return
+        if self._shared:
+            self._version += 1
+        else:
+            for pool in set(changed[self._seen:]):
+                rows = self._local_pools.get(pool)
+                if rows:
+                    self._version[rows] += 1
+        self._seen = len(changed)
+
+    def _allocate(self, sig: tuple[str, ...], claims: list[ResourceClaim], key_row: int, row: int,
+                  allocated: frozenset[str]) -> list[AllocationResult] | None:
+        """The allocator on node ``row`` (kept per claims and node while the node's pools are unchanged;
+        ``key_row`` -1: a node without slices of its own, which all get the same answer)."""
+        from .allocator import AllocationError
+
+        version = int(self._version[row]) if key_row >= 0 else 0
+        hit = self._answers.get((sig, key_row))
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        try:
+            result = self.allocator.allocate(self.state.nodes[row], claims, allocated)
+        except AllocationError as e:
+            raise FilterAborted(self.name, str(e)) from None
+        answer = list(result) if result is not None and len(result) == len(claims) else None
+        if key_row >= 0 or answer is None:  # an allocation names its node: one without slices keeps its own
+            self._answers[(sig, key_row)] = (version, answer)
+        return answer
 
     # ------------------------------------------------------------------ PostFilter
     def post_filter(self, cycle: CycleState) -> tuple[str, list[str]]:
