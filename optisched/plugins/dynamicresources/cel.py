@@ -54,6 +54,9 @@ class DeviceView:
     def cel_value(self) -> dict[str, Any]:
         """The ``device`` value handed to CEL, built once per view."""
         if not self._cel:
+            if _has_nul(self):
+                raise NotHandled(f"device of {self.driver!r}: a string holding a NUL character, which "
+                                 "cel-expr-python cuts short")
             self._cel.update(
                 driver=self.driver,
                 allowMultipleAllocations=bool(self.allow_multiple_allocations),
@@ -61,6 +64,13 @@ class DeviceView:
                             for d, ids in self.attributes.items()},
                 capacity={d: {k: quantity_message(q) for k, q in ids.items()} for d, ids in self.capacity.items()})
         return self._cel
+
+
+def _has_nul(device: DeviceView) -> bool:
+    strings = [device.driver, *device.attributes, *device.capacity]
+    for ids in (*device.attributes.values(), *device.capacity.values()):
+        strings += [*ids, *(v for v in ids.values() if isinstance(v, str))]
+    return any("\x00" in s for s in strings)
 
 
 def _split(name: str, driver: str) -> tuple[str, str]:
@@ -144,7 +154,7 @@ _SCALARS = {"NULL": "null_type", "DURATION": "google.protobuf.Duration", "TIMEST
 
 def _type_name(name: str) -> str:
     """A cel-expr type name in cel-go's spelling: ``LIST<INT>`` -> ``list(int)``."""
-    out = re.sub(r"[A-Z_]+", lambda m: _SCALARS.get(m.group(0), m.group(0).lower()), name)
+    out = re.sub(r"(?<![\w.])[A-Z][A-Z_]*(?![\w.])", lambda m: _SCALARS.get(m.group(0), m.group(0).lower()), name)
     return out.replace("<", "(").replace(">", ")")
 
 
@@ -208,11 +218,26 @@ class Program:
         return CELError(f"no such key: {key}")
 
 
+_DYN_RANGE = "cannot be the range of a comprehension (must be list, map, or dynamic)"
+
+
+def _compile(expression: str) -> Any:
+    """Type-checked compilation. cel-expr-python 0.1.3's checker refuses a macro over an indexed ``dyn``
+    (``device.attributes["d"].exists(...)``), which cel-go accepts: such an expression is compiled
+    unchecked, its result then checked when evaluated."""
+    try:
+        return _env().compile(expression)
+    except RuntimeError as e:
+        if _DYN_RANGE not in str(e):
+            raise
+        return _env().compile(expression, disable_check=True)
+
+
 @lru_cache(maxsize=CACHE_SIZE)
 def compile_selector(expression: str) -> Program:
     """Compile a selector once per process (failures are not kept, as ``Cache.GetOrCompile``)."""
     try:
-        compiled = _env().compile(expression)
+        compiled = _compile(expression)
     except RuntimeError as e:
         message = _issues(str(e))
         if (reason := _not_handled(expression, message)) is not None:

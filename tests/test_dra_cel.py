@@ -1,0 +1,398 @@
+"""DRA CEL selectors: upstream's compile_test.go table, the conformance cases' selectors, errors, the cache,
+and properties against Python's own comparisons."""
+from __future__ import annotations
+
+import glob
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optisched.model.dra import Device, DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from optisched.model.quantity import parse_quantity
+from optisched.plugins.dynamicresources import cel
+from optisched.plugins.dynamicresources.cel import CELError, NotHandled, compile_selector, device_view
+from optisched.plugins.dynamicresources.cel_library import Version, parse_semver
+
+DRA = "dra.example.com"
+
+
+def view(driver: str = "", attributes: dict[str, Any] | None = None, capacity: dict[str, str] | None = None,
+         allow_multiple_allocations: bool | None = None) -> cel.DeviceView:
+    """A device built through the typed model, as a ResourceSlice would carry it."""
+    device = Device.model_validate({
+        "name": "dev", "attributes": attributes or {},
+        "capacity": {k: {"value": v} for k, v in (capacity or {}).items()},
+        "allowMultipleAllocations": allow_multiple_allocations})
+    return device_view(driver, device)
+
+
+# ---------------------------------------------------------------- compile_test.go (v1.35/v1.36 rows without
+# list-typed attributes, which 1.35 does not have, and without cost, which is not modelled)
+# id: (expression, driver, attributes, capacity, allowMultipleAllocations, compile error, match error, match)
+ROWS: dict[str, tuple[str, str, dict, dict, bool | None, str, str, bool]] = {
+    "true": ("true", "", {}, {}, None, "", "", True),
+    "false": ("false", "", {}, {}, None, "", "", False),
+    "syntax-error": ("?!", "", {}, {}, None, "Syntax error", "", False),
+    "type-error": ("1", "", {}, {}, None, "must evaluate to bool or the unknown type, not int", "", False),
+    "runtime-error-lookup-identifier": (
+        'device.attributes["no-such-domain"].noSuchAttr.isGreaterThan(quantity("0"))', "", {}, {}, None, "",
+        "no such key: noSuchAttr", False),
+    "runtime-error-lookup-map": (
+        'device.attributes["no-such-domain"]["noSuchAttr"].isGreaterThan(quantity("0"))', "", {}, {}, None, "",
+        "no such key: noSuchAttr", False),
+    "domain-check-negative": ('"no-such-domain" in device.attributes', "", {}, {}, None, "", "", False),
+    "domain-check-positive": ('"dra.example.com" in device.attributes', "",
+                              {"dra.example.com/something": {"bool": True}}, {}, None, "", "", True),
+    "empty-driver-name": ('device.driver == ""', "", {}, {}, None, "", "", True),
+    "real-driver-name": ('device.driver == "dra.example.com"', DRA, {}, {}, None, "", "", True),
+    "driver-name-qualifier": ('device.attributes["dra.example.com"].name', DRA, {"name": {"bool": True}}, {},
+                              None, "", "", True),
+    "driver-name-qualifier-map-lookup": ('device.attributes["dra.example.com"]["name"]', DRA,
+                                         {"name": {"bool": True}}, {}, None, "", "", True),
+    "bind": ('cel.bind(dra, device.attributes["dra.example.com"], dra.name)', DRA, {"name": {"bool": True}}, {},
+             None, "", "", True),
+    "qualified-attribute-name": ('device.attributes["other.example.com"].name', DRA,
+                                 {"other.example.com/name": {"bool": True}}, {}, None, "", "", True),
+    "bool": ('device.attributes["dra.example.com"].name', DRA, {"name": {"bool": True}}, {}, None, "", "", True),
+    "int": ('device.attributes["dra.example.com"].name > 0', DRA, {"name": {"int": 1}}, {}, None, "", "", True),
+    "string": ('device.attributes["dra.example.com"].name == "fish"', DRA, {"name": {"string": "fish"}}, {},
+               None, "", "", True),
+    "includes-function-undeclared-error": ('device.attributes["dra.example.com"].name.includes("fish")', DRA, {},
+                                           {}, None, "undeclared reference to 'includes'", "", False),
+    "version": ('device.attributes["dra.example.com"].name.isGreaterThan(semver("0.0.1"))', DRA,
+                {"name": {"version": "1.0.0"}}, {}, None, "", "", True),
+    "version_v": (('device.attributes["dra.example.com"].name.isGreaterThan(semver("v0.0.1", true)) && '
+                  'isSemver("v1.0.0", true)'), DRA, {"name": {"version": "1.0.0"}}, {}, None, "", "", True),
+    "quantity": ('device.capacity["dra.example.com"].name.isGreaterThan(quantity("1Ki"))', DRA, {},
+                 {"name": "1Mi"}, None, "", "", True),
+    "check-positive": (('"name" in device.capacity["dra.example.com"] && '
+                       'device.capacity["dra.example.com"].name.isGreaterThan(quantity("1Ki"))'), DRA, {},
+                       {"name": "1Mi"}, None, "", "", True),
+    "check-negative": (('!("name" in device.capacity["dra.example.com"]) || '
+                       'device.capacity["dra.example.com"].name.isGreaterThan(quantity("1Ki"))'), "", {}, {}, None,
+                       "", "", True),
+    "all": ("""
+device.capacity["dra.example.com"].quantity.isGreaterThan(quantity("1Ki")) &&
+device.attributes["dra.example.com"].bool &&
+device.attributes["dra.example.com"].int > 0 &&
+device.attributes["dra.example.com"].string == "fish" &&
+device.attributes["dra.example.com"].version.isGreaterThan(semver("0.0.1")) &&
+device.capacity["dra.example.com"]["quantity"].isGreaterThan(quantity("1Ki")) &&
+device.attributes["dra.example.com"]["bool"] &&
+device.attributes["dra.example.com"]["int"] > 0 &&
+device.attributes["dra.example.com"]["string"] == "fish" &&
+device.attributes["dra.example.com"]["version"].isGreaterThan(semver("0.0.1"))
+""", DRA, {"bool": {"bool": True}, "int": {"int": 1}, "string": {"string": "fish"}, "version": {"version": "1.0.0"}},
+            {"quantity": "1Mi"}, None, "", "", True),
+    "many": (('device.attributes["dra.example.com"].a && device.attributes["dra.example.com"].b && '
+             'device.attributes["dra.example.com"].c'), DRA,
+             {"a": {"bool": True}, "b": {"bool": True}, "c": {"bool": True}}, {}, None, "", "", True),
+    "check_attribute_domains": ('device.attributes.exists_one(x, x == "dra.example.com")', DRA,
+                                {"services": {"string": "some_example_value"}}, {}, None, "", "", True),
+    "check_attribute_ids": ('device.attributes["dra.example.com"].exists_one(x, x == "services")', DRA,
+                            {"services": {"string": "some_example_value"}}, {}, None, "", "", True),
+    "split_attribute": ('device.attributes["dra.example.com"].services.split("example").size() >= 2', DRA,
+                        {"services": {"string": "some_example_value"}}, {}, None, "", "", True),
+    "regexp_attribute": ('device.attributes["dra.example.com"].services.matches("[^a]?sym")', DRA,
+                         {"services": {"string": "asymetric"}}, {}, None, "", "", True),
+    "check_capacity_domains": ('device.capacity.exists_one(x, x == "dra.example.com")', DRA, {},
+                               {"memory": "1Mi"}, None, "", "", True),
+    "check_capacity_ids": ('device.capacity["dra.example.com"].exists_one(x, x == "memory")', DRA, {},
+                           {"memory": "1Mi"}, None, "", "", True),
+    "allow_multiple_allocations": ("device.allowMultipleAllocations == true", DRA, {}, {}, True, "", "", True),
+    "allow_multiple_allocations_default": ("device.allowMultipleAllocations == false", DRA, {}, {}, None, "", "",
+                                           True),
+    "allow_multiple_allocations_false": ("device.allowMultipleAllocations == false", DRA, {}, {}, False, "", "",
+                                         True),
+}
+
+
+@pytest.mark.parametrize("row", ROWS.values(), ids=ROWS.keys())
+def test_upstream_compile_table(row: tuple) -> None:
+    expression, driver, attributes, capacity, multi, compile_error, match_error, expect = row
+    if compile_error:
+        with pytest.raises(CELError, match=None) as e:
+            compile_selector(expression)
+        assert compile_error in str(e.value)
+        assert not isinstance(e.value, NotHandled)
+        return
+    program = compile_selector(expression)
+    device = view(driver, attributes, capacity, multi)
+    if match_error:
+        with pytest.raises(CELError) as e:
+            program.matches(device)
+        assert match_error in str(e.value)
+        return
+    assert program.matches(device) is expect
+
+
+# ---------------------------------------------------------------- the conformance cases' selectors
+def _conformance() -> list[tuple[str, str, Device]]:
+    """(expression, driver, device) for every selector of every case against every device of that case."""
+    out = []
+    for path in sorted(glob.glob("../shared/conformance/cases-dra/*.yaml")) or sorted(
+            glob.glob("/work/shared/conformance/cases-dra/*.yaml")):
+        with open(path) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        devices = [(s.spec.driver, dev) for s in (ResourceSlice.model_validate(d) for d in docs
+                                                  if d["kind"] == "ResourceSlice") for dev in s.spec.devices]
+        expressions = set()
+        for d in docs:
+            if d["kind"] == "DeviceClass":
+                expressions |= {s.cel.expression for s in DeviceClass.model_validate(d).spec.selectors if s.cel}
+            elif d["kind"] in ("ResourceClaim", "ResourceClaimTemplate"):
+                obj = (ResourceClaim if d["kind"] == "ResourceClaim" else ResourceClaimTemplate).model_validate(d)
+                spec = obj.spec if isinstance(obj, ResourceClaim) else obj.spec.spec
+                for r in spec.devices.requests:
+                    subs = [r.exactly] if r.exactly else r.first_available
+                    expressions |= {s.cel.expression for sub in subs if sub for s in sub.selectors if s.cel}
+        out += [(e, driver, dev) for e in sorted(expressions) for driver, dev in devices]
+    return out
+
+
+def _oracle(expression: str, driver: str, device: Device) -> bool:
+    """The conformance selectors, read by hand."""
+    attr = {k: a.value for k, a in device.attributes.items()}
+    cases = {
+        'device.driver == "gpu.example.com"': lambda: driver == "gpu.example.com",
+        'device.driver == "nic.example.com"': lambda: driver == "nic.example.com",
+        'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "a100"':
+            lambda: driver == "gpu.example.com" and attr["model"] == "a100",
+        'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "h100"':
+            lambda: driver == "gpu.example.com" and attr["model"] == "h100",
+        'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0':
+            lambda: parse_quantity(device.capacity["memory"].value) >= parse_quantity("40Gi"),
+    }
+    return cases[expression]()
+
+
+CONFORMANCE = _conformance()
+
+
+def test_conformance_selectors_are_found() -> None:
+    assert len({e for e, _, _ in CONFORMANCE}) >= 5
+
+
+@pytest.mark.parametrize("expression", sorted({e for e, _, _ in CONFORMANCE}))
+def test_conformance_selectors_agree_with_a_reading_by_hand(expression: str) -> None:
+    program = compile_selector(expression)
+    outcomes = set()
+    for e, driver, device in CONFORMANCE:
+        if e != expression:
+            continue
+        try:
+            expected: bool | str = _oracle(expression, driver, device)
+        except KeyError:
+            expected = "error"
+        try:
+            got: bool | str = program.matches(device_view(driver, device))
+        except CELError:
+            got = "error"
+        assert got == expected, (driver, device.name)
+        outcomes.add(got)
+    assert len(outcomes) > 1, "every device gave the same outcome: the selector was not exercised"
+
+
+# ---------------------------------------------------------------- errors
+def test_missing_capacity_of_another_driver_is_upstreams_error() -> None:
+    program = compile_selector('device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0')
+    with pytest.raises(CELError, match="^no such key: memory$"):
+        program.matches(view("nic.example.com", {"speedGbps": {"int": 200}}))
+
+
+def test_missing_attribute_in_present_domain() -> None:
+    with pytest.raises(CELError, match="^no such key: model$"):
+        compile_selector('device.attributes["dra.example.com"].model == "x"').matches(
+            view(DRA, {"other": {"int": 1}}))
+
+
+def test_has_on_a_missing_domain_is_false_not_an_error() -> None:
+    assert compile_selector('has(device.attributes["x.example.com"].model)').matches(view(DRA)) is False
+
+
+def test_non_bool_dynamic_result_fails_when_evaluated() -> None:
+    program = compile_selector('device.attributes["dra.example.com"].name')
+    with pytest.raises(CELError, match="CEL result of type string could not be converted to bool"):
+        program.matches(view(DRA, {"name": {"string": "fish"}}))
+
+
+@pytest.mark.parametrize("expression, kind", [
+    ('"a"', "string"), ("[1, 2]", "list(int)"), ('quantity("1")', "kubernetes.Quantity"), ("1.5", "double")])
+def test_non_bool_static_result_fails_to_compile(expression: str, kind: str) -> None:
+    with pytest.raises(CELError, match=rf"^must evaluate to bool or the unknown type, not {kind}$".replace(
+            "(", r"\(").replace(")", r"\)")):
+        compile_selector(expression)
+
+
+def test_undefined_device_field() -> None:
+    with pytest.raises(CELError, match="undefined field 'model'"):
+        compile_selector('device.model == "a100"')
+
+
+def test_unparsable_quantity_is_a_runtime_error() -> None:
+    with pytest.raises(CELError, match="quantities must match the regular expression"):
+        compile_selector('sign(quantity("lots")) == 1').matches(view())
+
+
+def test_bad_version_attribute_names_the_attribute() -> None:
+    with pytest.raises(CELError, match="^attribute driverVersion: parse semantic version"):
+        view(DRA, {"driverVersion": {"version": "1.0"}})
+
+
+@pytest.mark.parametrize("expression, reason", [
+    ('ip("10.0.0.1").family() == 4', "IP library"),
+    ('cidr("10.0.0.0/8").containsIP("10.1.2.3")', "CIDR library"),
+    ('isURL("https://example.com")', "URL library"),
+    ('sets.contains([1, 2], [1])', "sets extension"),
+    ('[3, 1].sort() == [1, 3]', "lists extension"),
+    ('[1, 2].sum() == 3', "list library"),
+    ('"abc".find("b") == "b"', "regex library"),
+    ('[1, 2].all(i, v, v > i)', "two-variable comprehensions"),
+    ('optional.of(1).hasValue()', "optional types"),
+    ('device.attributes[?"x"].hasValue()', "optional types"),
+    ('device.attributes["dra.example.com"].n < 2.5', None),
+    ("1 < 2.0", "CrossTypeNumericComparisons"),
+])
+def test_unimplemented_parts_of_the_environment_are_not_handled(expression: str, reason: str | None) -> None:
+    if reason is None:  # a dynamic comparison is decided when evaluated, by the reference runtime
+        assert compile_selector(expression).matches(view(DRA, {"n": {"int": 1}})) is True
+        return
+    with pytest.raises(NotHandled, match=reason):
+        compile_selector(expression)
+
+
+def test_an_unknown_function_is_upstreams_compile_error_not_not_handled() -> None:
+    with pytest.raises(CELError, match="undeclared reference to 'frobnicate'") as e:
+        compile_selector("frobnicate(1)")
+    assert not isinstance(e.value, NotHandled)
+
+
+def test_computed_domain_lookup_of_a_missing_domain_is_not_guessed() -> None:
+    program = compile_selector('cel.bind(a, device.attributes, a["x.example.com"].model == "m")')
+    assert program.matches(view(DRA, {"x.example.com/model": {"string": "m"}})) is True
+    with pytest.raises(NotHandled, match="empty map"):
+        program.matches(view(DRA))
+
+
+# ---------------------------------------------------------------- the cache
+def test_compile_once() -> None:
+    expression = 'device.driver == "cache.example.com"'
+    first = compile_selector(expression)
+    hits = compile_selector.cache_info().hits
+    assert compile_selector(expression) is first
+    assert compile_selector.cache_info().hits == hits + 1
+
+
+def test_failures_are_not_cached() -> None:
+    before = compile_selector.cache_info().currsize
+    for _ in range(2):
+        with pytest.raises(CELError):
+            compile_selector("?! not cached")
+    assert compile_selector.cache_info().currsize == before
+
+
+# ---------------------------------------------------------------- quantity and semver functions
+@pytest.mark.parametrize("expression", [
+    'quantity("1") == quantity("1000m")',
+    'quantity("1Ki").add(quantity("1")).compareTo(quantity("1025")) == 0',
+    'quantity("1Ki").add(1) == quantity("1025")',
+    'quantity("1").sub(2).compareTo(quantity("-1")) == 0',
+    'quantity("5").sub(quantity("1500m")) == quantity("3.5")',
+    'sign(quantity("-1")) == -1 && sign(quantity("0")) == 0',
+    'quantity("2Gi").asInteger() == 2147483648',
+    'quantity("1.5").asApproximateFloat() == 1.5',
+    'quantity("1.5").isInteger() == false && quantity("2k").isInteger()',
+    'isQuantity("40Gi") && !isQuantity("forty")',
+    'quantity("1Mi").isLessThan(quantity("1M")) == false && quantity("1M").isLessThan(quantity("1Mi"))',
+    'semver("1.2.3").major() == 1 && semver("1.2.3").minor() == 2 && semver("1.2.3").patch() == 3',
+    'semver("1.0.0-alpha").isLessThan(semver("1.0.0"))',
+    'semver("1.0.0-alpha.1").compareTo(semver("1.0.0-alpha.beta")) == -1',
+    'semver("1.0.0-2").isLessThan(semver("1.0.0-10"))',
+    'semver("1.0.0+build.1") == semver("1.0.0")',
+    'semver("v01.2", true) == semver("1.2.0")',
+    'isSemver("1.2.3") && !isSemver("1.2") && isSemver("1.2", true) && !isSemver("1.02.3")',
+    '"AbC".lowerAscii() == "abc" && "a-b".replace("-", "_") == "a_b" && " x ".trim() == "x"',
+    '["a", "b"].join(",") == "a,b" && "abc".substring(1, 2) == "b" && "abc".charAt(0) == "a"',
+    '[1, 2, 3].map(x, x * 2).filter(x, x > 2).size() == 2 && [1, 2].exists(x, x == 2) && [1].all(x, x == 1)',
+])
+def test_library_functions(expression: str) -> None:
+    assert compile_selector(expression).matches(view()) is True
+
+
+def test_as_integer_of_a_fraction_fails() -> None:
+    with pytest.raises(CELError, match="cannot convert value to integer"):
+        compile_selector('quantity("1.5").asInteger() == 1').matches(view())
+
+
+# ---------------------------------------------------------------- properties
+IDS = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
+STRINGS = st.text(st.characters(codec="ascii", exclude_characters='"\\\n\r'), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=IDS, value=st.one_of(st.integers(-2**63, 2**63 - 1), STRINGS),
+       literal=st.one_of(st.integers(-2**63 + 1, 2**63 - 1), STRINGS))
+def test_attribute_equality_agrees_with_python(name: str, value: int | str, literal: int | str) -> None:
+    kind = "int" if isinstance(value, int) else "string"
+    source = str(literal) if isinstance(literal, int) else f'"{literal}"'
+    device = view(DRA, {name: {kind: value}})
+    program = compile_selector(f'device.attributes["{DRA}"].{name} == {source}')
+    if isinstance(value, str) and "\x00" in value:
+        with pytest.raises(NotHandled, match="NUL"):
+            program.matches(device)
+    elif isinstance(value, int) != isinstance(literal, int):  # CEL's heterogeneous equality: int != string
+        assert program.matches(device) is False
+    else:
+        assert program.matches(device) is (value == literal)
+
+
+QUANTITIES = st.builds(lambda n, f, s: f"{n}{f}{s}", st.integers(0, 10**6),
+                       st.sampled_from(["", ".5", ".25", ".001"]),
+                       st.sampled_from(["", "m", "k", "M", "G", "Ki", "Mi", "Gi", "e3"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(cap=QUANTITIES, lit=QUANTITIES)
+def test_quantity_comparisons_agree_with_parsed_quantities(cap: str, lit: str) -> None:
+    a, b = parse_quantity(cap), parse_quantity(lit)
+    device = view(DRA, capacity={"memory": cap})
+    q = f'device.capacity["{DRA}"].memory'
+    assert compile_selector(f'{q}.compareTo(quantity("{lit}")) == {(a > b) - (a < b)}').matches(device)
+    assert compile_selector(f'{q}.isGreaterThan(quantity("{lit}"))').matches(device) is (a > b)
+    assert compile_selector(f'{q}.isLessThan(quantity("{lit}"))').matches(device) is (a < b)
+    assert compile_selector(f'{q} == quantity("{lit}")').matches(device) is (a == b)
+
+
+VERSIONS = st.builds(lambda a, b, c, pre: f"{a}.{b}.{c}" + (f"-{pre}" if pre else ""),
+                     st.integers(0, 20), st.integers(0, 20), st.integers(0, 20),
+                     st.sampled_from(["", "alpha", "alpha.1", "beta", "1", "2", "rc.10", "rc.9"]))
+
+
+def _semver_key(v: Version) -> tuple:
+    pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in v.pre)
+    return (v.major, v.minor, v.patch, not v.pre, pre)
+
+
+@settings(max_examples=150, deadline=None)
+@given(a=VERSIONS, b=VERSIONS)
+def test_semver_order_is_semver_2(a: str, b: str) -> None:
+    """semver.org's precedence, written independently as a sort key, agrees with compareTo."""
+    ka, kb = _semver_key(parse_semver(a)), _semver_key(parse_semver(b))
+    device = view(DRA, {"v": {"version": a}})
+    expected = (ka > kb) - (ka < kb)
+    assert compile_selector(f'device.attributes["{DRA}"].v.compareTo(semver("{b}")) == {expected}').matches(device)
+
+
+def test_module_imports_in_a_fresh_interpreter() -> None:
+    """The native library loads and evaluates in a process of its own (a crash would kill only that one)."""
+    code = ("from optisched.plugins.dynamicresources.cel import compile_selector as c, DeviceView as D\n"
+            "print(c('device.driver == \"x\"').matches(D('x', {}, {})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
