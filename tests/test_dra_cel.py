@@ -257,6 +257,7 @@ def test_bad_version_attribute_names_the_attribute() -> None:
     ('device.attributes[?"x"].hasValue()', "optional types"),
     ('device.attributes["dra.example.com"].n < 2.5', None),
     ("1 < 2.0", "CrossTypeNumericComparisons"),
+    ("(" * 40 + "true" + ")" * 40, "nesting deeper than 32"),
 ])
 def test_unimplemented_parts_of_the_environment_are_not_handled(expression: str, reason: str | None) -> None:
     if reason is None:  # a dynamic comparison is decided when evaluated, by the reference runtime
@@ -264,6 +265,12 @@ def test_unimplemented_parts_of_the_environment_are_not_handled(expression: str,
         return
     with pytest.raises(NotHandled, match=reason):
         compile_selector(expression)
+
+
+def test_a_string_the_runtime_refuses_is_a_cel_error() -> None:
+    device = cel.DeviceView(DRA, {DRA: {"name": "\udcff"}}, {})
+    with pytest.raises(CELError):
+        compile_selector('device.attributes["dra.example.com"].name == "x"').matches(device)
 
 
 def test_an_unknown_function_is_upstreams_compile_error_not_not_handled() -> None:

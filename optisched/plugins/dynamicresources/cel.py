@@ -133,6 +133,8 @@ def _not_handled(expression: str, message: str) -> str | None:
         return "two-variable comprehensions"
     if "unsupported syntax '.?'" in message or "unsupported syntax '[?'" in message:
         return "optional types"
+    if "Expression recursion limit exceeded" in message:
+        return "nesting deeper than 32 levels (cel-expr-python's parser limit, cel-go's is 250)"
     if _CROSS_NUMERIC.search(message):
         return "comparisons across int, uint and double (cel.CrossTypeNumericComparisons)"
     if _LIST_INDEX_OF.search(message):
@@ -196,7 +198,10 @@ class Program:
 
     def matches(self, device: DeviceView) -> bool:
         """Whether the device is selected; a failing evaluation raises :class:`CELError`."""
-        result = self._compiled.eval(data=self._data(device))
+        try:
+            result = self._compiled.eval(data=self._data(device))
+        except RuntimeError as e:  # a value the runtime refuses to take in
+            raise CELError(_issues(str(e))) from None
         kind = result.type()
         if kind == cel.Type.BOOL:
             return bool(result.value())
