@@ -50,6 +50,8 @@ class DeviceView:
     capacity: Mapping[str, Mapping[str, Quantity]]
     allow_multiple_allocations: bool | None = None
     _cel: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _activations: dict[tuple[tuple[str, str], ...], Any] = field(default_factory=dict, init=False, repr=False,
+                                                                  compare=False)
 
     def cel_value(self) -> dict[str, Any]:
         """The ``device`` value handed to CEL, built once per view."""
@@ -188,18 +190,23 @@ class Program:
         self._domains = domains
         self._checks_bool = compiled.return_type() != cel.Type.BOOL
 
-    def _data(self, device: DeviceView) -> dict[str, Any]:
+    def _activation(self, device: DeviceView) -> Any:
+        """The device handed to CEL, converted once per view and set of domains added (empty maps for the
+        domains this expression names literally and the device lacks)."""
         value = device.cel_value()
-        for name in _MAPS:
-            wanted = self._domains[name]
-            if wanted and not wanted <= value[name].keys():
-                value = {**value, name: {**{key: {} for key in wanted}, **value[name]}}
-        return {"device": value}
+        missing = tuple((name, d) for name in _MAPS for d in sorted(self._domains[name] or ())
+                        if d not in value[name])
+        activation = device._activations.get(missing)
+        if activation is None:
+            for name, d in missing:
+                value = {**value, name: {**value[name], d: {}}}
+            activation = device._activations[missing] = _env().Activation({"device": value})
+        return activation
 
     def matches(self, device: DeviceView) -> bool:
         """Whether the device is selected; a failing evaluation raises :class:`CELError`."""
         try:
-            result = self._compiled.eval(data=self._data(device))
+            result = self._compiled.eval(self._activation(device))
         except RuntimeError as e:  # a value the runtime refuses to take in
             raise CELError(_issues(str(e))) from None
         kind = result.type()

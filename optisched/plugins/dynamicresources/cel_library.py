@@ -10,6 +10,7 @@ Inside CEL they travel as two small protobuf messages named as upstream's types,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from cel_expr_python import cel
@@ -169,6 +170,7 @@ def _nanos(n: int) -> Any:
     return _QuantityMessage(nano_units=str(n))
 
 
+@lru_cache(maxsize=4096)
 def _to_quantity(text: str) -> Any:
     try:
         return _nanos(parse_quantity(text))
@@ -196,6 +198,7 @@ def _is_integer(m: Any) -> bool:
     return n % NANO == 0 and INT64_MIN <= n // NANO <= INT64_MAX
 
 
+@lru_cache(maxsize=4096)
 def _to_semver(text: str, normalize: bool = False) -> Any:
     return semver_message(parse_semver(text, normalize))
 
@@ -216,6 +219,9 @@ def _compare(a: Any, b: Any) -> int:
     """``compareTo`` of two quantities or two versions (the type checker admits no other pair)."""
     if isinstance(a, _QuantityMessage):
         return _cmp(_q(a), _q(b))
+    x, y = (a.major, a.minor, a.patch), (b.major, b.minor, b.patch)
+    if x != y or a.pre_release == b.pre_release:
+        return (x > y) - (x < y)
     return _v(a).compare(_v(b))
 
 
