@@ -130,8 +130,17 @@ _DEVICE_FIELD = re.compile(r"\bdevice\s*\.\s*([A-Za-z_]\w*)")
 _LITERAL_KEY = re.compile(r"""\s*(?:\[\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*\]|\.\s*([A-Za-z_]\w*)\b(?!\s*\())""")
 
 
+_STRING = re.compile(r"""[rRbB]{0,2}(?:'{3}[\s\S]*?'{3}|"{3}[\s\S]*?"{3}|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')""")
+
+
+def _code(expression: str) -> str:
+    """The expression with the insides of its string literals blanked, same length: scans of the code
+    then never look into a string."""
+    return _STRING.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], expression)
+
+
 def _not_handled(expression: str, message: str) -> str | None:
-    if _TWO_VAR.search(expression):
+    if _TWO_VAR.search(_code(expression)):
         return "two-variable comprehensions"
     if "unsupported syntax '.?'" in message or "unsupported syntax '[?'" in message:
         return "optional types"
@@ -168,7 +177,7 @@ def _literal_domains(expression: str) -> dict[str, frozenset[str] | None]:
     found: dict[str, frozenset[str] | None] = {}
     for name in _MAPS:
         keys = [_LITERAL_KEY.match(expression, m.end())
-                for m in re.finditer(rf"\bdevice\s*\.\s*{name}\b", expression)]
+                for m in re.finditer(rf"\bdevice\s*\.\s*{name}\b", _code(expression))]
         found[name] = None if None in keys else frozenset(
             next(g for g in k.groups() if g is not None) for k in keys if k is not None)
     return found
@@ -257,7 +266,7 @@ def compile_selector(expression: str) -> Program:
         raise CELError(f"compilation failed: {message}") from None
     if (reason := _not_handled(expression, "")) is not None:
         raise NotHandled(f"{expression!r} uses {reason}, which is not implemented")
-    for m in _DEVICE_FIELD.finditer(expression):
+    for m in _DEVICE_FIELD.finditer(_code(expression)):
         if m.group(1) not in _FIELDS:
             raise CELError(f"compilation failed: ERROR: <input>: undefined field '{m.group(1)}'")
     kind = compiled.return_type()
