@@ -25,7 +25,8 @@ GPU, NIC = "gpu.example.com", "nic.example.com"
 SELECTORS = {
     "driver": f'device.driver == "{GPU}"',
     "driver+model": f'device.driver == "{GPU}" && device.attributes["{GPU}"].model == "a100"',
-    "quantity": f'device.driver == "{GPU}" && device.capacity["{GPU}"].memory.compareTo(quantity("40Gi")) >= 0',
+    "quantity": f'device.driver == "{GPU}" && '
+                f'device.capacity["{GPU}"].memory.compareTo(quantity("40Gi")) >= 0',
     "semver": f'device.driver == "{GPU}" && '
               f'device.attributes["{GPU}"].driverVersion.isGreaterThan(semver("550.54.14"))',
     "in+bool": f'"rdma" in device.attributes["{NIC}"] && device.attributes["{NIC}"].rdma',
@@ -58,7 +59,8 @@ def devices(nodes: int) -> list[tuple[str, Device]]:
                 "capacity": {"memory": {"value": "80Gi" if (n + i) % 2 else "24Gi"}}})))
         for i in range(2):
             out.append((NIC, Device.model_validate({
-                "name": f"nic-{i}", "attributes": {"rdma": {"bool": bool((n + i) % 2)}, "speedGbps": {"int": 200}}})))
+                "name": f"nic-{i}",
+                "attributes": {"rdma": {"bool": bool((n + i) % 2)}, "speedGbps": {"int": 200}}})))
     return out
 
 
@@ -159,13 +161,15 @@ def main() -> None:
     args = ap.parse_args()
     devs = devices(args.nodes)
     views = [device_view(driver, d) for driver, d in devs]
-    plain: list[dict[str, Any]] = [{"driver": v.driver, "attributes": v.attributes, "capacity": v.capacity} for v in views]
+    plain: list[dict[str, Any]] = [{"driver": v.driver, "attributes": v.attributes, "capacity": v.capacity}
+                                   for v in views]
     print(f"{len(devs)} devices, {len(SELECTORS)} selectors; microseconds per device (ratio to plain Python)")
     base = {k: timed(f, plain) for k, f in BASELINE.items()}
     rows: list[tuple[str, dict[str, Callable[[Any], bool]] | str, list[Any]]] = [
         ("cel-expr-python (optisched)", optisched_cel(views), views)]
     pyprogs, to_cel = celpy_programs()
-    rows.append(("cel-python (celpy)", pyprogs, [to_cel(p) for p in plain] if not isinstance(pyprogs, str) else []))
+    rows.append(("cel-python (celpy)", pyprogs,
+                 [to_cel(p) for p in plain] if not isinstance(pyprogs, str) else []))
     rust = rust_cel()
     rust_data = [{"driver": p["driver"], "attributes": _prefilled(p["attributes"])} for p in plain]
     rows.append(("common-expression-language", rust, rust_data))

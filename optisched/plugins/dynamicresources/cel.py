@@ -64,7 +64,8 @@ class DeviceView:
                 allowMultipleAllocations=bool(self.allow_multiple_allocations),
                 attributes={d: {k: semver_message(v) if isinstance(v, Version) else v for k, v in ids.items()}
                             for d, ids in self.attributes.items()},
-                capacity={d: {k: quantity_message(q) for k, q in ids.items()} for d, ids in self.capacity.items()})
+                capacity={d: {k: quantity_message(q) for k, q in ids.items()}
+                          for d, ids in self.capacity.items()})
         return self._cel
 
 
@@ -127,10 +128,12 @@ _CROSS_NUMERIC = re.compile(rf"no matching overload for '_(?:[<>]=?|==|!=|in)_' 
 _LIST_INDEX_OF = re.compile(r"no matching overload for '(?:indexOf|lastIndexOf)' applied to '\(list")
 _TWO_VAR = re.compile(r"\.\s*(?:all|exists|exists_one|existsOne)\s*\(\s*\w+\s*,\s*\w+\s*,")
 _DEVICE_FIELD = re.compile(r"\bdevice\s*\.\s*([A-Za-z_]\w*)")
-_LITERAL_KEY = re.compile(r"""\s*(?:\[\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*\]|\.\s*([A-Za-z_]\w*)\b(?!\s*\())""")
+_LITERAL_KEY = re.compile(r"""\s*(?:\[\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*\]"""  # ["d"] or ['d']
+                          r"""|\.\s*([A-Za-z_]\w*)\b(?!\s*\())""")  # .d, not a method call .m(
 
 
-_STRING = re.compile(r"""[rRbB]{0,2}(?:'{3}[\s\S]*?'{3}|"{3}[\s\S]*?"{3}|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')""")
+_STRING = re.compile(r"""[rRbB]{0,2}(?:'{3}[\s\S]*?'{3}|"{3}[\s\S]*?"{3}"""
+                     r"""|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')""")
 
 
 def _code(expression: str) -> str:
@@ -162,12 +165,14 @@ def _issues(message: str) -> str:
     return re.sub(r" \[[A-Z_]+\]$", "", message)
 
 
-_SCALARS = {"NULL": "null_type", "DURATION": "google.protobuf.Duration", "TIMESTAMP": "google.protobuf.Timestamp"}
+_SCALARS = {"NULL": "null_type", "DURATION": "google.protobuf.Duration",
+            "TIMESTAMP": "google.protobuf.Timestamp"}
 
 
 def _type_name(name: str) -> str:
     """A cel-expr type name in cel-go's spelling: ``LIST<INT>`` -> ``list(int)``."""
-    out = re.sub(r"(?<![\w.])[A-Z][A-Z_]*(?![\w.])", lambda m: _SCALARS.get(m.group(0), m.group(0).lower()), name)
+    out = re.sub(r"(?<![\w.])[A-Z][A-Z_]*(?![\w.])",
+                 lambda m: _SCALARS.get(m.group(0), m.group(0).lower()), name)
     return out.replace("<", "(").replace(">", ")")
 
 
@@ -234,8 +239,8 @@ class Program:
         key = m.group(1)
         for name in _MAPS:
             if self._domains[name] is None and key not in getattr(device, name):
-                return NotHandled(f"device.{name} is used other than with a literal domain, and a lookup found "
-                                  f"no {key!r}: upstream gives an empty map for a missing domain")
+                return NotHandled(f"device.{name} is used other than with a literal domain, and a lookup "
+                                  f"found no {key!r}: upstream gives an empty map for a missing domain")
         return CELError(f"no such key: {key}")
 
 

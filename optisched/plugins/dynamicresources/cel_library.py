@@ -9,6 +9,7 @@ Inside CEL they travel as two small protobuf messages named as upstream's types,
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -132,7 +133,8 @@ def _normalize(text: str) -> str:
 def _messages() -> tuple[Any, Any, Any]:
     fdp = descriptor_pb2.FileDescriptorProto(name="optisched/kubernetes_cel.proto", package="kubernetes",
                                              syntax="proto3")
-    string, uint64 = descriptor_pb2.FieldDescriptorProto.TYPE_STRING, descriptor_pb2.FieldDescriptorProto.TYPE_UINT64
+    fd = descriptor_pb2.FieldDescriptorProto
+    string, uint64 = fd.TYPE_STRING, fd.TYPE_UINT64
     q = fdp.message_type.add(name="Quantity")
     q.field.add(name="nano_units", number=1, type=string, label=1)
     s = fdp.message_type.add(name="Semver")
@@ -225,10 +227,33 @@ def _compare(a: Any, b: Any) -> int:
     return _v(a).compare(_v(b))
 
 
+def _greater(a: Any, b: Any) -> bool:
+    return _compare(a, b) == 1
+
+
+def _less(a: Any, b: Any) -> bool:
+    return _compare(a, b) == -1
+
+
+def _typed(impl: Callable[..., Any], params: list[Any]) -> Callable[..., Any]:
+    """``impl`` refusing a message of the other type: the runtime dispatches a ``dyn`` receiver on the
+    message kind alone, so ``capacity.memory.major()`` would otherwise reach the semver function. A
+    ``compareTo`` family implementation serves both types and wants two of one kind."""
+    wanted = [_QuantityMessage if p == QUANTITY else _SemverMessage if p == SEMVER else None for p in params]
+    shared = impl in (_compare, _greater, _less)
+
+    def run(*args: Any) -> Any:
+        for arg, cls in zip(args, wanted):
+            if cls is not None and not (type(arg) is type(args[0]) if shared else isinstance(arg, cls)):
+                raise ValueError("no such overload")
+        return impl(*args)
+    return run
+
+
 def _overload(oid: str, ret: Any, params: list[Any], impl: Any, member: bool = False) -> Any:
     if impl is None:
         return cel.Overload(oid, ret, params, is_member=member)
-    return cel.Overload(oid, ret, params, is_member=member, impl=impl)
+    return cel.Overload(oid, ret, params, is_member=member, impl=_typed(impl, params))
 
 
 _T = cel.Type
@@ -238,23 +263,26 @@ _FUNCS: dict[str, list[Any]] = {
     "sign": [_overload("quantity_sign", _T.INT, [QUANTITY], lambda a: _cmp(_q(a), 0))],
     # The runtime dispatches on the message kind, not its name: one implementation serves both types.
     "isGreaterThan": [
-        _overload("quantity_is_greater_than", _T.BOOL, [QUANTITY, QUANTITY], lambda a, b: _compare(a, b) == 1, True),
+        _overload("quantity_is_greater_than", _T.BOOL, [QUANTITY, QUANTITY], _greater, True),
         _overload("semver_is_greater_than", _T.BOOL, [SEMVER, SEMVER], None, True)],
     "isLessThan": [
-        _overload("quantity_is_less_than", _T.BOOL, [QUANTITY, QUANTITY], lambda a, b: _compare(a, b) == -1, True),
+        _overload("quantity_is_less_than", _T.BOOL, [QUANTITY, QUANTITY], _less, True),
         _overload("semver_is_less_than", _T.BOOL, [SEMVER, SEMVER], None, True)],
     "compareTo": [
         _overload("quantity_compare_to", _T.INT, [QUANTITY, QUANTITY], _compare, True),
         _overload("semver_compare_to", _T.INT, [SEMVER, SEMVER], None, True)],
-    "asApproximateFloat": [_overload("quantity_get_float", _T.DOUBLE, [QUANTITY], lambda a: _q(a) / NANO, True)],
+    "asApproximateFloat": [_overload("quantity_get_float", _T.DOUBLE, [QUANTITY], lambda a: _q(a) / NANO,
+                                     True)],
     "asInteger": [_overload("quantity_get_int", _T.INT, [QUANTITY], _as_integer, True)],
     "isInteger": [_overload("quantity_is_integer", _T.BOOL, [QUANTITY], _is_integer, True)],
     "add": [
         _overload("quantity_add", QUANTITY, [QUANTITY, QUANTITY], lambda a, b: _nanos(_q(a) + _q(b)), True),
-        _overload("quantity_add_int", QUANTITY, [QUANTITY, _T.INT], lambda a, b: _nanos(_q(a) + b * NANO), True)],
+        _overload("quantity_add_int", QUANTITY, [QUANTITY, _T.INT], lambda a, b: _nanos(_q(a) + b * NANO),
+                  True)],
     "sub": [
         _overload("quantity_sub", QUANTITY, [QUANTITY, QUANTITY], lambda a, b: _nanos(_q(a) - _q(b)), True),
-        _overload("quantity_sub_int", QUANTITY, [QUANTITY, _T.INT], lambda a, b: _nanos(_q(a) - b * NANO), True)],
+        _overload("quantity_sub_int", QUANTITY, [QUANTITY, _T.INT], lambda a, b: _nanos(_q(a) - b * NANO),
+                  True)],
     "semver": [_overload("string_to_semver", SEMVER, [_T.STRING], _to_semver),
                _overload("string_bool_to_semver", SEMVER, [_T.STRING, _T.BOOL], _to_semver)],
     "isSemver": [_overload("is_semver_string", _T.BOOL, [_T.STRING], _is_semver),
