@@ -263,6 +263,11 @@ def test_bad_version_attribute_names_the_attribute() -> None:
         view(DRA, {"driverVersion": {"version": "1.0"}})
 
 
+def test_bad_capacity_names_the_capacity() -> None:
+    with pytest.raises(CELError, match="^capacity memory: 'lots' is not a quantity"):
+        view(DRA, capacity={"memory": "lots"})
+
+
 @pytest.mark.parametrize("expression, reason", [
     ('ip("10.0.0.1").family() == 4', "IP library"),
     ('cidr("10.0.0.0/8").containsIP("10.1.2.3")', "CIDR library"),

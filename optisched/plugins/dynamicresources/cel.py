@@ -22,6 +22,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_strings
 
 from optisched.model.dra import Device
+from optisched.model.quantity import QuantityError
 
 from .cel_library import FUNCTIONS, POOL, Quantity, Version, parse_semver, quantity_message, semver_message
 
@@ -83,8 +84,9 @@ def _split(name: str, driver: str) -> tuple[str, str]:
 
 
 def device_view(driver: str, device: Device) -> DeviceView:
-    """The view of a ResourceSlice's device; a version attribute that is not semver is a :class:`CELError`
-    naming it, as ``DeviceMatches`` fails on it."""
+    """The view of a ResourceSlice's device. A version attribute that is not semver is a :class:`CELError`
+    naming it, as ``DeviceMatches`` fails on it; so is a capacity that is not a quantity (which the API
+    server never stores)."""
     attributes: dict[str, dict[str, int | bool | str | Version]] = {}
     for name, attr in device.attributes.items():
         value: int | bool | str | Version = attr.value
@@ -98,7 +100,10 @@ def device_view(driver: str, device: Device) -> DeviceView:
     capacity: dict[str, dict[str, Quantity]] = {}
     for name, cap in device.capacity.items():
         domain, ident = _split(name, driver)
-        capacity.setdefault(domain, {})[ident] = Quantity.parse(cap.value)
+        try:
+            capacity.setdefault(domain, {})[ident] = Quantity.parse(cap.value)
+        except QuantityError as e:
+            raise CELError(f"capacity {name}: {e}") from None
     return DeviceView(driver, attributes, capacity, device.allow_multiple_allocations)
 
 
