@@ -207,7 +207,6 @@ class Program:
         self.expression = expression
         self._compiled = compiled
         self._domains = domains
-        self._checks_bool = compiled.return_type() != cel.Type.BOOL
 
     def _activation(self, device: DeviceView) -> Any:
         """The device handed to CEL, converted once per view and set of domains added (empty maps for the
