@@ -476,7 +476,7 @@ def test_1_36_appends_node_declared_features_to_the_defaults_as_its_traces_list_
     traced = load_trace("001-resources", CASES_1_36)["plugins"]
     assert {p: list(profile.plugins[p]) for p in traced} == traced
     assert profile.kubernetes_version == config.kubernetes_version == "1.36"
-    assert "NodeDeclaredFeatures" in profile.not_modelled
+    assert "NodeDeclaredFeatures" not in profile.not_modelled  # optisched.plugins.node_declared_features
     assert "NodeDeclaredFeatures" not in default_config().profiles[0].plugins["filter"]
 
 
