@@ -164,7 +164,11 @@ FILTER_CASES = [
      ["FeatureA", "FeatureC"], "pass"),
     ("Node has no declared features", [], ["FeatureA"], f"{UNRES}:{REASON}"),
     ("Node with some but not all required features", ["FeatureA"], ["FeatureA", "FeatureB"], f"{UNRES}:{REASON}"),
+    # TestMatchNode (its names, feature-a ..., are no valid declared features: FeatureA ... here)
+    ("all features match", ["FeatureA", "FeatureB", "FeatureC"], ["FeatureA", "FeatureB"], "pass"),
+    ("some features missing", ["FeatureA", "FeatureC"], ["FeatureA", "FeatureB"], f"{UNRES}:{REASON}"),
     ("all features missing", ["FeatureC"], ["FeatureA", "FeatureB"], f"{UNRES}:{REASON}"),
+    ("no node features", [], ["FeatureA", "FeatureB"], f"{UNRES}:{REASON}"),
     ("a feature the registry does not know is ignored", ["FeatureB", "Unknown"], ["FeatureB"], "pass"),
 ]
 
@@ -177,6 +181,12 @@ def test_filter(case, declared, reqs, want):
     res = rule.filter(cycle, np.arange(1))
     got = "pass" if res.code[0] == 0 else f"{Code(int(res.code[0])).label}:{'|'.join(res.reasons_of(0))}"
     assert got == want
+
+
+def test_no_requirements_match_every_node():
+    """TestMatchNode "no requirements": PreFilter skips the pod, so the plugin rejects no node."""
+    snap, rule = plugin_for([node("a").declare("FeatureA"), node("b"), pod("p")], ABC)
+    assert rule.pre_filter(CycleState(snap.state.pod_index["default/p"], snap, PROFILE_1_36)).code == Code.SKIP
 
 
 def test_filter_answers_for_the_nodes_asked_in_their_order():
