@@ -464,6 +464,25 @@ class PodResourceClaimStatus(_M):
     resource_claim_name: str | None = None
 
 
+def _get(data: dict, *keys: str) -> Any:
+    """The value of the first of ``keys`` (an API name, then the Python one) that ``data`` has."""
+    return next((data[k] for k in keys if k in data), None)
+
+
+def _default_host_ports(container: Any) -> Any:
+    """``defaultHostNetworkPorts`` for one container of the raw input (anything else is left to validation)."""
+    ports = _get(container, "ports") if isinstance(container, dict) else None
+    if not isinstance(ports, list):
+        return container
+    out = []
+    for port in ports:
+        if isinstance(port, dict) and not _get(port, "hostPort", "host_port"):
+            port = {**{k: v for k, v in port.items() if k not in ("hostPort", "host_port")},
+                    "hostPort": _get(port, "containerPort", "container_port") or 0}
+        out.append(port)
+    return {**container, "ports": out}
+
+
 class PodSpec(_M):
     node_name: str | None = None
     scheduler_name: str = "default-scheduler"
@@ -483,6 +502,31 @@ class PodSpec(_M):
     scheduling_gates: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     host_network: bool = False
     host_users: bool | None = None  # unset means true: the pod shares the host's user namespace
+
+    @model_validator(mode="before")
+    @classmethod
+    def _host_network_ports(cls, data: Any) -> Any:
+        """``SetDefaults_Pod`` (kubernetes v1.36.2 ``pkg/apis/core/v1/defaults.go``): a host network pod's
+        container ports without a ``hostPort`` take their ``containerPort`` as it."""
+        if not isinstance(data, dict) or _get(data, "hostNetwork", "host_network") is not True:
+            return data
+        out = dict(data)
+        for keys in (("containers",), ("initContainers", "init_containers")):
+            key = next((k for k in keys if k in data), None)
+            if key is not None and isinstance(data[key], list):
+                out[key] = [_default_host_ports(c) for c in data[key]]
+        return out
+
+    @model_validator(mode="after")
+    def _host_ports_match(self) -> PodSpec:
+        """``validatePodHostNetworkDeps``: on the host network a container's hostPort is its containerPort."""
+        if self.host_network:
+            for i, c in enumerate(self.containers):
+                for j, port in enumerate(c.ports):
+                    if port.host_port != port.container_port:
+                        raise ValueError(f"containers[{i}].ports[{j}].hostPort: Invalid value: {port.host_port}: "
+                                         "must match `containerPort` when `hostNetwork` is true")
+        return self
 
     @model_validator(mode="after")
     def _sums_fit_int64(self) -> PodSpec:
