@@ -139,9 +139,8 @@ class NodeDeclaredFeatures(Plugin):
 
     def pre_filter(self, cycle: CycleState) -> Status:
         """Skip a pod that requires no feature; otherwise keep which features it requires."""
-        spec = cycle.pod_obj.spec
-        wanted = np.array([f.name in required_features(spec, self.version, self.registry) for f in self.registry],
-                          dtype=bool)
+        required = required_features(cycle.pod_obj.spec, self.version, self.registry)
+        wanted = np.array([f.name in required for f in self.registry], dtype=bool)
         if not wanted.any():
             return Status.skip()
         cycle.data[self.name] = wanted
