@@ -110,7 +110,8 @@ FRAMEWORK_CASES = [
     ("pod with feature, inferred during scheduling", {"resources": {"requests": {"cpu": "500m"}}}, None,
      "1.30.0", ("PodLevelResources",)),
     ("pod without feature", {}, None, "1.30.0", ()),
-    ("feature universally available, not inferred during create", {"resources": {"requests": {"cpu": "500m"}}},
+    ("feature universally available, not inferred during create",
+     {"resources": {"requests": {"cpu": "500m"}}},
      "1.30.0", "1.31.0", ()),
     ("pre-release target version", {"resources": {"requests": {"cpu": "500m"}}}, "1.30.0",
      "0.0.0-alpha.2.39+049eafd34dfbd2", ("PodLevelResources",)),
@@ -120,7 +121,8 @@ FRAMEWORK_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case,fields,max_version,target,want", FRAMEWORK_CASES, ids=[c[0] for c in FRAMEWORK_CASES])
+@pytest.mark.parametrize("case,fields,max_version,target,want", FRAMEWORK_CASES,
+                         ids=[c[0] for c in FRAMEWORK_CASES])
 def test_infer_for_pod_scheduling_honours_max_version(case, fields, max_version, target, want):
     registry = (DeclaredFeature("PodLevelResources", pod_level_resources, max_version),)
     assert required_features(spec(**fields), target, registry) == want
@@ -141,7 +143,8 @@ PREFILTER_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case,registry,version,code,state", PREFILTER_CASES, ids=[c[0] for c in PREFILTER_CASES])
+@pytest.mark.parametrize("case,registry,version,code,state", PREFILTER_CASES,
+                         ids=[c[0] for c in PREFILTER_CASES])
 def test_pre_filter(case, registry, version, code, state):
     snap, rule = plugin_for([node("a"), pod("test-pod")], tuple(registry), version)
     cycle = CycleState(snap.state.pod_index["default/test-pod"], snap, PROFILE_1_36)
@@ -163,7 +166,8 @@ FILTER_CASES = [
     ("Node with multiple features, pod requires subset", ["FeatureA", "FeatureB", "FeatureC"],
      ["FeatureA", "FeatureC"], "pass"),
     ("Node has no declared features", [], ["FeatureA"], f"{UNRES}:{REASON}"),
-    ("Node with some but not all required features", ["FeatureA"], ["FeatureA", "FeatureB"], f"{UNRES}:{REASON}"),
+    ("Node with some but not all required features", ["FeatureA"], ["FeatureA", "FeatureB"],
+     f"{UNRES}:{REASON}"),
     # TestMatchNode (its names, feature-a ..., are no valid declared features: FeatureA ... here)
     ("all features match", ["FeatureA", "FeatureB", "FeatureC"], ["FeatureA", "FeatureB"], "pass"),
     ("some features missing", ["FeatureA", "FeatureC"], ["FeatureA", "FeatureB"], f"{UNRES}:{REASON}"),
@@ -186,7 +190,8 @@ def test_filter(case, declared, reqs, want):
 def test_no_requirements_match_every_node():
     """TestMatchNode "no requirements": PreFilter skips the pod, so the plugin rejects no node."""
     snap, rule = plugin_for([node("a").declare("FeatureA"), node("b"), pod("p")], ABC)
-    assert rule.pre_filter(CycleState(snap.state.pod_index["default/p"], snap, PROFILE_1_36)).code == Code.SKIP
+    cycle = CycleState(snap.state.pod_index["default/p"], snap, PROFILE_1_36)
+    assert rule.pre_filter(cycle).code == Code.SKIP
 
 
 def test_filter_answers_for_the_nodes_asked_in_their_order():
@@ -203,7 +208,8 @@ BAD_INPUT = [
      ".status.declaredFeatures: [1] 'ExtendWebSocketsToKubelet': list must be sorted alphabetically"),
     ("a duplicate", ["A", "A"], ".status.declaredFeatures: [1] 'A': Duplicate value"),
     ("a lowerCamelCase first segment", ["myFeature"],
-     ".status.declaredFeatures[0]: invalid feature name 'myFeature': must start with an UpperCamelCase segment"),
+     (".status.declaredFeatures[0]: invalid feature name 'myFeature': "
+      "must start with an UpperCamelCase segment")),
     ("a dash", ["My-Feature"], ".status.declaredFeatures[0]: invalid feature name 'My-Feature'"),
     ("a name beyond 253 characters", ["A" * 254], "must be no more than 253 characters"),
 ]
@@ -222,7 +228,8 @@ def test_declared_features_as_the_api_server_keeps_them_load():
 
 
 BAD_RULES = [
-    ("a rule without restartPolicy", {"restartPolicy": None}, "must specify restartPolicy when restart rules are used"),
+    ("a rule without restartPolicy", {"restartPolicy": None},
+     "must specify restartPolicy when restart rules are used"),
     ("an unknown action", {"restartPolicyRules": [{"action": "Reboot", "exitCodes": {"operator": "In"}}]},
      "restartPolicyRules[0].action: 'Reboot' is not one of Restart, RestartAllContainers"),
     ("a rule without exitCodes", {"restartPolicyRules": [{"action": "Restart"}]},
@@ -312,7 +319,8 @@ def only_ndf():  # type: ignore[no-untyped-def]
                                          {"name": "NodeDeclaredFeatures"}]}}}]}, "<test>", "1.36")
 
 
-@pytest.mark.parametrize("config", [only_ndf(), default_config("1.36")], ids=["the plugin alone", "1.36 defaults"])
+@pytest.mark.parametrize("config", [only_ndf(), default_config("1.36")],
+                         ids=["the plugin alone", "1.36 defaults"])
 @pytest.mark.parametrize("name", ["needs-restart", "needs-both", "plain"])
 def test_the_encoding_allows_the_pairs_the_greedy_filters_allow(config, name):
     state = state_of(*[o for o in cluster_objs() if o["kind"] == "Node" or o["metadata"]["name"] == name])

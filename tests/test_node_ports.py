@@ -202,14 +202,16 @@ def test_a_host_port_two_bound_pods_hold_is_named_in_the_input_warnings() -> Non
 
 
 def host_network(name: str, port: dict) -> dict:
-    return pod(name).set("spec.hostNetwork", True).set("spec.containers", [{"name": "c", "image": "x", "ports": [port]}])
+    container = {"name": "c", "image": "x", "ports": [port]}
+    return pod(name).set("spec.hostNetwork", True).set("spec.containers", [container])
 
 
 @pytest.mark.parametrize("incoming,holder,want", [
     (host_network("p", {"containerPort": 8080}), with_ports("q", "TCP/0.0.0.0/8080"), CONFLICT),
     (with_ports("p", "TCP/0.0.0.0/8080"), host_network("q", {"containerPort": 8080}), CONFLICT),
     (host_network("p", {"containerPort": 8080}), with_ports("q", "TCP/0.0.0.0/8081"), "pass"),
-    (host_network("p", {"containerPort": 8080, "protocol": "UDP"}), with_ports("q", "TCP/0.0.0.0/8080"), "pass"),
+    (host_network("p", {"containerPort": 8080, "protocol": "UDP"}), with_ports("q", "TCP/0.0.0.0/8080"),
+     "pass"),
 ], ids=["a host network pod's container port is its host port", "on the node too", "another port",
         "another protocol"])
 def test_a_host_network_pods_ports_default_their_host_port(incoming, holder, want):
@@ -222,6 +224,7 @@ def test_a_host_network_pod_whose_host_port_differs_from_its_container_port_is_r
     from optisched.errors import InputError
     from optisched.model.loader import cluster_from_objects
 
-    with pytest.raises(InputError, match=r"Pod/default/p .spec: containers\[0\].ports\[0\].hostPort: Invalid value: "
-                                         r"9090: must match `containerPort` when `hostNetwork` is true"):
+    with pytest.raises(InputError, match=r"Pod/default/p .spec: containers\[0\].ports\[0\].hostPort: "
+                                         r"Invalid value: 9090: must match `containerPort` when `hostNetwork` "
+                                         r"is true"):
         cluster_from_objects([host_network("p", {"containerPort": 8080, "hostPort": 9090})])

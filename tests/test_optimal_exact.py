@@ -35,8 +35,8 @@ def only(plugin: str):  # type: ignore[no-untyped-def]
     return parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                          "profiles": [{"schedulerName": "default-scheduler", "plugins": {"multiPoint": {
                              "disabled": [{"name": "*"}],
-                             "enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"}, {"name": plugin}]}}}]},
-                        "<test>", version)
+                             "enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"},
+                                         {"name": plugin}]}}}]}, "<test>", version)
 
 
 def greedy_allowed(state, config, pod: int) -> set[int]:  # type: ignore[no-untyped-def]

@@ -51,7 +51,8 @@ LATER_CASES = [
      [node("a").declare("RestartAllContainersOnContainerExits"), node("b"),
       pod("p").set("spec.containers", [_RESTART_ALL])], PROFILE_1_36),
 ]
-STATIC_CASES = [(*c[:3], PROFILE) for c in FILTER_CASES if rule_class(REGISTRY[c[1]]["filter"]).static] + LATER_CASES
+STATIC_CASES = [(*c[:3], PROFILE) for c in FILTER_CASES
+                if rule_class(REGISTRY[c[1]]["filter"]).static] + LATER_CASES
 
 
 @pytest.mark.parametrize("case,plugin,objs,profile", STATIC_CASES, ids=[c[0] for c in STATIC_CASES])

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
 
-__all__ = ["FEATURES", "REASON", "DeclaredFeature", "NodeDeclaredFeatures", "required_features", "semver_after"]
+__all__ = ["FEATURES", "REASON", "DeclaredFeature", "NodeDeclaredFeatures", "required_features",
+           "scheduling_key", "semver_after"]
 
 REASON = "node(s) didn't match Pod's required features"  # errReasonUnsatisfiedRequirements
 
