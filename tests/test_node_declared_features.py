@@ -129,8 +129,9 @@ def test_infer_for_pod_scheduling_honours_max_version(case, fields, max_version,
 
 
 # ------------------------------------------------------------------ PreFilter
-# nodedeclaredfeatures_test.go TestPreFilter ("plugin disabled" is a 1.35 profile: below)
+# nodedeclaredfeatures_test.go TestPreFilter ("plugin disabled": the plugin of a 1.35 profile)
 PREFILTER_CASES = [
+    ("plugin disabled", [mock("TestFeature1", True), mock("TestFeature2", False)], None, Code.SKIP, None),
     ("Pod with feature requirements", [mock("TestFeature1", True), mock("TestFeature2", False)], "1.35.0",
      Code.SUCCESS, ("TestFeature1",)),
     ("Pod with multiple feature requirements", [mock("TestFeature1", True, "1.38.0"),
@@ -146,7 +147,12 @@ PREFILTER_CASES = [
 @pytest.mark.parametrize("case,registry,version,code,state", PREFILTER_CASES,
                          ids=[c[0] for c in PREFILTER_CASES])
 def test_pre_filter(case, registry, version, code, state):
-    snap, rule = plugin_for([node("a"), pod("test-pod")], tuple(registry), version)
+    objs = [node("a"), pod("test-pod")]
+    if version is None:
+        snap = snapshot_of(*objs)
+        rule = NodeDeclaredFeatures(snap, default_config("1.35").profiles[0], tuple(registry))
+    else:
+        snap, rule = plugin_for(objs, tuple(registry), version)
     cycle = CycleState(snap.state.pod_index["default/test-pod"], snap, PROFILE_1_36)
     status = rule.pre_filter(cycle)
     assert status.code == code and status.nodes is None
@@ -294,9 +300,13 @@ def test_a_pod_no_node_has_the_feature_for_is_unschedulable_with_upstreams_reaso
         "available: 2 Preemption is not helpful for scheduling.")
 
 
-def test_a_1_35_run_ignores_declared_features():
+@pytest.mark.parametrize("profile", [None, "names the plugin"])
+def test_a_1_35_run_ignores_declared_features(profile):
+    """1.35's default plugins lack NodeDeclaredFeatures; a profile naming it gets the plugin its gate
+    (off in 1.35) leaves disabled."""
     objs = [node("a"), userns_hostnet(pod("p")), restart_all(pod("q"))]
-    result = optisched.schedule(cluster_from_objects(objs), kubernetes_version="1.35")
+    config = None if profile is None else only_ndf("1.35")
+    result = optisched.schedule(cluster_from_objects(objs), config, kubernetes_version="1.35")
     assert result.placements() == {"default/p": "a", "default/q": "a"}
     assert "NodeDeclaredFeatures" not in default_config("1.35").profiles[0].plugins["filter"]
 
@@ -311,12 +321,12 @@ def test_optimal_mode_places_the_same_instance_only_where_greedy_mode_may():
     assert result.violations == []
 
 
-def only_ndf():  # type: ignore[no-untyped-def]
+def only_ndf(version: str = "1.36"):  # type: ignore[no-untyped-def]
     return parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                          "profiles": [{"plugins": {"multiPoint": {
                              "disabled": [{"name": "*"}],
                              "enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"},
-                                         {"name": "NodeDeclaredFeatures"}]}}}]}, "<test>", "1.36")
+                                         {"name": "NodeDeclaredFeatures"}]}}}]}, "<test>", version)
 
 
 @pytest.mark.parametrize("config", [only_ndf(), default_config("1.36")],
@@ -365,8 +375,12 @@ def test_a_node_passes_exactly_when_it_declares_every_required_feature_in_both_e
     assert model_allowed(state, config, p) == want
 
 
-def test_the_rule_runs_only_where_the_profile_names_it():
+def test_the_rule_runs_only_where_the_profile_names_it_and_only_from_1_36():
     snap = snapshot_of(node("a").declare(), restart_all(pod("p")))
     filters_1_36, _ = instantiate(snap, PROFILE_1_36)
     filters_1_35, _ = instantiate(snap, default_config("1.35").profiles[0])
+    named_1_35, _ = instantiate(snap, only_ndf("1.35").profiles[0])
     assert "NodeDeclaredFeatures" in filters_1_36 and "NodeDeclaredFeatures" not in filters_1_35
+    cycle = CycleState(snap.state.pod_index["default/p"], snap, PROFILE_1_36)
+    assert filters_1_36["NodeDeclaredFeatures"].pre_filter(cycle).code == Code.SUCCESS
+    assert named_1_35["NodeDeclaredFeatures"].pre_filter(cycle).code == Code.SKIP

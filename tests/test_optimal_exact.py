@@ -22,21 +22,17 @@ from optisched.optimal.classes import build_batch
 from optisched.optimal.model import BatchModel
 from optisched.optimal.solve import OptimalOptions, solve_optimal
 from optisched.profile import default_config, parse_config
-from optisched.profile.releases import DEFAULT_VERSION, RELEASES
 from optisched.registry import REGISTRY, rule_class
 
 FILTERS = [n for n, sides in REGISTRY.items() if "filter" in sides]
 
 
 def only(plugin: str):  # type: ignore[no-untyped-def]
-    """A configuration whose profile runs just ``plugin`` (plus queue sort and bind), as the first release
-    that has it (the default one for a plugin that is not in-tree)."""
-    version = next((v for v, r in RELEASES.items() if plugin in r.in_tree), DEFAULT_VERSION)
+    """A configuration whose profile runs just ``plugin`` (plus queue sort and bind)."""
     return parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                          "profiles": [{"schedulerName": "default-scheduler", "plugins": {"multiPoint": {
                              "disabled": [{"name": "*"}],
-                             "enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"},
-                                         {"name": plugin}]}}}]}, "<test>", version)
+                             "enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"}, {"name": plugin}]}}}]})
 
 
 def greedy_allowed(state, config, pod: int) -> set[int]:  # type: ignore[no-untyped-def]

@@ -5,10 +5,14 @@ network pod in its own user namespace) only fits a node whose kubelet declares i
 Upstream (kubernetes v1.36.2): the plugin, ``pkg/scheduler/framework/plugins/nodedeclaredfeatures/
 nodedeclaredfeatures.go`` (PreFilter infers the pod's requirements and skips the pod that has none;
 Filter rejects a node lacking one, ``UnschedulableAndUnresolvable``); what a pod requires, the registry
-of ``k8s.io/component-helpers/nodedeclaredfeatures`` (``features/registry.go``, ``framework.go``). Its
-gate is on by default in 1.36 only, so only 1.36's default profile runs it; a 1.35 profile cannot
-name it. A node's list is matched as ``NodeInfo.SetNode`` maps it (``TryMap``): names the registry does
-not know are ignored.
+of ``k8s.io/component-helpers/nodedeclaredfeatures`` (``features/registry.go``, ``framework.go``). A
+node's list is matched as ``NodeInfo.SetNode`` maps it (``TryMap``): names the registry does not know
+are ignored.
+
+Its gate, ``NodeDeclaredFeatures``, is on by default from 1.36, whose default profile runs it. v1.35.4
+registers the plugin too, but with the gate off by default (alpha) ``New`` builds it disabled: a 1.35
+profile may name it, and its PreFilter then skips every pod (optisched configures no feature gates, so
+1.35's enabled variant, with its own registry and reason, is never run).
 
 The plugin's ``EventsToRegister`` are a node added or its declared features updated, and an update of
 the pod itself; a greedy run generates neither, so ``events`` is empty.
@@ -25,7 +29,7 @@ import numpy as np
 from ..framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ..model.objects import PodSpec
 from ..model.snapshot import Snapshot
-from ..profile.releases import release
+from ..profile.releases import DEFAULT_VERSION, at_least, release
 from . import names
 
 if TYPE_CHECKING:
@@ -134,12 +138,17 @@ class NodeDeclaredFeatures(Plugin):
 
     def __init__(self, snapshot: Snapshot, profile: object, registry: tuple[DeclaredFeature, ...] = FEATURES
                  ) -> None:
+        minor = getattr(profile, "kubernetes_version", DEFAULT_VERSION)
+        self.enabled = at_least(minor, "1.36")  # the gate's default
         self.registry = registry
-        self.version = release(getattr(profile, "kubernetes_version", "1.36")).patch
-        self.declared = declared_matrix(snapshot.state, registry)
+        self.version = release(minor).patch
+        self.declared = (declared_matrix(snapshot.state, registry) if self.enabled
+                         else np.zeros((snapshot.state.num_nodes, len(registry)), dtype=bool))
 
     def pre_filter(self, cycle: CycleState) -> Status:
-        """Skip a pod that requires no feature; otherwise keep which features it requires."""
+        """Skip a pod that requires no feature (every pod, disabled); otherwise keep which it requires."""
+        if not self.enabled:
+            return Status.skip()
         required = required_features(cycle.pod_obj.spec, self.version, self.registry)
         wanted = np.array([f.name in required for f in self.registry], dtype=bool)
         if not wanted.any():

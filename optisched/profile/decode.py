@@ -43,10 +43,8 @@ def _percentage(r: FieldReader, v: Any, path: str) -> int | None:
 
 def _out_of_tree(release: Release) -> dict[str, frozenset[str]]:
     """Plugins optisched models beyond kube-scheduler's in-tree ones (GPU sharing, the FGD policies, a user's
-    package's through the ``optisched.plugins`` entry points) and the extension points each extends. An
-    in-tree plugin of another release is none of them: a release without it refuses it."""
-    in_tree = frozenset().union(*(r.in_tree for r in RELEASES.values()))
-    return {name: plugin_points(name) for name in REGISTRY if name not in in_tree}
+    package's through the ``optisched.plugins`` entry points) and the extension points each extends."""
+    return {name: plugin_points(name) for name in REGISTRY if name not in release.in_tree}
 
 
 def _profile(r: FieldReader, raw: Any, path: str, only: bool, release: Release) -> _Parsed:
