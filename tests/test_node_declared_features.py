@@ -384,3 +384,16 @@ def test_the_rule_runs_only_where_the_profile_names_it_and_only_from_1_36():
     cycle = CycleState(snap.state.pod_index["default/p"], snap, PROFILE_1_36)
     assert filters_1_36["NodeDeclaredFeatures"].pre_filter(cycle).code == Code.SUCCESS
     assert named_1_35["NodeDeclaredFeatures"].pre_filter(cycle).code == Code.SKIP
+
+
+def test_preemption_frees_only_a_node_that_declares_the_feature():
+    """SelectVictimsOnNode runs every filter after removing victims: on a node lacking the feature no
+    eviction helps, so the victim is the pod on the node that declares it (even after a node that is
+    first in order)."""
+    objs = [node("bare", cpu="2"), node("has", cpu="2").declare(RESTART_ALL),
+            pod("low-bare").req(cpu="2").on("bare"), pod("low-has").req(cpu="2").on("has"),
+            restart_all(pod("high")).req(cpu="2").priority(1000)]
+    result = optisched.schedule(cluster_from_objects(objs), kubernetes_version="1.36")
+    rows = result.state.pod_index
+    assert result.preempted == {rows["default/low-has"]: (rows["default/high"], result.state.node_index["has"])}
+    assert result.placements()["default/high"] == "has"
