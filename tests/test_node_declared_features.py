@@ -394,6 +394,6 @@ def test_preemption_frees_only_a_node_that_declares_the_feature():
             pod("low-bare").req(cpu="2").on("bare"), pod("low-has").req(cpu="2").on("has"),
             restart_all(pod("high")).req(cpu="2").priority(1000)]
     result = optisched.schedule(cluster_from_objects(objs), kubernetes_version="1.36")
-    rows = result.state.pod_index
-    assert result.preempted == {rows["default/low-has"]: (rows["default/high"], result.state.node_index["has"])}
+    rows, has = result.state.pod_index, result.state.node_index["has"]
+    assert result.preempted == {rows["default/low-has"]: (rows["default/high"], has)}
     assert result.placements()["default/high"] == "has"
