@@ -36,6 +36,7 @@ REGISTRY: dict[str, dict[str, str]] = {
                                 "score": "plugins.podtopologyspread.scoring:PodTopologySpreadScore"},
     names.INTER_POD_AFFINITY: {"filter": "plugins.interpodaffinity.filtering:InterPodAffinity",
                                "score": "plugins.interpodaffinity.scoring:InterPodAffinityScore"},
+    names.NODE_DECLARED_FEATURES: {"filter": "plugins.node_declared_features:NodeDeclaredFeatures"},
     names.BALANCED_ALLOCATION: {"score": "plugins.noderesources.balanced_allocation:BalancedAllocation"},
     names.IMAGE_LOCALITY: {"score": "plugins.image_locality:ImageLocality"},
     names.DYNAMIC_RESOURCES: {"filter": "plugins.dynamicresources.plugin:DynamicResources",

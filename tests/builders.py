@@ -122,6 +122,11 @@ class NodeB(_Obj):
         self["spec"]["unschedulable"] = True
         return self
 
+    def declare(self, *features: str) -> NodeB:
+        """``status.declaredFeatures``, in the given order (the API server keeps it sorted)."""
+        self["status"]["declaredFeatures"] = list(features)
+        return self
+
 
 def _names(res: dict) -> dict:
     """Python-friendly keys: ``nvidia_gpu`` -> ``nvidia.com/gpu``, ``ephemeral_storage`` -> ``ephemeral-storage``."""

@@ -199,3 +199,32 @@ def test_a_host_port_two_bound_pods_hold_is_named_in_the_input_warnings() -> Non
     assert line.startswith("1 node(s) where two bound pods hold one host port") and "Node/n1 (TCP/0.0.0.0:8080)" in line
     alone = state_of(node("n1"), _holder("low", 0), with_ports("p", "TCP/10.0.0.1/8080").on("n1"))
     assert not [w for w in input_warnings(alone, default_config()) if "host port" in w]
+
+
+def host_network(name: str, port: dict) -> dict:
+    container = {"name": "c", "image": "x", "ports": [port]}
+    return pod(name).set("spec.hostNetwork", True).set("spec.containers", [container])
+
+
+@pytest.mark.parametrize("incoming,holder,want", [
+    (host_network("p", {"containerPort": 8080}), with_ports("q", "TCP/0.0.0.0/8080"), CONFLICT),
+    (with_ports("p", "TCP/0.0.0.0/8080"), host_network("q", {"containerPort": 8080}), CONFLICT),
+    (host_network("p", {"containerPort": 8080}), with_ports("q", "TCP/0.0.0.0/8081"), "pass"),
+    (host_network("p", {"containerPort": 8080, "protocol": "UDP"}), with_ports("q", "TCP/0.0.0.0/8080"),
+     "pass"),
+], ids=["a host network pod's container port is its host port", "on the node too", "another port",
+        "another protocol"])
+def test_a_host_network_pods_ports_default_their_host_port(incoming, holder, want):
+    """``SetDefaults_Pod`` (v1.36.2 ``pkg/apis/core/v1/defaults.go``): the API server gives each port of a
+    host network pod its containerPort as hostPort, so NodePorts counts it."""
+    assert verdict(incoming, holder) == want
+
+
+def test_a_host_network_pod_whose_host_port_differs_from_its_container_port_is_refused():
+    from optisched.errors import InputError
+    from optisched.model.loader import cluster_from_objects
+
+    with pytest.raises(InputError, match=r"Pod/default/p .spec: containers\[0\].ports\[0\].hostPort: "
+                                         r"Invalid value: 9090: must match `containerPort` when `hostNetwork` "
+                                         r"is true"):
+        cluster_from_objects([host_network("p", {"containerPort": 8080, "hostPort": 9090})])

@@ -25,7 +25,7 @@ from optisched.profile import (
     load_config,
     parse_config,
 )
-from optisched.profile.defaults import IN_TREE, UNMODELLED_POINTS
+from optisched.profile.defaults import DEFAULT_MULTIPOINT, IN_TREE, UNMODELLED_POINTS
 from optisched.registry import plugin_points
 
 API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -108,12 +108,16 @@ def test_resolved_plugin_args_match_the_real_scheduler(name):
 
 
 def test_plugin_table_is_what_the_real_scheduler_registers():
+    """The trace lists the default profile's plugins: every in-tree one but NodeDeclaredFeatures, which
+    v1.35.4 registers with its gate off and leaves out of the defaults."""
     plugins = load_trace("001-resources")["plugins"]
     seen: dict[str, set[str]] = {}
     for point, names in plugins.items():
         for n in names:
             seen.setdefault(n, set()).add(point)
-    assert seen == {n: set(UNMODELLED_POINTS.get(n) or plugin_points(n)) for n in IN_TREE}
+    defaults = IN_TREE - {"NodeDeclaredFeatures"}
+    assert seen == {n: set(UNMODELLED_POINTS.get(n) or plugin_points(n)) for n in defaults}
+    assert {n for n, _ in DEFAULT_MULTIPOINT} == defaults
 
 
 def test_a_scenario_file_loads_as_a_config():
@@ -476,7 +480,7 @@ def test_1_36_appends_node_declared_features_to_the_defaults_as_its_traces_list_
     traced = load_trace("001-resources", CASES_1_36)["plugins"]
     assert {p: list(profile.plugins[p]) for p in traced} == traced
     assert profile.kubernetes_version == config.kubernetes_version == "1.36"
-    assert "NodeDeclaredFeatures" in profile.not_modelled
+    assert "NodeDeclaredFeatures" not in profile.not_modelled  # optisched.plugins.node_declared_features
     assert "NodeDeclaredFeatures" not in default_config().profiles[0].plugins["filter"]
 
 
@@ -491,9 +495,15 @@ def test_a_configuration_is_decoded_again_for_another_release():
     assert for_version(new, "1.35") == old
 
 
-def test_a_plugin_of_a_later_release_is_refused_by_an_earlier_one():
+def test_a_plugin_only_later_defaults_enable_is_in_tree_in_the_earlier_release_too():
+    """v1.35.4's NewInTreeRegistry has NodeDeclaredFeatures (gated off: it does nothing there), so a 1.35
+    configuration may name it; a name no release registers is still refused."""
     doc = {**API, "profiles": [{"plugins": {
         "filter": {"enabled": [{"name": "NodeDeclaredFeatures"}]}}}]}
+    for version in ("1.35", "1.36"):
+        profile = parse_config(doc, "cfg.yaml", version).profiles[0]
+        assert "NodeDeclaredFeatures" in profile.plugins["filter"]
+        assert "NodeDeclaredFeatures" not in profile.not_modelled
+    doc["profiles"][0]["plugins"]["filter"]["enabled"][0]["name"] = "NodeDeclaredFeature"
     with pytest.raises(InputError, match="does not exist in kube-scheduler v1.35.4"):
         parse_config(doc, "cfg.yaml")
-    assert "NodeDeclaredFeatures" in parse_config(doc, "cfg.yaml", "1.36").profiles[0].plugins["filter"]

@@ -1,10 +1,11 @@
 """A :class:`Framework` that computes the placement-independent part of a cycle once per pod shape.
 
-The *static* filters (:class:`optisched.framework.Plugin`: NodeUnschedulable, NodeName, TaintToleration
-and NodeAffinity) filter on the pod's spec and the nodes' fixed labels, taints and flags; the scores with
-a ``score_key`` (TaintToleration, NodeAffinity and ImageLocality) score on them too. Their answer for
-every node is computed once per distinct (tolerations, nodeName, nodeSelector, node affinity, images)
-and read back for the nodes a cycle evaluates: the leading run of these filters in
+The *static* filters (:class:`optisched.framework.Plugin`: NodeUnschedulable, NodeName, TaintToleration,
+NodeAffinity and NodeDeclaredFeatures) filter on the pod's spec and the nodes' fixed labels, taints,
+flags and declared features; the scores with a ``score_key`` (TaintToleration, NodeAffinity and
+ImageLocality) score on them too. Their answer for every node is computed once per distinct
+(tolerations, nodeName, nodeSelector, node affinity, features the pod may require, images) and read
+back for the nodes a cycle evaluates: the leading run of these filters in
 the profile's order becomes one lookup, with each node's first failing plugin, code and reasons as
 the plugins themselves gave them, so FitError histograms and traces are unchanged. Their PreFilter
 statuses (NodeAffinity's node-name restriction and required-affinity mask) are kept the same way.
@@ -18,6 +19,7 @@ import numpy as np
 from ..framework import CycleState, FilterResult, Status
 from ..model.objects import Pod
 from ..model.snapshot import Snapshot
+from ..plugins.node_declared_features import scheduling_key
 from ..profile import Profile
 from .framework_runner import FilterPass, Framework
 
@@ -33,7 +35,7 @@ def filter_key(pod: Pod) -> tuple:
     spec = pod.spec
     aff = spec.affinity.node_affinity if spec.affinity else None
     return (spec.node_name, tuple(spec.tolerations), frozenset(spec.node_selector.items()),
-            aff.model_dump_json() if aff is not None else None)
+            aff.model_dump_json() if aff is not None else None, scheduling_key(spec))
 
 
 @dataclass

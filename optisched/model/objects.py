@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
+from itertools import pairwise
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -23,6 +24,8 @@ __all__ = [
     "Container",
     "ContainerImage",
     "ContainerPort",
+    "ContainerRestartRule",
+    "ContainerRestartRuleOnExitCodes",
     "DiskSource",
     "KubeObject",
     "LabelSelector",
@@ -356,12 +359,50 @@ class ContainerPort(_M):
         return v
 
 
+class ContainerRestartRuleOnExitCodes(_M):
+    """``restartPolicyRules[].exitCodes``: ``In`` or ``NotIn`` at most 255 exit codes."""
+
+    operator: str
+    values: Annotated[list[Int32], BeforeValidator(_none_as_empty)] = Field(default_factory=list, max_length=255)
+
+    @field_validator("operator")
+    @classmethod
+    def _op(cls, v: str) -> str:
+        if v not in ("In", "NotIn"):
+            raise ValueError(f"{v!r} is not one of In, NotIn")
+        return v
+
+
+class ContainerRestartRule(_M):
+    """``containers[].restartPolicyRules[]`` (``validateContainerRestartPolicy``, kubernetes v1.36.2
+    ``pkg/apis/core/validation/validation.go``): ``RestartAllContainers`` is the action of the
+    ``RestartAllContainersOnContainerExits`` gate, on by default from 1.36."""
+
+    action: str
+    exit_codes: ContainerRestartRuleOnExitCodes
+
+    @field_validator("action")
+    @classmethod
+    def _action(cls, v: str) -> str:
+        if v not in ("Restart", "RestartAllContainers"):
+            raise ValueError(f"{v!r} is not one of Restart, RestartAllContainers")
+        return v
+
+
 class Container(_M):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = ResourceRequirements()
     ports: Annotated[list[ContainerPort], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     restart_policy: str | None = None
+    restart_policy_rules: Annotated[list[ContainerRestartRule], BeforeValidator(_none_as_empty)] = Field(
+        default_factory=list, max_length=20)
+
+    @model_validator(mode="after")
+    def _rules_need_a_policy(self) -> Container:
+        if self.restart_policy_rules and self.restart_policy is None:
+            raise ValueError("restartPolicy: must specify restartPolicy when restart rules are used")
+        return self
 
 
 class PreemptionPolicy(StrEnum):
@@ -423,6 +464,25 @@ class PodResourceClaimStatus(_M):
     resource_claim_name: str | None = None
 
 
+def _get(data: dict, *keys: str) -> Any:
+    """The value of the first of ``keys`` (an API name, then the Python one) that ``data`` has."""
+    return next((data[k] for k in keys if k in data), None)
+
+
+def _default_host_ports(container: Any) -> Any:
+    """``defaultHostNetworkPorts`` for one container of the raw input (anything else is left to validation)."""
+    ports = _get(container, "ports") if isinstance(container, dict) else None
+    if not isinstance(ports, list):
+        return container
+    out = []
+    for port in ports:
+        if isinstance(port, dict) and not _get(port, "hostPort", "host_port"):
+            port = {**{k: v for k, v in port.items() if k not in ("hostPort", "host_port")},
+                    "hostPort": _get(port, "containerPort", "container_port") or 0}
+        out.append(port)
+    return {**container, "ports": out}
+
+
 class PodSpec(_M):
     node_name: str | None = None
     scheduler_name: str = "default-scheduler"
@@ -440,6 +500,33 @@ class PodSpec(_M):
     volumes: Annotated[list[Volume], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     resource_claims: Annotated[list[PodResourceClaim], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     scheduling_gates: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    host_network: bool = False
+    host_users: bool | None = None  # unset means true: the pod shares the host's user namespace
+
+    @model_validator(mode="before")
+    @classmethod
+    def _host_network_ports(cls, data: Any) -> Any:
+        """``SetDefaults_Pod`` (kubernetes v1.36.2 ``pkg/apis/core/v1/defaults.go``): a host network pod's
+        container ports without a ``hostPort`` take their ``containerPort`` as it."""
+        if not isinstance(data, dict) or _get(data, "hostNetwork", "host_network") is not True:
+            return data
+        out = dict(data)
+        for keys in (("containers",), ("initContainers", "init_containers")):
+            key = next((k for k in keys if k in data), None)
+            if key is not None and isinstance(data[key], list):
+                out[key] = [_default_host_ports(c) for c in data[key]]
+        return out
+
+    @model_validator(mode="after")
+    def _host_ports_match(self) -> PodSpec:
+        """``validatePodHostNetworkDeps``: on the host network a container's hostPort is its containerPort."""
+        if self.host_network:
+            for i, c in enumerate(self.containers):
+                for j, port in enumerate(c.ports):
+                    if port.host_port != port.container_port:
+                        raise ValueError(f"containers[{i}].ports[{j}].hostPort: Invalid value: {port.host_port}: "
+                                         "must match `containerPort` when `hostNetwork` is true")
+        return self
 
     @model_validator(mode="after")
     def _sums_fit_int64(self) -> PodSpec:
@@ -517,11 +604,42 @@ class NodeSystemInfo(_M):
     kubelet_version: str = ""
 
 
+# validation.go nodeDeclaredFeatureRegexp: an UpperCamelCase segment, then '/'-separated segments
+_DECLARED_FEATURE = re.compile(r"[A-Z][a-zA-Z0-9]*(/[a-zA-Z][a-zA-Z0-9]*)*")
+
+
+def _declared_feature(v: Any) -> Any:
+    """``validateNodeDeclaredFeatureName`` (kubernetes v1.36.2 ``pkg/apis/core/validation/validation.go``)."""
+    if not isinstance(v, str):
+        return v  # pydantic reports the type
+    if len(v) > 253:
+        raise ValueError(f"invalid feature name {v!r}: must be no more than 253 characters")
+    if not _DECLARED_FEATURE.fullmatch(v):
+        raise ValueError(f"invalid feature name {v!r}: must start with an UpperCamelCase segment, with subsequent "
+                         "segments separated by '/' (e.g., MyFeature or MyFeature/mySubFeature), and contain only "
+                         "alphanumeric characters and slashes")
+    return v
+
+
 class NodeStatus(_M):
     node_info: NodeSystemInfo = NodeSystemInfo()
     capacity: ResourceList = Field(default_factory=dict)
     allocatable: ResourceList = Field(default_factory=dict)
     images: Annotated[list[ContainerImage], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    # the kubelet's declared features (v1.36: the NodeDeclaredFeatures gate, on by default)
+    declared_features: Annotated[list[Annotated[str, BeforeValidator(_declared_feature)]],
+                                 BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+
+    @field_validator("declared_features")
+    @classmethod
+    def _sorted_unique(cls, v: list[str]) -> list[str]:
+        """``validateNodeDeclaredFeatures``: the API server keeps the list sorted and without duplicates."""
+        for i, (a, b) in enumerate(pairwise(v), start=1):
+            if a == b:
+                raise ValueError(f"[{i}] {b!r}: Duplicate value")
+            if a > b:
+                raise ValueError(f"[{i}] {b!r}: list must be sorted alphabetically")
+        return v
 
 
 class Node(KubeObject):

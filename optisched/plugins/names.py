@@ -1,5 +1,6 @@
 """The plugin names, as configurations and traces spell them (kubernetes v1.35.4
-``pkg/scheduler/framework/plugins/names/names.go``, and the GPU-sharing simulator's plugins)."""
+``pkg/scheduler/framework/plugins/names/names.go``, with v1.36.2's NodeDeclaredFeatures, and the
+GPU-sharing simulator's plugins)."""
 from __future__ import annotations
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "IMAGE_LOCALITY",
     "INTER_POD_AFFINITY",
     "NODE_AFFINITY",
+    "NODE_DECLARED_FEATURES",
     "NODE_NAME",
     "NODE_PORTS",
     "NODE_RESOURCES_FIT",
@@ -38,6 +40,7 @@ DYNAMIC_RESOURCES = "DynamicResources"
 IMAGE_LOCALITY = "ImageLocality"
 INTER_POD_AFFINITY = "InterPodAffinity"
 NODE_AFFINITY = "NodeAffinity"
+NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"  # v1.36.2
 NODE_NAME = "NodeName"
 NODE_PORTS = "NodePorts"
 NODE_RESOURCES_FIT = "NodeResourcesFit"

@@ -76,10 +76,13 @@ UNMODELLED_POINTS: dict[str, frozenset[str]] = {
     "DefaultPreemption": frozenset({"preEnqueue", "postFilter"}),
     "DefaultBinder": frozenset({"bind"}),
 }
+# NodeDeclaredFeatures is registered in v1.35.4 too, behind its gate (alpha, off): a profile may name it,
+# and it then rejects no node (optisched.plugins.node_declared_features).
 IN_TREE: frozenset[str] = frozenset(UNMODELLED_POINTS) | frozenset({
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
     "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-    "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "DynamicResources"})
+    "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "DynamicResources",
+    "NodeDeclaredFeatures"})
 
 # In-tree plugins optisched accepts but does not model. A name that is not in-tree is refused, as the stock
 # kube-scheduler binary refuses it (pkg/scheduler/framework/runtime/framework.go, NewFramework).

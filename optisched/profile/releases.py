@@ -4,9 +4,11 @@ defaults to (:class:`.defaults.Release`).
 * 1.35: kubernetes v1.35.4 (``pkg/scheduler/apis/config/v1/default_plugins.go``), verified against the
   conformance traces of ``cases/``;
 * 1.36: kubernetes v1.36.2: the same default plugins with ``NodeDeclaredFeatures`` appended (its gate is
-  on by default, ``applyFeatureGates`` appends it before DynamicResources is inserted), which optisched
-  does not model yet; rules that changed (``NodeResourcesBalancedAllocation``'s score) keep each
-  release's variant in their plugin, verified against the traces of ``cases-v1.36/``.
+  on by default, ``applyFeatureGates`` appends it before DynamicResources is inserted; in 1.35 the gate
+  is off and the plugin, which a profile may still name, does nothing:
+  :mod:`optisched.plugins.node_declared_features`); rules that changed
+  (``NodeResourcesBalancedAllocation``'s score) keep each release's variant in their plugin, verified
+  against the traces of ``cases-v1.36/``.
 
 A release is named by its minor version (``1.36``); ``v1.36.2`` and ``1.36.2`` name the same one.
 """
@@ -22,12 +24,11 @@ NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 
 RELEASES: dict[str, Release] = {
     "1.35": Release("1.35", "v1.35.4", DEFAULT_MULTIPOINT, IN_TREE, UNMODELLED_POINTS, NOT_MODELLED),
-    "1.36": Release("1.36", "v1.36.2", (*DEFAULT_MULTIPOINT, (NODE_DECLARED_FEATURES, None)), IN_TREE | {NODE_DECLARED_FEATURES},
-                    {**UNMODELLED_POINTS, NODE_DECLARED_FEATURES: frozenset({"preFilter", "filter"})},
-                    NOT_MODELLED | {NODE_DECLARED_FEATURES}),
+    "1.36": Release("1.36", "v1.36.2", (*DEFAULT_MULTIPOINT, (NODE_DECLARED_FEATURES, None)), IN_TREE,
+                    UNMODELLED_POINTS, NOT_MODELLED),
 }
 VERSIONS = tuple(RELEASES)
-# the version a run assumes when nothing names one: the newest whose every default rule is modelled
+# the version a run assumes when nothing names one
 DEFAULT_VERSION = "1.35"
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)?")
