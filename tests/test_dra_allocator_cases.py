@@ -8,6 +8,7 @@ devices in use follow the trace: allocations kept while a pod reserves the claim
 deallocates a claim or preemption leaves one without consumers. Claims naming a DeviceClass that does not
 exist make the allocator raise (the plugin's PreFilter rejects those pods first).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -26,8 +27,9 @@ CASE_NAMES = sorted(p.name.removesuffix(".yaml") for p in CASES.glob("*.yaml"))
 NO_FIT = ["cannot allocate all claims"]
 
 
-def _claims_of(pod_key: str, pod, trace: dict, claims: dict[str, ResourceClaim],
-               templates: dict) -> list[tuple[str, str]]:
+def _claims_of(
+    pod_key: str, pod, trace: dict, claims: dict[str, ResourceClaim], templates: dict
+) -> list[tuple[str, str]]:
     """(pod claim name, claim key) for each of the pod's claims, making the templates' claims."""
     ns = pod.metadata.namespace or "default"
     out = []
@@ -39,17 +41,28 @@ def _claims_of(pod_key: str, pod, trace: dict, claims: dict[str, ResourceClaim],
             key = f"{ns}/{name}"
             if key not in claims:
                 tmpl = templates[(ns, pc.resource_claim_template_name)]
-                claims[key] = ResourceClaim.model_validate({
-                    "metadata": {"name": name, "namespace": ns},
-                    "spec": tmpl.spec.spec.model_dump(by_alias=True, exclude_none=True)})
+                claims[key] = ResourceClaim.model_validate(
+                    {
+                        "metadata": {"name": name, "namespace": ns},
+                        "spec": tmpl.spec.spec.model_dump(by_alias=True, exclude_none=True),
+                    }
+                )
         out.append((pc.name, key))
     return out
 
 
-def _check_cycle(allocator: Allocator, cycle: dict, nodes: dict, pending: list[ResourceClaim],
-                 in_use: frozenset[str], classes: set[str]) -> dict[str, list[tuple[str, str]]] | None:
+def _check_cycle(
+    allocator: Allocator,
+    cycle: dict,
+    nodes: dict,
+    pending: list[ResourceClaim],
+    in_use: frozenset[str],
+    classes: set[str],
+) -> dict[str, list[tuple[str, str]]] | None:
     names = {r.exactly.device_class_name for c in pending for r in c.spec.devices.requests if r.exactly}
-    names |= {s.device_class_name for c in pending for r in c.spec.devices.requests for s in r.first_available}
+    names |= {
+        s.device_class_name for c in pending for r in c.spec.devices.requests for s in r.first_available
+    }
     if names - classes:
         with pytest.raises(AllocationError, match="could not retrieve device class"):
             allocator.allocate(next(iter(nodes.values())), pending, in_use)
@@ -75,12 +88,19 @@ def test_allocations_match_the_trace(case: str) -> None:
     nodes = {n.metadata.name: n for n in cluster.nodes}
     pods = {f"{p.metadata.namespace or 'default'}/{p.metadata.name}": p for p in cluster.pods}
     claims = {c.key: c for c in cluster.resource_claims}
-    templates = {(t.metadata.namespace or "default", t.metadata.name): t for t in cluster.resource_claim_templates}
+    templates = {
+        (t.metadata.namespace or "default", t.metadata.name): t for t in cluster.resource_claim_templates
+    }
     classes = {c.metadata.name: c for c in cluster.device_classes}
-    allocated = {c.key: {d.id for d in c.status.allocation.devices.results}
-                 for c in cluster.resource_claims if c.status.allocation is not None}
-    reserved = {c.key: {f"{c.metadata.namespace or 'default'}/{r.name}" for r in c.status.reserved_for}
-                for c in cluster.resource_claims}
+    allocated = {
+        c.key: {d.id for d in c.status.allocation.devices.results}
+        for c in cluster.resource_claims
+        if c.status.allocation is not None
+    }
+    reserved = {
+        c.key: {f"{c.metadata.namespace or 'default'}/{r.name}" for r in c.status.reserved_for}
+        for c in cluster.resource_claims
+    }
     allocator = Allocator(classes, cluster.resource_slices, FakeCEL())
     checked = 0
     for cycle in trace["cycles"]:
@@ -93,8 +113,9 @@ def test_allocations_match_the_trace(case: str) -> None:
             for key, want in (cycle.get("allocations") or {}).items():
                 if want.get("existing"):
                     continue
-                assert got is not None and got[key] == list(zip(want["requests"], want["devices"], strict=True)), \
-                    (pod_key, key)
+                assert got is not None and got[key] == list(
+                    zip(want["requests"], want["devices"], strict=True)
+                ), (pod_key, key)
                 allocated[key] = set(want["devices"])
                 checked += 1
         if cycle.get("chosen"):

@@ -8,6 +8,7 @@ and devices finds nothing either. ``All`` stays out of second subrequests, where
 the subrequest index (see the upstream table), and out of claims with constraints, where a constraint that
 breaks an ``All`` request is an error upstream, not a failed search.
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -22,8 +23,11 @@ from optisched.plugins.dynamicresources.allocator import Allocator
 
 DOMAIN = "example.com"
 KIND_X = f'device.attributes["{DOMAIN}"].kind == "x"'
-CLASSES = {"class-a": device_class("class-a", "driver-a"), "class-b": device_class("class-b", "driver-b"),
-           "any": device_class("any")}
+CLASSES = {
+    "class-a": device_class("class-a", "driver-a"),
+    "class-b": device_class("class-b", "driver-b"),
+    "any": device_class("any"),
+}
 
 
 @st.composite
@@ -31,10 +35,16 @@ def instances(draw: st.DrawFn) -> dict:
     slices: list[ResourceSlice] = []
     for driver in draw(st.sampled_from([["driver-a"], ["driver-a", "driver-b"]])):
         for pool in range(draw(st.integers(1, 2))):
-            devs = [{"name": f"dev-{i}", "attributes": {
-                f"{DOMAIN}/numa": {"int": draw(st.integers(0, 1))},
-                f"{DOMAIN}/kind": {"string": draw(st.sampled_from("xy"))}}}
-                for i in range(draw(st.integers(0, 3)))]
+            devs = [
+                {
+                    "name": f"dev-{i}",
+                    "attributes": {
+                        f"{DOMAIN}/numa": {"int": draw(st.integers(0, 1))},
+                        f"{DOMAIN}/kind": {"string": draw(st.sampled_from("xy"))},
+                    },
+                }
+                for i in range(draw(st.integers(0, 3)))
+            ]
             slices.append(rslice(f"{driver}-{pool}", "node-1", f"p{pool}", driver, *devs))
     slices.append(rslice("elsewhere", "node-2", "p9", "driver-a", {"name": "dev-0"}))
     ids = [f"{s.spec.driver}/{s.spec.pool.name}/{d.name}" for s in slices[:-1] for d in s.spec.devices]
@@ -51,16 +61,25 @@ def instances(draw: st.DrawFn) -> dict:
             if shape == "all" and not constrained:
                 requests.append(all_req(f"r{r}", cls, *sels, admin=admin))
             elif shape == "first":
-                subs = [sub("s0", cls, draw(st.integers(1, 3)), *sels,
-                            all_mode=not constrained and draw(st.booleans())),
-                        sub("s1", draw(st.sampled_from(sorted(CLASSES))), draw(st.integers(1, 2)))]
+                subs = [
+                    sub(
+                        "s0",
+                        cls,
+                        draw(st.integers(1, 3)),
+                        *sels,
+                        all_mode=not constrained and draw(st.booleans()),
+                    ),
+                    sub("s1", draw(st.sampled_from(sorted(CLASSES))), draw(st.integers(1, 2))),
+                ]
                 requests.append(first(f"r{r}", *subs))
             else:
                 requests.append(req(f"r{r}", cls, draw(st.integers(1, 3)), *sels, admin=admin))
         constraints = []
         if constrained:
             named = draw(st.sampled_from([[], ["r0"], ["r0", "r1"]]))
-            constraints.append(match(f"{DOMAIN}/numa", *[n for n in named if n in {q["name"] for q in requests}]))
+            constraints.append(
+                match(f"{DOMAIN}/numa", *[n for n in named if n in {q["name"] for q in requests}])
+            )
         claims.append(claim(f"c{c}", *requests, constraints=constraints))
     return {"slices": slices, "claims": claims, "allocated": allocated}
 
@@ -79,8 +98,12 @@ def _selectable(spec: Any, driver: str, d: Device, cel: FakeCEL) -> bool:
 
 
 def _node_devices(slices: list[ResourceSlice]) -> list[tuple[str, str, Device]]:
-    return [(f"{s.spec.driver}/{s.spec.pool.name}/{d.name}", s.spec.driver, d)
-            for s in slices if s.spec.node_name == "node-1" for d in s.spec.devices]
+    return [
+        (f"{s.spec.driver}/{s.spec.pool.name}/{d.name}", s.spec.driver, d)
+        for s in slices
+        if s.spec.node_name == "node-1"
+        for d in s.spec.devices
+    ]
 
 
 def _constraint_ok(c: Any, picks: list[tuple[str, str, Device]]) -> bool:
@@ -131,7 +154,7 @@ def brute_force(inst: dict) -> bool:
                 for did, _ in option:
                     taken.append((ci, did, admin))
                 ok = request_step(ci, ri + 1, picks + [(name, did, d) for did, d in option])
-                del taken[len(taken) - len(option):]
+                del taken[len(taken) - len(option) :]
                 if ok:
                     return True
         return False
@@ -168,8 +191,9 @@ def _check_allocation(inst: dict, results: list) -> None:
             picks += [(d.request, d.id, devs[d.id][1]) for d in got]
         for c in cl.spec.devices.constraints:
             assert _constraint_ok(c, picks)
-        assert res.node_selector is not None and res.node_selector.node_selector_terms[0].match_fields[0].values \
-            == ["node-1"]
+        assert res.node_selector is not None and res.node_selector.node_selector_terms[0].match_fields[
+            0
+        ].values == ["node-1"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -187,10 +211,18 @@ def test_allocations_keep_the_rules_and_none_means_no_solution(inst: dict) -> No
 def test_brute_force_finds_what_the_allocator_misses_only_where_it_should() -> None:
     """The oracle itself: a solvable instance is solvable, an impossible one is not."""
     slices = [rslice("s", "node-1", "p0", "driver-a", {"name": "dev-0"}, {"name": "dev-1"})]
-    two: dict[str, Any] = {"slices": slices, "claims": [claim("c", req("r0", "class-a", 2))], "allocated": frozenset()}
+    two: dict[str, Any] = {
+        "slices": slices,
+        "claims": [claim("c", req("r0", "class-a", 2))],
+        "allocated": frozenset(),
+    }
     three = {**two, "claims": [claim("c", req("r0", "class-a", 3))]}
     taken = {**two, "allocated": frozenset({"driver-a/p0/dev-0"})}
     assert brute_force(two) and not brute_force(three) and not brute_force(taken)
     assert brute_force({**taken, "claims": [claim("c", req("r0", "class-a", 2, admin=True))]})
-    assert not brute_force({**two, "claims": [claim("c", req("r0", "class-a", 2, admin=True),
-                                                    req("r1", "class-a", 1, admin=True))]})
+    assert not brute_force(
+        {
+            **two,
+            "claims": [claim("c", req("r0", "class-a", 2, admin=True), req("r1", "class-a", 1, admin=True))],
+        }
+    )

@@ -7,6 +7,7 @@ conformance cases): ``device.driver == "d"``, ``device.attributes["domain"].name
 capacity is a runtime error (``no such key``), and ``&&`` absorbs an error when another side is false,
 as CEL's commutative logic does.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,9 +19,16 @@ from optisched.model.quantity import parse_quantity
 
 _DRIVER = re.compile(r'^device\.driver == "([^"]*)"$')
 _ATTR = re.compile(r'^device\.attributes\["([^"]*)"\]\.(\w+)(?: == (.+))?$')
-_CAP = re.compile(r'^device\.capacity\["([^"]*)"\]\.(\w+)\.compareTo\(quantity\("([^"]*)"\)\) (>=|>|<=|<|==) 0$')
-_CMP = {">=": lambda c: c >= 0, ">": lambda c: c > 0, "<=": lambda c: c <= 0, "<": lambda c: c < 0,
-        "==": lambda c: c == 0}
+_CAP = re.compile(
+    r'^device\.capacity\["([^"]*)"\]\.(\w+)\.compareTo\(quantity\("([^"]*)"\)\) (>=|>|<=|<|==) 0$'
+)
+_CMP = {
+    ">=": lambda c: c >= 0,
+    ">": lambda c: c > 0,
+    "<=": lambda c: c <= 0,
+    "<": lambda c: c < 0,
+    "==": lambda c: c == 0,
+}
 
 
 class CELError(Exception):
@@ -84,8 +92,10 @@ class FakeCEL:
                 raise CELError(f"no such key: {name}")
             have, want_q = parse_quantity(cap.value), parse_quantity(q)
             return _CMP[op]((have > want_q) - (have < want_q))
-        raise CELError(f"compilation failed: ERROR: <input>:1:1: undeclared reference to '{expr}' "
-                       "(in container '')", compile_error=True)
+        raise CELError(
+            f"compilation failed: ERROR: <input>:1:1: undeclared reference to '{expr}' (in container '')",
+            compile_error=True,
+        )
 
 
 # ---------------------------------------------------------------- builders
@@ -97,7 +107,9 @@ def sel(expression: str) -> dict:
     return {"cel": {"expression": expression}}
 
 
-def device_class(name: str, driver: str | None = None, *expressions: str, config: list | None = None) -> DeviceClass:
+def device_class(
+    name: str, driver: str | None = None, *expressions: str, config: list | None = None
+) -> DeviceClass:
     exprs = ([f'device.driver == "{driver}"'] if driver else []) + list(expressions)
     spec: dict[str, Any] = {"selectors": [sel(e) for e in exprs]}
     if config:
@@ -118,6 +130,7 @@ def device(name: str, capacity: dict[str, str] | None = None, **attributes: Any)
         if isinstance(v, int):
             return {"int": v}
         return {"string": v}
+
     d: dict[str, Any] = {"name": name, "attributes": {k: attr(v) for k, v in attributes.items()}}
     if capacity:
         d["capacity"] = {k: {"value": v} for k, v in capacity.items()}
@@ -131,12 +144,15 @@ def devices(count: int, start: int = 0) -> list[dict]:
 ALL = "all-nodes"
 
 
-def rslice(name: str, where: str | dict, pool: str, driver: str, *devs: dict, count: int = 1,
-           generation: int = 1) -> ResourceSlice:
+def rslice(
+    name: str, where: str | dict, pool: str, driver: str, *devs: dict, count: int = 1, generation: int = 1
+) -> ResourceSlice:
     """A slice for node ``where``, all nodes (``ALL``) or a node selector (a dict)."""
-    spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": generation,
-                                                       "resourceSliceCount": count},
-                            "devices": list(devs)}
+    spec: dict[str, Any] = {
+        "driver": driver,
+        "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+        "devices": list(devs),
+    }
     if where == ALL:
         spec["allNodes"] = True
     elif isinstance(where, dict):
@@ -147,17 +163,26 @@ def rslice(name: str, where: str | dict, pool: str, driver: str, *devs: dict, co
 
 
 def label_selector(key: str, *values: str) -> dict:
-    return {"nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}]}
+    return {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}]
+    }
 
 
 def local_selector(node_name: str) -> dict:
-    return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
-                                                    "values": [node_name]}]}]}
+    return {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+        ]
+    }
 
 
 def req(name: str, cls: str, count: int = 1, *selectors: str, admin: bool | None = None) -> dict:
-    exactly: dict[str, Any] = {"deviceClassName": cls, "allocationMode": "ExactCount", "count": count,
-                               "selectors": [sel(s) for s in selectors]}
+    exactly: dict[str, Any] = {
+        "deviceClassName": cls,
+        "allocationMode": "ExactCount",
+        "count": count,
+        "selectors": [sel(s) for s in selectors],
+    }
     if admin is not None:
         exactly["adminAccess"] = admin
     return {"name": name, "exactly": exactly}
@@ -170,8 +195,13 @@ def all_req(name: str, cls: str, *selectors: str, admin: bool | None = None) -> 
 
 
 def sub(name: str, cls: str, count: int = 1, *selectors: str, all_mode: bool = False) -> dict:
-    return {"name": name, "deviceClassName": cls, "allocationMode": "All" if all_mode else "ExactCount",
-            "count": count, "selectors": [sel(s) for s in selectors]}
+    return {
+        "name": name,
+        "deviceClassName": cls,
+        "allocationMode": "All" if all_mode else "ExactCount",
+        "count": count,
+        "selectors": [sel(s) for s in selectors],
+    }
 
 
 def first(name: str, *subs: dict) -> dict:
@@ -182,8 +212,13 @@ def match(attribute: str, *requests: str) -> dict:
     return {"matchAttribute": attribute, "requests": list(requests)}
 
 
-def claim(name: str, *requests: dict, constraints: list | None = None, config: list | None = None,
-          namespace: str | None = None) -> ResourceClaim:
+def claim(
+    name: str,
+    *requests: dict,
+    constraints: list | None = None,
+    config: list | None = None,
+    namespace: str | None = None,
+) -> ResourceClaim:
     devs: dict[str, Any] = {"requests": list(requests), "constraints": constraints or []}
     if config:
         devs["config"] = config

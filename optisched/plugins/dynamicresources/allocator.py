@@ -8,7 +8,13 @@ runs ``incubating``. Its search is depth first and the first complete solution w
 order, each claim's requests in order, each request's devices (``count``, or every matching device for
 ``All``) tried in pool order with backtracking; ``firstAvailable`` tries its subrequests in order and
 names results ``request/subrequest``; ``adminAccess`` may take devices in use; ``matchAttribute``
-constraints; class selectors before request selectors. Pools and their order: :mod:`.pools`.
+constraints; class selectors before request selectors. 1.35.4's quirks are kept: after a device of an
+``All`` subrequest the search goes on with subrequest 0's data (``deviceIndices`` without
+``subRequestIndex``), so an ``All`` subrequest after the first never succeeds.
+
+Order: 1.35 walks pools in Go map order (random); optisched fixes one order, pools by (driver, pool name),
+a pool's slices by name, devices as listed in their slice, which is the order v1.36.2 sorts into
+(``sortPoolsByID``, ``sortSlicesByName`` in its ``pools_incubating.go``); see :mod:`.pools`.
 
 Features whose gates are off by default in 1.35 (partitionable devices' counters and per-device node
 selection, device taints, binding conditions, consumable capacity with ``distinctAttribute``, extended
@@ -19,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from ...model.dra import (
@@ -29,16 +34,15 @@ from ...model.dra import (
     Device,
     DeviceAllocation,
     DeviceAllocationResult,
-    DeviceAttribute,
     DeviceClaim,
     DeviceClass,
-    DeviceRequest,
     DeviceSubRequest,
     ResourceClaim,
     ResourceSlice,
     device_id,
 )
 from ...model.objects import Node
+from .claims import Candidate, MatchAttribute, RequestData, allocation_config, kobj, unmodelled_request
 from .pools import Pool, SliceIndex, create_node_selector
 
 __all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "AllocationError", "Allocator", "FailedOnNode", "SelectorEvaluator"]
@@ -71,95 +75,6 @@ class _MaxSizeExceeded(Exception):  # errAllocationResultMaxSizeExceeded
     pass
 
 
-def _kobj(claim: ResourceClaim) -> str:
-    """``klog.KObj``: ``namespace/name``, or ``name`` without a namespace."""
-    ns = claim.metadata.namespace
-    return f"{ns}/{claim.metadata.name}" if ns else claim.metadata.name
-
-
-@dataclass
-class _Request:
-    """``requestData``: a request without subrequests, or one subrequest (``parent`` set)."""
-
-    name: str
-    parent: str | None
-    device_class: DeviceClass
-    spec: DeviceSubRequest
-    admin_access: bool
-    num_devices: int = 0
-    all_devices: list[_Candidate] = field(default_factory=list)
-    selected: int = 0  # on subrequest 0's entry: the subrequest chosen
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.parent}/{self.name}" if self.parent is not None else self.name
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    id: str
-    pool: str
-    device: Device
-    slice: ResourceSlice
-    slice_key: int  # position in the allocator's sorted slices: keys the selector cache
-
-
-class _MatchAttribute:
-    """``matchAttributeConstraint``: every device of the named requests (all requests when none is
-    named) has the attribute, with one value. Only how many devices are in the set is tracked."""
-
-    def __init__(self, requests: Sequence[str], attribute: str) -> None:
-        self.requests = set(requests)
-        self.attribute = attribute
-        self.value: DeviceAttribute | None = None
-        self.count = 0
-
-    def _applies(self, request: str, sub: str | None) -> bool:
-        if not self.requests:
-            return True
-        return request in self.requests or (sub is not None and f"{request}/{sub}" in self.requests)
-
-    def _lookup(self, device: Device, driver: str) -> DeviceAttribute | None:
-        attrs = device.attributes
-        if self.attribute in attrs:
-            return attrs[self.attribute]
-        domain, sep, ident = self.attribute.partition("/")
-        if not sep or domain != driver:
-            return None
-        return attrs.get(ident)
-
-    def add(self, request: str, sub: str | None, device: Device, driver: str) -> bool:
-        if not self._applies(request, sub):
-            return True
-        attr = self._lookup(device, driver)
-        if attr is None:
-            return False
-        if self.count == 0:
-            self.value, self.count = attr, 1
-            return True
-        assert self.value is not None
-        if attr.type != self.value.type or attr.value != self.value.value:
-            return False
-        self.count += 1
-        return True
-
-    def remove(self, request: str, sub: str | None) -> None:
-        if self._applies(request, sub):
-            self.count -= 1
-
-
-def _unmodelled_request(claim: ResourceClaim, r: DeviceRequest) -> str | None:
-    subs: list[tuple[str, DeviceSubRequest]] = [(f"spec.devices.requests[{r.name}].exactly", r.exactly)] \
-        if r.exactly is not None else \
-        [(f"spec.devices.requests[{r.name}].firstAvailable[{s.name}]", s) for s in r.first_available]
-    for path, s in subs:
-        if s.tolerations:
-            return f"ResourceClaim {_kobj(claim)}: {path}.tolerations (DRADeviceTaints) is not modelled"
-        if s.capacity is not None:
-            return f"ResourceClaim {_kobj(claim)}: {path}.capacity (DRAConsumableCapacity) is not modelled"
-    return None
-
-
 class Allocator:
     """``incubating.Allocator`` over one cluster state: the DeviceClasses by name, every ResourceSlice,
     and the CEL selectors' evaluator. ``allocate`` may be called for many nodes and pods."""
@@ -171,7 +86,7 @@ class Allocator:
         self.cel = cel
         self._slice_keys = {id(s): i for i, s in enumerate(self.index.slices)}
         self._cel_cache: dict[tuple[str, int, int], bool | Exception] = {}
-        self._candidate_cache: dict[int, list[tuple[_Candidate, int]]] = {}  # pools live in self.index
+        self._candidate_cache: dict[int, list[tuple[Candidate, int]]] = {}  # pools live in self.index
         self.invocations = 0  # allocateOne calls, upstream's Stats.NumAllocateOneInvocations
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim],
@@ -184,16 +99,16 @@ class Allocator:
             raise AllocationError(f"gather pool information: {e}") from None
         return _Search(self, node, list(claims), allocated, pools).run()
 
-    def candidates(self, pool: Pool) -> list[tuple[_Candidate, int]]:
+    def candidates(self, pool: Pool) -> list[tuple[Candidate, int]]:
         hit = self._candidate_cache.get(id(pool))
         if hit is None:
             keys = self._slice_keys
-            hit = [(_Candidate(device_id(pool.driver, pool.name, d.name), pool.name, d, s, keys[id(s)]), di)
+            hit = [(Candidate(device_id(pool.driver, pool.name, d.name), pool.name, d, s, keys[id(s)]), di)
                    for s in pool.slices for di, d in enumerate(s.spec.devices)]
             self._candidate_cache[id(pool)] = hit
         return hit
 
-    def selector_matches(self, expression: str, candidate: _Candidate, device_index: int) -> bool:
+    def selector_matches(self, expression: str, candidate: Candidate, device_index: int) -> bool:
         """One CEL selector on one device; outcomes (errors too) are kept, CEL being pure."""
         key = (expression, candidate.slice_key, device_index)
         hit = self._cel_cache.get(key)
@@ -214,11 +129,11 @@ class _Search:
     def __init__(self, owner: Allocator, node: Node, claims: list[ResourceClaim],
                  allocated: AbstractSet[str], pools: list[Pool]) -> None:
         self.owner, self.node, self.claims, self.allocated, self.pools = owner, node, claims, allocated, pools
-        self.requests: dict[tuple[int, int, int], _Request] = {}
-        self.constraints: list[list[_MatchAttribute]] = []
+        self.requests: dict[tuple[int, int, int], RequestData] = {}
+        self.constraints: list[list[MatchAttribute]] = []
         self.matches: dict[tuple[str, int, int, int], bool] = {}
         self.allocating: dict[str, set[int]] = {}
-        self.results: list[list[tuple[_Request, _Candidate]]] = [[] for _ in claims]
+        self.results: list[list[tuple[RequestData, Candidate]]] = [[] for _ in claims]
 
     # ------------------------------------------------------------ setup
     def run(self) -> list[AllocationResult] | None:
@@ -235,7 +150,7 @@ class _Search:
         devices: DeviceClaim = claim.spec.devices
         min_devices = 0
         for ri, request in enumerate(devices.requests):
-            reason = _unmodelled_request(claim, request)
+            reason = unmodelled_request(claim, request)
             if reason is not None:
                 raise NotImplementedError(reason)
             if request.first_available:
@@ -252,28 +167,29 @@ class _Search:
                 self.requests[(ci, ri, 0)] = rd
                 min_devices += rd.num_devices
         if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
-            raise AllocationError(f"claim {_kobj(claim)}: number of requested devices {min_devices} exceeds "
+            raise AllocationError(f"claim {kobj(claim)}: number of requested devices {min_devices} exceeds "
                                   f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
         constraints = []
         for i, c in enumerate(devices.constraints):
             if c.match_attribute is not None:
-                constraints.append(_MatchAttribute(c.requests, c.match_attribute))
+                constraints.append(MatchAttribute(c.requests, c.match_attribute))
             elif c.distinct_attribute is not None:
-                raise NotImplementedError(f"ResourceClaim {_kobj(claim)}: spec.devices.constraints[{i}]"
+                raise NotImplementedError(f"ResourceClaim {kobj(claim)}: spec.devices.constraints[{i}]"
                                           ".distinctAttribute (DRAConsumableCapacity) is not modelled")
             else:
-                raise AllocationError(f"claim {_kobj(claim)}, constraint #{i}: empty constraint "
+                raise AllocationError(f"claim {kobj(claim)}, constraint #{i}: empty constraint "
                                       "(unsupported constraint type?)")
         self.constraints.append(constraints)
 
     def _validate(self, ci: int, ri: int, si: int, spec: DeviceSubRequest, name: str, parent: str | None,
-                  admin: bool) -> _Request:
+                  admin: bool) -> RequestData:
         """``validateDeviceRequest``: the class, and for ``All`` the matching devices of every pool."""
         claim = self.claims[ci]
-        where = f"claim {_kobj(claim)}, request {name}"
+        where = f"claim {kobj(claim)}, request {name}"
         for i, sel in enumerate(spec.selectors):
             if sel.cel is None:
-                raise AllocationError(f"{where}, selector #{i}: CEL expression empty (unsupported selector type?)")
+                raise AllocationError(f"{where}, selector #{i}: CEL expression empty "
+                                      "(unsupported selector type?)")
         if not spec.device_class_name:
             raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
         cls = self.owner.classes.get(spec.device_class_name)
@@ -283,7 +199,7 @@ class _Search:
         if cls.spec.extended_resource_name is not None:
             raise NotImplementedError(f"DeviceClass {cls.metadata.name}: spec.extendedResourceName "
                                       "(DRAExtendedResource) is not modelled")
-        rd = _Request(name, parent, cls, spec, admin)
+        rd = RequestData(name, parent, cls, spec, admin)
         if spec.allocation_mode == ALLOCATION_MODE_EXACT_COUNT:
             rd.num_devices = spec.count
         elif spec.allocation_mode == ALLOCATION_MODE_ALL:
@@ -302,7 +218,7 @@ class _Search:
             raise AllocationError(f"{where}: unsupported count mode {spec.allocation_mode}")
         return rd
 
-    def _candidates(self, pool: Pool) -> list[tuple[_Candidate, int]]:
+    def _candidates(self, pool: Pool) -> list[tuple[Candidate, int]]:
         """The pool's devices in slice order, each with its index in its slice."""
         return self.owner.candidates(pool)
 
@@ -385,7 +301,8 @@ class _Search:
             raise _MaxSizeExceeded
         return False
 
-    def _selectable(self, key: tuple[int, int, int], rd: _Request, cand: _Candidate, dev_index: int) -> bool:
+    def _selectable(self, key: tuple[int, int, int], rd: RequestData, cand: Candidate,
+                    dev_index: int) -> bool:
         """``isSelectable``: the class's selectors, then the request's, all must match."""
         if cand.device.binding_conditions:
             return False  # DRADeviceBindingConditions is off
@@ -397,9 +314,10 @@ class _Search:
             self.matches[mkey] = hit
         return hit
 
-    def _selectors_match(self, ci: int, rd: _Request, cand: _Candidate, dev_index: int, of_class: bool) -> bool:
+    def _selectors_match(self, ci: int, rd: RequestData, cand: Candidate, dev_index: int,
+                         of_class: bool) -> bool:
         selectors = rd.device_class.spec.selectors if of_class else rd.spec.selectors
-        who = f"class {rd.device_class.metadata.name}" if of_class else f"claim {_kobj(self.claims[ci])}"
+        who = f"class {rd.device_class.metadata.name}" if of_class else f"claim {kobj(self.claims[ci])}"
         for i, sel in enumerate(selectors):
             assert sel.cel is not None  # checked by _validate (request) or read as such (class)
             try:
@@ -411,7 +329,7 @@ class _Search:
                 return False
         return True
 
-    def _take(self, ci: int, rd: _Request, cand: _Candidate, *, must: bool) -> Callable[[], None] | None:
+    def _take(self, ci: int, rd: RequestData, cand: Candidate, *, must: bool) -> Callable[[], None] | None:
         """``allocateDevice``: use ``cand`` for ``rd`` if it is free and keeps the claim's constraints;
         returns how to undo it, or None."""
         if rd.admin_access and ci in self.allocating.get(cand.id, ()):
@@ -424,8 +342,9 @@ class _Search:
         for i, c in enumerate(constraints):
             if not c.add(base, sub, cand.device, cand.slice.spec.driver):
                 if must:
-                    raise AllocationError(f"claim {_kobj(self.claims[ci])}, request {rd.name}: cannot add device "
-                                          f"{cand.id} because a claim constraint would not be satisfied")
+                    raise AllocationError(f"claim {kobj(self.claims[ci])}, request {rd.name}: cannot add "
+                                          f"device {cand.id} because a claim constraint would not be "
+                                          "satisfied")
                 for c2 in constraints[:i]:
                     c2.remove(base, sub)
                 return None
@@ -445,49 +364,18 @@ class _Search:
     def _result(self, ci: int, claim: ResourceClaim) -> AllocationResult:
         picked = self.results[ci]
         devices = [DeviceAllocationResult(request=rd.full_name, driver=c.slice.spec.driver, pool=c.pool,
-                                          device=c.device.name, admin_access=True if rd.admin_access else None)
+                                          device=c.device.name,
+                                          admin_access=True if rd.admin_access else None)
                    for rd, c in picked]
         try:
             selector = create_node_selector([c.slice for _, c in picked])
         except ValueError as e:
             raise AllocationError(f"create NodeSelector for claim {claim.metadata.name}: {e}") from None
-        return AllocationResult(devices=DeviceAllocation(results=devices, config=self._config(ci, claim)),
+        config = allocation_config(claim, lambda ri: self._chosen(ci, ri))
+        return AllocationResult(devices=DeviceAllocation(results=devices, config=config),
                                 node_selector=selector)
 
-    def _chosen(self, ci: int, ri: int) -> _Request:
+    def _chosen(self, ci: int, ri: int) -> RequestData:
         """The request, or for ``firstAvailable`` the subrequest the search chose."""
         rd = self.requests[(ci, ri, 0)]
         return self.requests[(ci, ri, rd.selected)] if rd.parent is not None else rd
-
-    def _config(self, ci: int, claim: ResourceClaim) -> list[dict]:
-        """``Devices.Config``: each class's configs once, naming every request that uses the class, then the
-        claim's configs for the requests (or chosen subrequests) they name, as upstream appends them."""
-        out: list[dict] = []
-        spans: dict[str, tuple[int, int]] = {}
-        for ri in range(len(claim.spec.devices.requests)):
-            rd = self._chosen(ci, ri)
-            cls_name = rd.device_class.metadata.name
-            if cls_name in spans:
-                for i in range(*spans[cls_name]):
-                    out[i]["requests"].append(rd.full_name)
-                continue
-            start = len(out)
-            for cfg in rd.device_class.spec.config:
-                out.append({"source": "FromClass", "requests": [rd.full_name],
-                            **{k: v for k, v in dict(cfg).items() if k != "requests"}})
-            spans[cls_name] = (start, len(out))
-        for cfg in claim.spec.devices.config:
-            named = list(cfg.get("requests") or [])
-            entry = {"source": "FromClaim", "requests": named,
-                     **{k: v for k, v in dict(cfg).items() if k != "requests"}}
-            if not named:
-                out.append(entry)
-                continue
-            for ri, request in enumerate(claim.spec.devices.requests):
-                if request.name in named:
-                    out.append(dict(entry))
-                    continue
-                rd = self._chosen(ci, ri)
-                if rd.parent is not None and rd.full_name in named:
-                    out.append(dict(entry))
-        return out

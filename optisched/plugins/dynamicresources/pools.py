@@ -1,10 +1,10 @@
 """The resource pools a node can allocate from, as the structured allocator gathers them.
 
-Upstream: ``staging/src/k8s.io/dynamic-resource-allocation/structured/internal/incubating/pools_incubating.go``
-of v1.35.4 (``GatherPools``, ``addSlice``, ``buildPool``, ``checkSlicesInPool``, ``NodeMatches``) and
-``createNodeSelector`` of ``allocator_incubating.go``. The slices are indexed once by node name, with the
-``allNodes`` and ``nodeSelector`` slices apart, so gathering one node's pools reads only that node's slices
-and the node-independent ones; a node's pools are kept for later calls.
+Upstream: ``staging/src/k8s.io/dynamic-resource-allocation/structured/internal/incubating/
+pools_incubating.go`` of v1.35.4 (``GatherPools``, ``addSlice``, ``buildPool``, ``checkSlicesInPool``,
+``NodeMatches``) and ``createNodeSelector`` of ``allocator_incubating.go``. The slices are indexed once by
+node name, with the ``allNodes`` and ``nodeSelector`` slices apart, so gathering one node's pools reads only
+that node's slices and the node-independent ones; a node's pools are kept for later calls.
 
 Order: 1.35 walks the pools of a Go map (random order). Here pools are sorted by (driver, pool name) and a
 pool's slices by name, devices staying in their slice's order: the order that v1.36.2 sorts into
@@ -201,7 +201,8 @@ class SliceIndex:
                 if node_matches(node, None, None, s.spec.node_selector):
                     chosen.append(i)
             except ValueError as e:
-                raise ValueError(f"failed to perform node selection for slice {s.metadata.name}: {e}") from None
+                raise ValueError(f"failed to perform node selection for slice {s.metadata.name}: "
+                                 f"{e}") from None
         chosen.sort()
         for i in chosen:
             if i in self.unmodelled:
@@ -246,7 +247,8 @@ class SliceIndex:
 
 def _add_new(src: list[NodeSelectorRequirement], dst: list[NodeSelectorRequirement]) -> None:
     for r in src:  # addNewNodeSelectorRequirements: same key, operator and set of values
-        if not any(e.key == r.key and e.operator == r.operator and set(e.values) == set(r.values) for e in dst):
+        if not any(e.key == r.key and e.operator == r.operator and set(e.values) == set(r.values)
+                   for e in dst):
             dst.append(r)
 
 
@@ -264,10 +266,12 @@ def create_node_selector(slices: Sequence[ResourceSlice]) -> NodeSelector | None
         sel = s.spec.node_selector
         if sel is not None:
             if len(sel.node_selector_terms) > 1:
-                raise ValueError(f"unsupported ResourceSlice.NodeSelector with {len(sel.node_selector_terms)} terms")
+                raise ValueError("unsupported ResourceSlice.NodeSelector with "
+                                 f"{len(sel.node_selector_terms)} terms")
             if sel.node_selector_terms:
                 _add_new(sel.node_selector_terms[0].match_fields, fields_)
                 _add_new(sel.node_selector_terms[0].match_expressions, exprs)
     if fields_ or exprs:
-        return NodeSelector(node_selector_terms=[NodeSelectorTerm(match_fields=fields_, match_expressions=exprs)])
+        term = NodeSelectorTerm(match_fields=fields_, match_expressions=exprs)
+        return NodeSelector(node_selector_terms=[term])
     return None
