@@ -1226,3 +1226,33 @@ def test_a_nodes_pools_cost_what_its_own_slices_cost_not_the_clusters() -> None:
     run(50)  # warm up
     small, large = min(run(150) for _ in range(3)), min(run(1500) for _ in range(2))
     assert large / small < 30, (small, large)
+
+
+def test_a_slice_node_selector_that_cannot_be_built_aborts_the_attempt() -> None:
+    bad = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "bad key!", "operator": "In", "values": ["x"]}
+    ]}]}
+    allocator = Allocator({CA: CLASS_A}, [rslice("bad", bad, P1, A, device(D1))], FakeCEL())
+    with pytest.raises(AllocationError) as err:
+        allocator.allocate(node(N1), [c0(req("req-0", CA))], frozenset())
+    assert str(err.value).startswith(
+        "gather pool information: failed to perform node selection for slice bad: "
+        "failed to parse node selector: "
+        'matchExpressions[0].key: Invalid value: "bad key!"'
+    )
+
+
+def test_a_device_from_a_slice_selector_of_two_terms_has_no_allocation_node_selector() -> None:
+    """``createNodeSelector`` takes one term only; the claim's allocation is an error."""
+    two_terms = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "planet", "operator": "In", "values": ["earth"]}]},
+            {"matchExpressions": [{"key": "region", "operator": "In", "values": ["region-9"]}]},
+        ]
+    }
+    allocator = Allocator({CA: CLASS_A}, [rslice("s", two_terms, P1, A, device(D1))], FakeCEL())
+    with pytest.raises(AllocationError) as err:
+        allocator.allocate(node(N1), [c0(req("req-0", CA))], frozenset())
+    assert str(err.value) == (
+        "create NodeSelector for claim claim-0: unsupported ResourceSlice.NodeSelector with 2 terms"
+    )

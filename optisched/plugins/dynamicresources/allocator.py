@@ -77,7 +77,9 @@ class _MaxSizeExceeded(Exception):  # errAllocationResultMaxSizeExceeded
 
 class Allocator:
     """``incubating.Allocator`` over one cluster state: the DeviceClasses by name, every ResourceSlice,
-    and the CEL selectors' evaluator. ``allocate`` may be called for many nodes and pods."""
+    and the CEL selectors' evaluator. ``allocate`` may be called for many nodes and pods; the classes and
+    slices are read as they are now (each node's pools and each selector's outcome on a device are kept),
+    so a change to them needs a new Allocator, while ``allocated`` is given per call."""
 
     def __init__(self, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice],
                  cel: SelectorEvaluator) -> None:
