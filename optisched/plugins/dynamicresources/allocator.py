@@ -141,7 +141,11 @@ class _Search:
     def run(self) -> list[AllocationResult] | None:
         for ci, claim in enumerate(self.claims):
             self._prepare(ci, claim)
-        if not self._one(0, 0, 0, 0, False):
+        try:
+            done = self._one(0, 0, 0, 0, False)
+        except _MaxSizeExceeded:  # reaching the top, upstream's sentinel is returned as an error
+            raise AllocationError("allocation max size exceeded") from None
+        if not done:
             for pool in self.pools:
                 if pool.invalid:
                     raise FailedOnNode("invalid resource pools were encountered")
