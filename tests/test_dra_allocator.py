@@ -765,8 +765,8 @@ ROWS: dict[str, dict] = {
     # The next four rows differ from v1.36.2, whose table expects subRequest-1's devices. v1.35.4's incubating
     # allocator goes on after a device of an "All" subrequest with deviceIndices{claim, request, device+1},
     # dropping subRequestIndex: the next step reads subrequest 0, here an "All" with no matching device, and
-    # fails, so an "All" subrequest after the first never succeeds (v1.36.2's stable allocator keeps the
-    # index).
+    # fails (v1.36.2's stable allocator keeps the index). The row after them is not upstream's: with an
+    # ExactCount subrequest 0 the "All" subrequest stops at subrequest 0's count.
     "prioritized-list-allocation-mode-all-with-selectors": row(
         [
             c0(
@@ -838,6 +838,12 @@ ROWS: dict[str, dict] = {
             )
         ],
         expect=None,
+    ),
+    "all-subrequest-after-an-exact-one-stops-at-its-count": row(
+        [c0(first("req-0", sub("subReq-0", CB, 1), sub("subReq-1", CA, 0, all_mode=True)))],
+        [CLASS_A, CLASS_B],
+        [two("slice-1", N1, P1, A)],
+        expect=[alloc(LOCAL1, ("req-0/subReq-1", A, P1, D1))],
     ),
     "max-number-devices": row(
         [c0(req("req-0", CA, MAX))],

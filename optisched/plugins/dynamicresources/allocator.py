@@ -10,7 +10,8 @@ order, each claim's requests in order, each request's devices (``count``, or eve
 names results ``request/subrequest``; ``adminAccess`` may take devices in use; ``matchAttribute``
 constraints; class selectors before request selectors. 1.35.4's quirks are kept: after a device of an
 ``All`` subrequest the search goes on with subrequest 0's data (``deviceIndices`` without
-``subRequestIndex``), so an ``All`` subrequest after the first never succeeds.
+``subRequestIndex``), so an ``All`` subrequest after the first fails when subrequest 0 is an ``All`` without
+devices, and otherwise stops at subrequest 0's count.
 
 Order: 1.35 walks pools in Go map order (random); optisched fixes one order, pools by (driver, pool name),
 a pool's slices by name, devices as listed in their slice, which is the order v1.36.2 sorts into
