@@ -28,6 +28,7 @@ __all__ = [
     "FilterResult",
     "FilterRule",
     "Plugin",
+    "PodNotHandled",
     "ScoreRule",
     "Status",
     "World",
@@ -200,6 +201,12 @@ class FilterAborted(Exception):
     def __init__(self, plugin: str, message: str, point: str = "filter") -> None:
         super().__init__(message)
         self.plugin, self.point = plugin, point
+
+
+class PodNotHandled(Exception):
+    """A plugin meets, in a pod's cycle, something optisched does not model (a CEL function not
+    implemented, a field of a feature gate that is off by default): the pod is reported as not handled,
+    with this reason, and no cycle is recorded for it."""
 
 
 class Fidelity(StrEnum):

@@ -18,7 +18,7 @@ from datetime import UTC
 import numpy as np
 
 from .. import interrupt
-from ..framework import Code, CycleState, FilterAborted, FilterResult, Status
+from ..framework import Code, CycleState, FilterAborted, FilterResult, PodNotHandled, Status
 from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..preemption.default_preemption import DefaultPreemption, PreemptionOutcome
@@ -451,7 +451,11 @@ class GreedyScheduler:
             profile = profiles[state.pods[p].spec.scheduler_name]
             attempt = queue.attempts[p]
             while True:
-                rec = self.schedule_one(p, profile, attempt)
+                try:
+                    rec = self.schedule_one(p, profile, attempt)
+                except PodNotHandled as e:  # a rule met what optisched does not model: reported, not guessed
+                    result.skipped[p] = f"not modelled: {e}"
+                    break
                 self.cycle_no += 1
                 if self.options.record:
                     result.cycles.append(rec)
@@ -461,6 +465,9 @@ class GreedyScheduler:
                 attempt += 1  # retried at once, the nominated node first
                 if attempt > 2 and not self.options.requeue:
                     break
+            if p in result.skipped:
+                done += 1
+                continue
             if rec.chosen is not None:
                 self.snapshot.add(p, rec.chosen)
                 assert self._last_cycle is not None and self._last_cycle.pod == p  # a placed cycle is never reused

@@ -74,7 +74,9 @@ def check_placement(state: ClusterState, config: SchedulerConfig, node_of: np.nd
     out = _settle(frameworks, snap, np.flatnonzero(moved).tolist(), node_of)
     if only is not None:
         moved &= only
-    return out + _check_rows(frameworks, snap, np.flatnonzero(moved).tolist(), node_of, signature_of, tick)
+    refused = {v.pod for v in out}
+    rows = [p for p in np.flatnonzero(moved).tolist() if state.pods[p].key not in refused]
+    return out + _check_rows(frameworks, snap, rows, node_of, signature_of, tick)
 
 
 def _settle(frameworks: dict[str, Framework], snap: Snapshot, rows: list[int], node_of: np.ndarray) -> list[Violation]:
@@ -157,8 +159,10 @@ def check_in_order(state: ClusterState, config: SchedulerConfig, node_of: np.nda
             snap.remove(p)
         for p in rows.tolist():
             snap.add(p, int(node_of[p]))
-        out += _settle(frameworks, snap, rows.tolist(), node_of)
-        out += _check_rows(frameworks, snap, rows.tolist(), node_of, signature_of)
+        refused = _settle(frameworks, snap, rows.tolist(), node_of)
+        keys = {v.pod for v in refused}
+        out += refused + _check_rows(frameworks, snap, [p for p in rows.tolist() if state.pods[p].key not in keys],
+                                     node_of, signature_of)
     return out
 
 

@@ -43,8 +43,8 @@ from ...model.dra import (
     device_id,
 )
 from ...model.objects import Node
-from .requests import Candidate, MatchAttribute, RequestData, allocation_config, kobj, unmodelled_request
 from .pools import Pool, SliceIndex, create_node_selector
+from .requests import Candidate, MatchAttribute, RequestData, allocation_config, kobj, unmodelled_request
 
 __all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "AllocationError", "Allocator", "FailedOnNode", "SelectorEvaluator"]
 
@@ -329,6 +329,8 @@ class _Search:
             assert sel.cel is not None  # checked by _validate (request) or read as such (class)
             try:
                 ok = self.owner.selector_matches(sel.cel.expression, cand, dev_index)
+            except NotImplementedError:
+                raise
             except Exception as e:  # noqa: BLE001
                 kind = "compile" if getattr(e, "compile_error", False) else "runtime"
                 raise AllocationError(f"{who}: selector #{i}: CEL {kind} error: {e}") from None

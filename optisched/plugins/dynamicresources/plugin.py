@@ -43,6 +43,7 @@ from ...framework import (
     FilterAborted,
     FilterResult,
     Plugin,
+    PodNotHandled,
     Status,
     default_normalize,
 )
@@ -66,19 +67,32 @@ FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 
 
 class _Selectors:
-    """The allocator's view of CEL: compiled once per expression, a device's view built once."""
+    """The allocator's view of CEL: each expression compiled once, each device's view built once. A compile
+    error is marked as such (the allocator words it ``CEL compile error``); an expression using what is not
+    implemented is NotImplementedError: the pod is not handled, never guessed."""
 
     def __init__(self) -> None:
-        from .cel import compile_selector, device_view
+        from .cel import CELError, NotHandled, compile_selector, device_view
 
         self._compile, self._view = compile_selector, device_view
+        self._error, self._not_handled = CELError, NotHandled
         self._views: dict[int, Any] = {}
 
     def matches(self, expression: str, driver: str, device: Device) -> bool:
+        try:
+            program = self._compile(expression)
+        except self._not_handled as e:
+            raise NotImplementedError(f"CEL selector {expression!r}: {e}") from None
+        except self._error as e:
+            e.compile_error = True  # type: ignore[attr-defined]
+            raise
         view = self._views.get(id(device))
         if view is None:
             view = self._views[id(device)] = (self._view(driver, device), device)
-        return bool(self._compile(expression).matches(view[0]))
+        try:
+            return bool(program.matches(view[0]))
+        except self._not_handled as e:
+            raise NotImplementedError(f"CEL selector {expression!r}: {e}") from None
 
 
 @dataclass
@@ -127,6 +141,7 @@ class DynamicResources(Plugin):
         self._own_slices = has_slice if not self._shared else np.ones(self.state.num_nodes, dtype=bool)
         self._version = np.zeros(self.state.num_nodes, dtype=np.int64)
         self._seen = 0
+        self._node_errors: dict[int, str] = {}  # FailedOnNode's message, the node's reason instead
 
     @property
     def allocator(self) -> Any:
@@ -206,7 +221,20 @@ class DynamicResources(Plugin):
                 else:
                     st.node_allocations[row] = result
         code = np.where(unavailable | cannot, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), np.int8(0))
-        reasons = [(m, text) for m, text in ((unavailable, NOT_AVAILABLE), (cannot, CANNOT_ALLOCATE)) if m.any()]
+        errors = np.zeros(n, dtype=bool)
+        if self._node_errors and cannot.any():
+            texts: dict[str, np.ndarray] = {}
+            for pos in np.flatnonzero(cannot).tolist():
+                text = self._node_errors.get(int(nodes[pos]))
+                if text is not None:
+                    texts.setdefault(text, np.zeros(n, dtype=bool))[pos] = True
+            for mask in texts.values():
+                errors |= mask
+            extra = list(texts.items())
+        else:
+            extra = []
+        reasons = [(m, text) for m, text in ((unavailable, NOT_AVAILABLE), (cannot & ~errors, CANNOT_ALLOCATE))
+                   if m.any()] + [(m, text) for text, m in extra]
         return FilterResult(code, reasons)
 
     def _spec_key(self, claim: Claim) -> str:
@@ -233,7 +261,7 @@ class DynamicResources(Plugin):
                   allocated: frozenset[str]) -> list[AllocationResult] | None:
         """The allocator on node ``row`` (kept per claims and node while the node's pools are unchanged;
         ``key_row`` -1: a node without slices of its own, which all get the same answer)."""
-        from .allocator import AllocationError
+        from .allocator import AllocationError, FailedOnNode
 
         version = int(self._version[row]) if key_row >= 0 else 0
         hit = self._answers.get((sig, key_row))
@@ -241,8 +269,13 @@ class DynamicResources(Plugin):
             return hit[1]
         try:
             result = self.allocator.allocate(self.state.nodes[row], claims, allocated)
+        except FailedOnNode as e:  # ErrFailedAllocationOnNode: this node fails, with the error as its reason
+            self._node_errors[row] = str(e)
+            return None
         except AllocationError as e:
             raise FilterAborted(self.name, str(e)) from None
+        except NotImplementedError as e:
+            raise PodNotHandled(str(e)) from None
         answer = list(result) if result is not None and len(result) == len(claims) else None
         if key_row >= 0 or answer is None:  # an allocation names its node: one without slices keeps its own
             self._answers[(sig, key_row)] = (version, answer)

@@ -1,0 +1,158 @@
+"""DynamicResources in greedy mode and the optimal re-check, on hand-built clusters: what a run does with
+devices beyond what the recorded traces exercise (errors, preemption victims' claims, not-modelled
+selectors, an answer that gives one device twice)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
+from optisched.greedy.select import TieBreak
+from optisched.greedy.trace import trace_of
+from optisched.model.loader import cluster_from_objects
+from optisched.model.state import compile_cluster
+from optisched.optimal.check import check_placement
+from optisched.profile import default_config
+
+DRIVER = "gpu.example.com"
+
+
+def node(name: str, cpu: str = "8") -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}}}
+
+
+def gpus(node_name: str, count: int, model: str = "a100", pool: str | None = None) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{node_name}-{DRIVER}"},
+            "spec": {"driver": DRIVER, "nodeName": node_name,
+                     "pool": {"name": pool or node_name, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": model}},
+                                  "capacity": {"memory": {"value": "40Gi"}}} for i in range(count)]}}
+
+
+def device_class(name: str = "gpu", expression: str = f'device.driver == "{DRIVER}"') -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+
+
+def template(name: str = "one-gpu", cls: str = "gpu", count: int = 1) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": cls, "count": count}}]}}}}
+
+
+def pod(name: str, *, cpu: str = "1", claim_template: str | None = "one-gpu", node_name: str | None = None,
+        priority: int = 0, created: int = 0) -> dict:
+    spec: dict = {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
+                  "priority": priority}
+    if claim_template:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": claim_template}]
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}",
+                         "creationTimestamp": f"2026-01-01T00:00:{created:02d}Z"},
+            "spec": spec, "status": {"phase": "Running" if node_name else "Pending"}}
+
+
+def run(objects: list[dict]):
+    state = compile_cluster(cluster_from_objects(objects))
+    config = default_config()
+    res = GreedyScheduler(state, config, GreedyOptions(tie_break=TieBreak.FIRST, requeue=False)).run()
+    return state, res, json.loads(json.dumps(trace_of(res, config, TieBreak.FIRST)))
+
+
+def test_each_pod_gets_its_own_gpu_and_the_third_finds_none():
+    _, _, trace = run([node("n1"), gpus("n1", 2), device_class(), template(),
+                         pod("a", created=1), pod("b", created=2), pod("c", created=3)])
+    got = [tuple(d for a in c.get("allocations", {}).values() for d in a["devices"]) for c in trace["cycles"]]
+    assert got[:2] == [(f"{DRIVER}/n1/gpu-0",), (f"{DRIVER}/n1/gpu-1",)]  # the allocator's first solution
+    last = trace["cycles"][2]
+    assert last["chosen"] is None
+    assert last["filterFailures"]["n1"] == {"code": "UnschedulableAndUnresolvable", "plugin": "DynamicResources",
+                                             "reasons": ["cannot allocate all claims"]}
+    assert last["message"].startswith("0/1 nodes are available: 1 cannot allocate all claims. still not schedulable")
+    held = {tuple(v["devices"]): v.get("reservedFor") for v in trace["claims"].values() if v["devices"]}
+    assert held == {(f"{DRIVER}/n1/gpu-0",): ["ml/a"], (f"{DRIVER}/n1/gpu-1",): ["ml/b"]}
+
+
+def bound_with_gpu(name: str, node_name: str, device: str, *, cpu: str = "1") -> list[dict]:
+    """A running pod whose claim (made from the template) holds ``device``."""
+    p = pod(name, cpu=cpu, node_name=node_name)
+    p["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": f"{name}-gpu-abcde"}]
+    c = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+         "metadata": {"name": f"{name}-gpu-abcde", "namespace": "ml",
+                      "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": f"uid-{name}",
+                                           "controller": True}]},
+         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+         "status": {"allocation": {"devices": {"results": [
+             {"request": "gpu", "driver": DRIVER, "pool": node_name, "device": device}]}},
+             "reservedFor": [{"resource": "pods", "name": name, "uid": f"uid-{name}"}]}}
+    return [p, c]
+
+
+def test_a_preemption_victim_frees_its_gpu_for_the_next_pod():
+    """The victim leaves its claim's reservedFor; reserved for nobody, the claim is deallocated (the
+    resourceclaim controller's part), so a later pod gets the device."""
+    objects = [node("n1", cpu="2"), gpus("n1", 1), device_class(), template(),
+               *bound_with_gpu("low", "n1", "gpu-0", cpu="2"),
+               pod("high", cpu="1", claim_template=None, priority=100, created=1),
+               pod("later", cpu="1", created=2)]
+    state, res, trace = run(objects)
+    names = {p.key: i for i, p in enumerate(state.pods)}
+    assert names["ml/low"] in res.preempted
+    assert res.placements()["ml/high"] == "n1" and res.placements()["ml/later"] == "n1"
+    later = next(c for c in trace["cycles"] if c["pod"] == "ml/later" and c["chosen"])
+    assert [a["devices"] for a in later["allocations"].values()] == [[f"{DRIVER}/n1/gpu-0"]]
+    assert trace["claims"]["ml/low-gpu-abcde"] == {"devices": [], "requests": []}
+
+
+def test_a_gpu_held_by_a_lower_priority_pod_is_never_preempted_for():
+    """Every DynamicResources rejection is UnschedulableAndUnresolvable: preemption never tries the node."""
+    _, res, trace = run([node("n1"), gpus("n1", 1), device_class(), template(),
+                         *bound_with_gpu("low", "n1", "gpu-0"), pod("high", priority=100)])
+    [cyc] = trace["cycles"]
+    assert cyc["chosen"] is None and cyc["preemption"] is None and not res.preempted
+    assert cyc["message"] == ("0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, "
+                              "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+
+
+def test_a_cel_runtime_error_aborts_the_cycle_with_upstreams_words():
+    cls = device_class(expression='device.attributes["gpu.example.com"].nosuch == "x"')
+    _, _, trace = run([node("n1"), gpus("n1", 1), cls, template(), pod("a")])
+    [cyc] = trace["cycles"]
+    assert cyc["chosen"] is None and cyc["preemption"] is None
+    assert cyc["message"].startswith('running "DynamicResources" filter plugin: class gpu: selector #0: '
+                                     "CEL runtime error: no such key: nosuch")
+
+
+def test_a_selector_outside_what_is_implemented_makes_the_pod_not_handled():
+    cls = device_class(expression='ip("10.0.0.1").family() == 4')
+    state, res, trace = run([node("n1"), gpus("n1", 1), cls, template(), pod("a")])
+    assert not trace["cycles"] and res.placements()["ml/a"] is None
+    [(row, why)] = res.skipped.items()
+    assert state.pods[row].key == "ml/a" and why.startswith("not modelled: CEL selector")
+
+
+def test_a_missing_device_class_is_prefilter_with_its_name():
+    _, _, trace = run([node("n1"), gpus("n1", 1), template(cls="nope"), pod("a")])
+    [cyc] = trace["cycles"]
+    assert cyc["filterFailures"]["n1"]["reasons"] == ["request gpu: device class nope does not exist"]
+    assert "no new claims to deallocate" in cyc["message"]
+
+
+def test_the_recheck_refuses_an_answer_that_gives_one_gpu_to_two_pods():
+    state = compile_cluster(cluster_from_objects([node("n1"), node("n2"), gpus("n1", 1), gpus("n2", 1),
+                                                  device_class(), template(), pod("a"), pod("b")]))
+    rows = [i for i, p in enumerate(state.pods)]
+    both_on_one = np.full(len(state.pods), -1, dtype=np.int64)
+    both_on_one[rows] = 0
+    violations = check_placement(state, default_config(), both_on_one)
+    assert [(v.pod, v.node, v.plugin, v.reasons) for v in violations] == [
+        ("ml/b", "n1", "DynamicResources", ("cannot allocate all claims",))]
+    one_each = both_on_one.copy()
+    one_each[rows[1]] = 1
+    assert check_placement(state, default_config(), one_each) == []
