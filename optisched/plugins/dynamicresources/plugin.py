@@ -104,8 +104,24 @@ class _State:
     to_allocate: list[Claim]
     available: list[np.ndarray | None]
     allocated: frozenset[str] = frozenset()
-    node_allocations: dict[int, list[AllocationResult]] = field(default_factory=dict)
+    answers: _Answers | None = None  # the allocator's answers for these claims, per node
     unavailable: set[int] = field(default_factory=set)
+
+    def allocation(self, row: int) -> list[AllocationResult] | None:
+        """The Filter's allocation on node ``row`` (``nodeAllocations``), None where it found none."""
+        if self.answers is None or not self.answers.ok[row]:
+            return None
+        return self.answers.results.get(row)
+
+
+class _Answers:
+    """The allocator's answers for one set of claims (by spec): per node the version of its pools the
+    answer holds for (-1: none yet), whether it found an allocation, and the allocation."""
+
+    def __init__(self, n: int) -> None:
+        self.version = np.full(n, -1, dtype=np.int64)
+        self.ok = np.zeros(n, dtype=bool)
+        self.results: dict[int, list[AllocationResult]] = {}
 
 
 class DynamicResources(Plugin):
@@ -124,8 +140,8 @@ class DynamicResources(Plugin):
         self._allocator: Any = None
         # the allocator's answers per (claims to allocate, node), kept while no device of a pool the node
         # can use is taken or freed: a node's version moves when one is (nodes without slices of their own
-        # share one answer, key -1)
-        self._answers: dict[tuple[tuple[str, ...], int], tuple[int, list[AllocationResult] | None]] = {}
+        # share one refusal)
+        self._answers: dict[tuple[str, ...], _Answers] = {}
         self._spec_keys: dict[str, str] = {}
         self._local_pools: dict[str, list[int]] = {}  # driver/pool of node-local slices -> node rows
         self._shared = False  # some slice is selected by node selector or for all nodes
@@ -209,17 +225,14 @@ class DynamicResources(Plugin):
         if st.to_allocate:
             self._catch_up()
             claims = [c.obj for c in st.to_allocate]
-            sig = tuple(self._spec_key(c) for c in st.to_allocate)
-            own = self._own_slices[nodes]
-            for pos in np.flatnonzero(~unavailable).tolist():
-                row = int(nodes[pos])
-                if row in st.node_allocations:
-                    continue
-                result = self._allocate(sig, claims, row if own[pos] else -1, row, st.allocated)
-                if result is None:
+            book = self._answer_book(tuple(self._spec_key(c) for c in st.to_allocate))
+            st.answers = book
+            rows = nodes[~unavailable]
+            known = book.version[rows] == self._version[rows]
+            cannot[np.flatnonzero(~unavailable)[known & ~book.ok[rows]]] = True
+            for pos in np.flatnonzero(~unavailable)[~known].tolist():
+                if not self._allocate(book, claims, int(nodes[pos]), st.allocated):
                     cannot[pos] = True
-                else:
-                    st.node_allocations[row] = result
         code = np.where(unavailable | cannot, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), np.int8(0))
         errors = np.zeros(n, dtype=bool)
         if self._node_errors and cannot.any():
@@ -257,29 +270,34 @@ class DynamicResources(Plugin):
                     self._version[rows] += 1
         self._seen = len(changed)
 
-    def _allocate(self, sig: tuple[str, ...], claims: list[ResourceClaim], key_row: int, row: int,
-                  allocated: frozenset[str]) -> list[AllocationResult] | None:
-        """The allocator on node ``row`` (kept per claims and node while the node's pools are unchanged;
-        ``key_row`` -1: a node without slices of its own, which all get the same answer)."""
+    def _answer_book(self, sig: tuple[str, ...]) -> _Answers:
+        book = self._answers.get(sig)
+        if book is None:
+            book = self._answers[sig] = _Answers(self.state.num_nodes)
+        return book
+
+    def _allocate(self, book: _Answers, claims: list[ResourceClaim], row: int, allocated: frozenset[str]) -> bool:
+        """The allocator on node ``row``; its answer is kept in ``book`` at the node's version (a node without
+        slices of its own that cannot allocate answers for every such node)."""
         from .allocator import AllocationError, FailedOnNode
 
-        version = int(self._version[row]) if key_row >= 0 else 0
-        hit = self._answers.get((sig, key_row))
-        if hit is not None and hit[0] == version:
-            return hit[1]
         try:
             result = self.allocator.allocate(self.state.nodes[row], claims, allocated)
         except FailedOnNode as e:  # ErrFailedAllocationOnNode: this node fails, with the error as its reason
             self._node_errors[row] = str(e)
-            return None
+            return False
         except AllocationError as e:
             raise FilterAborted(self.name, str(e)) from None
         except NotImplementedError as e:
             raise PodNotHandled(str(e)) from None
         answer = list(result) if result is not None and len(result) == len(claims) else None
-        if key_row >= 0 or answer is None:  # an allocation names its node: one without slices keeps its own
-            self._answers[(sig, key_row)] = (version, answer)
-        return answer
+        if answer is None and not self._own_slices[row]:
+            others = ~self._own_slices
+            book.version[others], book.ok[others] = self._version[others], False
+        book.version[row], book.ok[row] = self._version[row], answer is not None
+        if answer is not None:
+            book.results[row] = answer
+        return answer is not None
 
     # ------------------------------------------------------------------ PostFilter
     def post_filter(self, cycle: CycleState) -> tuple[str, list[str]]:
@@ -306,7 +324,7 @@ class DynamicResources(Plugin):
         if st is None or not st.to_allocate:
             return out
         for i, row in enumerate(nodes.tolist()):
-            results = st.node_allocations.get(row)
+            results = st.allocation(row)
             if results is None:
                 continue
             out[i] = _first_available_score([c.obj for _, c in st.claims], results)
@@ -323,7 +341,7 @@ class DynamicResources(Plugin):
         st: _State | None = cycle.data.get(self.name)
         if st is None:
             return {}
-        results = st.node_allocations.get(node, [])
+        results = st.allocation(node) or []
         fresh = {c.key: r for c, r in zip(st.to_allocate, results)}
         existing = {c.key for _, c in st.claims if c.allocation is not None}
         self.book.bind(cycle.pod, fresh)
