@@ -19,31 +19,32 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import collector
-from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.state import ClusterState
-from ..options import check_weight
-from ..policy.eviction import EvictionPolicy, kept_notes
+from ..policy.eviction import kept_notes
 from ..profile import SchedulerConfig
 from .bound import LevelBound
 from .candidates import choose_candidates
-from .check import Violation, check_answer, check_budgets
+from .check import check_answer, check_budgets
 from .classes import Batch, build_batch
 from .clock import Clock, model_terms
 from .components import group_components, sub_batch
 from .decode import decode, variable_values
 from .eviction.batch import encode_eviction_rules, encode_move_cap
 from .eviction.pdb_model import budget_use, victim_budgets, violation_objective
-from .explain import Explanation, explain_unplaced
+from .explain import explain_unplaced
 from .goal_tier import TierStarts, prepare_goal, previews
 from .hint import accept_reached, accepts, repair_hint, repair_placement
 from .model import BatchModel, BuildTimeout, stopper
 from .neighbourhood import NodeSearch
+from .options import WEIGHT_KEYS, OptimalOptions, parse_weights
+from .result import NOT_ATTEMPTED, Certificate, OptimalResult, placed_per_level
 from .score import score_objective
 from .tiers import Linear, Progress, Tier, TierSolver
 from .user_objectives import check_objective, objective_names, user_objective
 
-__all__ = ["Certificate", "OptimalOptions", "OptimalResult", "greedy_answer", "parse_weights", "solve_optimal"]
+__all__ = ["NOT_ATTEMPTED", "WEIGHT_KEYS", "Certificate", "OptimalOptions", "OptimalResult", "greedy_answer",
+           "parse_weights", "placed_per_level", "solve_optimal"]
 
 
 # Search on large models restricted to candidate nodes (presolve off): CP-SAT's bound is not used
@@ -60,96 +61,14 @@ RECHECK_CPU = 7e-4
 # the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
 LP_SHARE = 0.1
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM): the best answer found before it, not the end of the search"
-NOT_ATTEMPTED = "not attempted: the run was interrupted first"
 NO_LP = "no LP bound: the time limit had passed before it was built; the bounds shown are the levels' pod counts"
 
 
-@dataclass(frozen=True)
-class OptimalOptions:
-    time_limit: float = 60.0
-    workers: int = 2
-    seed: int = 0
-    movable: bool = False  # running pods may move (rescheduling); else only preemption victims leave
-    preemption: bool = True
-    max_variables: int = 30_000  # above this, classes keep candidate nodes only (see .candidates)
-    presolve_limit: int = 20_000  # CP-SAT presolve only for models with at most this many variables
-    # a user objective (user_objectives.OBJECTIVES), a tier before the score; several (a tuple): one tier
-    # each, lexicographic in the order given
-    objective: str | tuple[str, ...] | None = None
-    weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
-    node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
-    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave (moves, victims)
-    deterministic: bool = True  # budgets in deterministic time: the same answer on every run (see .clock)
-    stop_after: str | None = None  # "placed": end after the placement tiers (no disruption, objective, score)
-    goal_first: bool = False  # the objective's tier before disruption (reschedule: the goal, then fewest moves)
-    staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
-    max_moves: int | None = None  # at most this many running pods leave their node (one model: no independent parts)
-    arrival_order: bool = True  # also admit placements some queue order reaches pod by pod (.order); else batch only
-    # where the user objectives' tiers may start (.goal_tier): a node per pod row for the first one, or a
-    # TierStarts asked per tier; not compared
-    start: np.ndarray | TierStarts | None = field(default=None, compare=False)
-
-
-@dataclass
-class Certificate:
-    """How good the answer is: per tier the objective, the best bound and the gap."""
-
-    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN
-    tiers: list[Tier]
-    seconds: float
-    source: str  # "solver" or "greedy" (the greedy placement was at least as good)
-    greedy_optimal: bool
-    notes: list[str] = field(default_factory=list)
-    interrupted: bool = False  # Ctrl-C ended the run early: the best answer found before it
-
-    def to_dict(self) -> dict:
-        return {"status": self.status, "tiers": [t.to_dict() for t in self.tiers], "seconds": round(self.seconds, 3),
-                "source": self.source, "greedyOptimal": self.greedy_optimal, "notes": self.notes,
-                "interrupted": self.interrupted}
-
-
-@dataclass
-class OptimalResult:
-    state: ClusterState
-    batch: Batch
-    node_of: np.ndarray  # node row per pod row after the batch, -1 = not placed
-    certificate: Certificate
-    greedy: GreedyResult
-    violations: list[Violation]
-    explanations: list[Explanation] = field(default_factory=list)
-    used: float = 0.0  # nominal seconds of the run's clock (deterministic work by default) spent
-    order: list[np.ndarray] = field(default_factory=list)  # pod rows per class in the arrival order relied on
-    evicted: list[np.ndarray] = field(default_factory=list)  # parallel: victims in place until that block (.victim_times)
-    ledger: dict[str, dict[str, float]] = field(default_factory=dict)  # per phase: work counted, CPU (.clock)
-
-    def placements(self) -> dict[str, str | None]:
-        names = self.state.node_names
-        return {p.key: (names[n] if (n := int(self.node_of[i])) >= 0 else None) for i, p in enumerate(self.state.pods)}
-
-    @property
-    def unschedulable(self) -> dict[int, str]:
-        """Pending pods the answer leaves without a node, with the greedy FitError for context."""
-        out = {}
-        untried = set(self.greedy.not_attempted)
-        for c in self.batch.classes:
-            for p in c.pending:
-                if self.node_of[p] < 0:
-                    out[p] = NOT_ATTEMPTED if p in untried else \
-                        self.greedy.unschedulable.get(p, "not placed by the optimal batch")
-        return out
 
 
 def _level_name(priority: int) -> str:
     return f"placed[priority={priority}]"
 
-
-def placed_per_level(batch: Batch, node_of: np.ndarray) -> dict[int, int]:
-    """Batch pods on a node per priority level."""
-    out = dict.fromkeys(batch.levels, 0)
-    for c in batch.classes:
-        rows = c.pending + [p for pods in c.running.values() for p in pods]
-        out[c.priority] += int(np.count_nonzero(node_of[rows] >= 0))
-    return out
 
 
 def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = None,
@@ -222,33 +141,6 @@ def domain_keys(batch: Batch) -> dict[int, list[str]]:
             out[c.index] = keys
     return out
 
-
-WEIGHT_KEYS = ("placed", "disruption", "objective", "score")
-
-
-def parse_weights(text: str | dict[str, int] | None) -> tuple[tuple[str, int], ...]:
-    """``"placed=1000,disruption=1,score=1"`` (or a dict) as weights for one objective: ``placed`` counts
-    every pod on a node (``placed[priority=N]`` one level, overriding it), ``disruption`` the tier of that
-    name, ``objective`` the user objective, ``score`` the profile's score. Maximized tiers add, minimized
-    ones subtract; a tier without a weight is left out."""
-    if not text:
-        return ()
-    items = text.items() if isinstance(text, dict) else [kv.split("=", 1) for kv in text.split(",") if kv.strip()]
-    out = []
-    for item in items:
-        if len(item) != 2:
-            raise InputError(f"--weights: {'='.join(item)!r} is not NAME=INTEGER")
-        name, value = str(item[0]).strip(), str(item[1]).strip()
-        level = name.startswith("placed[priority=") and name.endswith("]") and \
-            name[len("placed[priority="):-1].lstrip("-").isdigit()
-        if name not in WEIGHT_KEYS and not level:
-            raise InputError(f"--weights: {name!r} is not a tier; tiers: {', '.join(WEIGHT_KEYS)}, placed[priority=N]")
-        try:
-            weight = int(value)
-        except ValueError:
-            raise InputError(f"--weights: {name}={value!r} is not an integer") from None
-        out.append((name, check_weight(weight, f"--weights {name}")))
-    return tuple(out)
 
 
 def _weight_of(weights: dict[str, int], name: str) -> int:
@@ -701,7 +593,10 @@ def solver_deadline(time_limit: float, pending: int) -> float:
     return time_limit - min(0.5 * time_limit, max(0.3, 0.1 * time_limit, RECHECK_CPU * pending))
 
 
-def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = OptimalOptions(),
+DEFAULT_OPTIONS = OptimalOptions()
+
+
+def solve_optimal(state: ClusterState, config: SchedulerConfig, options: OptimalOptions = DEFAULT_OPTIONS,
                   progress: Progress | None = None, greedy: GreedyResult | None = None,
                   explain: bool = True) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run; ``explain``:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.state import ClusterState
-from ..optimal.solve import Certificate, OptimalResult
+from ..optimal.result import Certificate, OptimalResult
 from ..optimal.tiers import relative_gap
 from .goals import Goal, goal_objectives
 

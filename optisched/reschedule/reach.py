@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..optimal.solve import Certificate
+from ..optimal.result import Certificate
 from .goals import Goal, Metrics
 from .monotone import Measures, goal_value
 from .waves import Move

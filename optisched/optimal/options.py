@@ -1,0 +1,73 @@
+"""Optimal mode's options, as the engine takes them (:func:`.solve.solve_optimal`), and ``--weights``.
+
+The command line builds them from its options (:mod:`optisched.cli`), the library API from its keyword
+arguments (:mod:`optisched.api`); nothing here imports typer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from ..options import check_weight
+from ..policy.eviction import EvictionPolicy
+from .goal_tier import TierStarts
+
+__all__ = ["WEIGHT_KEYS", "OptimalOptions", "parse_weights"]
+
+
+@dataclass(frozen=True)
+class OptimalOptions:
+    time_limit: float = 60.0
+    workers: int = 2
+    seed: int = 0
+    movable: bool = False  # running pods may move (rescheduling); else only preemption victims leave
+    preemption: bool = True
+    max_variables: int = 30_000  # above this, classes keep candidate nodes only (see .candidates)
+    presolve_limit: int = 20_000  # CP-SAT presolve only for models with at most this many variables
+    # a user objective (user_objectives.OBJECTIVES), a tier before the score; several (a tuple): one tier
+    # each, lexicographic in the order given
+    objective: str | tuple[str, ...] | None = None
+    weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
+    node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
+    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave (moves, victims)
+    deterministic: bool = True  # budgets in deterministic time: the same answer on every run (see .clock)
+    stop_after: str | None = None  # "placed": end after the placement tiers (no disruption, objective, score)
+    goal_first: bool = False  # the objective's tier before disruption (reschedule: the goal, then fewest moves)
+    staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
+    max_moves: int | None = None  # at most this many running pods leave their node (one model: no independent parts)
+    arrival_order: bool = True  # also admit placements some queue order reaches pod by pod (.order); else batch only
+    # where the user objectives' tiers may start (.goal_tier): a node per pod row for the first one, or a
+    # TierStarts asked per tier; not compared
+    start: np.ndarray | TierStarts | None = field(default=None, compare=False)
+
+
+
+WEIGHT_KEYS = ("placed", "disruption", "objective", "score")
+
+
+def parse_weights(text: str | dict[str, int] | None) -> tuple[tuple[str, int], ...]:
+    """``"placed=1000,disruption=1,score=1"`` (or a dict) as weights for one objective: ``placed`` counts
+    every pod on a node (``placed[priority=N]`` one level, overriding it), ``disruption`` the tier of that
+    name, ``objective`` the user objective, ``score`` the profile's score. Maximized tiers add, minimized
+    ones subtract; a tier without a weight is left out."""
+    if not text:
+        return ()
+    items = text.items() if isinstance(text, dict) else [kv.split("=", 1) for kv in text.split(",") if kv.strip()]
+    out = []
+    for item in items:
+        if len(item) != 2:
+            raise InputError(f"--weights: {'='.join(item)!r} is not NAME=INTEGER")
+        name, value = str(item[0]).strip(), str(item[1]).strip()
+        level = name.startswith("placed[priority=") and name.endswith("]") and \
+            name[len("placed[priority="):-1].lstrip("-").isdigit()
+        if name not in WEIGHT_KEYS and not level:
+            raise InputError(f"--weights: {name!r} is not a tier; tiers: {', '.join(WEIGHT_KEYS)}, placed[priority=N]")
+        try:
+            weight = int(value)
+        except ValueError:
+            raise InputError(f"--weights: {name}={value!r} is not an integer") from None
+        out.append((name, check_weight(weight, f"--weights {name}")))
+    return tuple(out)
+
