@@ -305,6 +305,7 @@ def test_a_part_closed_by_its_own_lp_bound_is_seen_before_its_tier_runs() -> Non
     objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
     state = compile_cluster(cluster_from_objects(objs))
     config = default_config()
+    from optisched.optimal import groups as groups_mod
     from optisched.optimal import solve as solve_mod
     from optisched.optimal.bound import LevelBound
     from optisched.optimal.clock import Clock
@@ -315,7 +316,7 @@ def test_a_part_closed_by_its_own_lp_bound_is_seen_before_its_tier_runs() -> Non
     raw = GreedyScheduler(state, config, GreedyOptions(record=False)).run().snapshot.node_of.copy()
     solver = solve_mod.TierSolver(m.cp, workers=1, seed=0, deadline=10.0)
     solver.full = repair_hint(m, variable_values(m, repair_placement(batch, config, raw)))
-    g = solve_mod._Group(batch, m, solver, None, lp=LevelBound(m, clock=Clock(1e9)))
+    g = groups_mod.Group(batch, m, solver, None, lp=LevelBound(m, clock=Clock(1e9)))
     top = batch.levels[0]
     lin = next(x for name, _, x in solve_mod._ensure_objectives(g, raw, None, Clock(1e9)) if name.endswith(f"={top}]"))
     reached = solver.evaluate(lin) >= g.lp.bound(top)

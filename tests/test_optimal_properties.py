@@ -163,23 +163,24 @@ def test_the_lns_search_answers_with_or_without_a_complete_hint(hint: bool, monk
     """Large restricted models run LNS on every worker from the complete hint; when the hint cannot be
     repaired, a full-problem worker (no LP) looks for the first solution beside LNS. Either way the
     solver answers: valid, at least greedy's on every level."""
+    import optisched.optimal.groups as groups_mod
     import optisched.optimal.solve as solve_mod
 
     if not hint:  # neither a repaired copy nor kube-scheduler's own placement
-        monkeypatch.setattr(solve_mod, "repair_hint", lambda *a, **k: None)
-        monkeypatch.setattr(solve_mod, "accepts", lambda *a, **k: None)
+        monkeypatch.setattr(groups_mod, "repair_hint", lambda *a, **k: None)
+        monkeypatch.setattr(groups_mod, "accepts", lambda *a, **k: None)
     used: list[dict] = []
-    real = solve_mod._build_groups
+    real = solve_mod.build_groups
 
     def spy(*a, **k):  # type: ignore[no-untyped-def]
         groups, lp = real(*a, **k)
         used.extend(dict(g.solver.params) for g in groups)
         return groups, lp
 
-    monkeypatch.setattr(solve_mod, "_build_groups", spy)
+    monkeypatch.setattr(solve_mod, "build_groups", spy)
     objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
     _, config, r = _solve(objs, max_variables=20, presolve_limit=0)
-    want, other = (solve_mod.LNS_PARAMS, solve_mod.LNS_FIRST_SOLUTION)[::1 if hint else -1]
+    want, other = (groups_mod.LNS_PARAMS, groups_mod.LNS_FIRST_SOLUTION)[::1 if hint else -1]
     assert want in used and other not in used  # (a part small enough for presolve has neither)
     assert r.violations == []
     assert r.certificate.source == "solver" or not hint

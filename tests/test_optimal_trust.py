@@ -192,7 +192,7 @@ def test_past_the_wall_clock_limit_before_any_model_kube_schedulers_placement_is
     """When the greedy hint took the whole limit (a loaded machine), nothing is built or repaired: the
     answer is greedy mode's placement, and the certificate says why."""
     monkeypatch.setattr(clock.Clock, "wall_left", lambda self: -1.0)
-    monkeypatch.setattr(solve, "_build_groups", lambda *a, **k: pytest.fail("a model was built past the limit"))
+    monkeypatch.setattr(solve, "build_groups", lambda *a, **k: pytest.fail("a model was built past the limit"))
     cluster = cluster_from_objects(generate(GenerateSpec(nodes=12, seed=5, load=1.1)))
     state = compile_cluster(cluster)
     r = solve.solve_optimal(state, cluster.config or default_config(), solve.OptimalOptions(time_limit=5))

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from .. import collector
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
@@ -24,51 +23,36 @@ from ..model.state import ClusterState
 from ..policy.eviction import kept_notes
 from ..profile import SchedulerConfig
 from .bound import LevelBound
-from .candidates import choose_candidates
 from .check import check_answer, check_budgets
 from .classes import Batch, build_batch
 from .clock import Clock, model_terms
-from .components import group_components, sub_batch
 from .decode import decode, variable_values
-from .eviction.batch import encode_eviction_rules, encode_move_cap
 from .eviction.pdb_model import budget_use, victim_budgets, violation_objective
 from .explain import explain_unplaced
-from .goal_tier import TierStarts, prepare_goal, previews
-from .hint import accept_reached, accepts, repair_hint, repair_placement
+from .goal_tier import TierStarts, prepare_goal
+from .groups import Group, build_groups, order_blocks
+from .hint import repair_placement
 from .model import BatchModel, BuildTimeout, stopper
-from .neighbourhood import NodeSearch
 from .options import WEIGHT_KEYS, OptimalOptions, parse_weights
 from .result import NOT_ATTEMPTED, Certificate, OptimalResult, placed_per_level
 from .score import score_objective
-from .tiers import Linear, Progress, Tier, TierSolver
+from .tiers import Linear, Progress, Tier
 from .user_objectives import check_objective, objective_names, user_objective
 
 __all__ = ["NOT_ATTEMPTED", "WEIGHT_KEYS", "Certificate", "OptimalOptions", "OptimalResult", "greedy_answer",
            "parse_weights", "placed_per_level", "solve_optimal"]
 
 
-# Search on large models restricted to candidate nodes (presolve off): CP-SAT's bound is not used
-# there (the LP's is), so both workers run LNS from small neighbourhoods (2 % of the variables),
-# starting from the complete hint: the defaults spend the time on the LP and on building half-model
-# neighbourhoods (docs/performance.md, "Optimal mode").
-LNS_PARAMS = {"use_lns_only": True, "lns_initial_difficulty": 0.02}
-# without a complete hint a full-problem worker (without the LP) looks for the first solution beside LNS
-LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
 STOP_AFTER = ("placed",)
 # CPU seconds per pending pod of decoding and re-checking an answer, the most a loaded machine was seen to
 # take (docs/optimal_trust.md, "The time limit is a promise")
 RECHECK_CPU = 7e-4
-# the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
-LP_SHARE = 0.1
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM): the best answer found before it, not the end of the search"
 NO_LP = "no LP bound: the time limit had passed before it was built; the bounds shown are the levels' pod counts"
 
 
-
-
 def _level_name(priority: int) -> str:
     return f"placed[priority={priority}]"
-
 
 
 def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = None,
@@ -126,23 +110,6 @@ def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False, staged
     return (*[per[lv] for lv in batch.levels], -broken, *(() if goal_first else (-left,)))
 
 
-def domain_keys(batch: Batch) -> dict[int, list[str]]:
-    """Per class, the topology keys (other than the hostname) its own spread and affinity terms use."""
-    out: dict[int, list[str]] = {}
-    for c in batch.classes:
-        spec = batch.state.pods[c.rep].spec
-        keys = [t.topology_key for t in spec.topology_spread_constraints]
-        aff = spec.affinity
-        for group in (aff.pod_affinity, aff.pod_anti_affinity) if aff else ():
-            if group is not None:
-                keys += [t.topology_key for t in group.required_during_scheduling_ignored_during_execution]
-        keys = [k for k in dict.fromkeys(keys) if k != "kubernetes.io/hostname"]
-        if keys:
-            out[c.index] = keys
-    return out
-
-
-
 def _weight_of(weights: dict[str, int], name: str) -> int:
     if name in weights:
         return weights[name]
@@ -151,7 +118,7 @@ def _weight_of(weights: dict[str, int], name: str) -> int:
     return weights.get(name.split(":", 1)[0], 0)
 
 
-def _solve_weighted(g: _Group, deadline: float, raw: np.ndarray, options: OptimalOptions, clock: Clock) -> None:
+def _solve_weighted(g: Group, deadline: float, raw: np.ndarray, options: OptimalOptions, clock: Clock) -> None:
     """One objective: Σ weight · tier (minimized tiers subtracted), solved once; each weighted tier's value
     at the answer is reported beside it (status ``VALUE``: it has no bound of its own)."""
     weights = dict(options.weights)
@@ -196,176 +163,13 @@ def _level_caps(batch: Batch) -> dict[int, int]:
     return caps
 
 
-@dataclass
-class _Group:
-    """One independent part of the batch: its sub-batch, model, solver, tiers and base model."""
-
-    batch: Batch
-    model: BatchModel
-    solver: TierSolver
-    base: cp_model.CpModel
-    reached: cp_model.IntVar | None = None  # true: the part is at kube-scheduler's placement (hint.accept_reached)
-    tiers: list[Tier] = field(default_factory=list)
-    cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
-    objectives: list | None = None
-    raw_values: dict[int, int] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)  # tiers not built in time
-    lp: LevelBound | None = None  # this part's own LP bound per level: a placement tier that reaches it stops
-    lns: bool = False  # searched by LNS (large restricted model): no tie-breaking between placement levels
-    search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
-    goal_first: bool = False  # the objective's tier before disruption (OptimalOptions.goal_first)
-    raw_start: bool = False  # the solver starts from kube-scheduler's own placement (not a repaired copy)
-    start: np.ndarray | TierStarts | None = None  # offered to the user objectives' tiers (.goal_tier)
-    built: dict[str, Linear] = field(default_factory=dict)  # each tier's objective, once built
-
-
-def _build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,
-                  hint: np.ndarray, deadline: float, progress: Progress | None,
-                  clock: Clock, refused: bool = False) -> tuple[list[_Group], LevelBound | None]:
-    """The independent parts' models and solvers, each with a complete hint: ``hint`` (greedy's placement
-    repaired for batch semantics, or the plain run's answer) or, when ``refused`` (``hint`` is greedy's
-    placement repaired, batch semantics having refused some of it), kube-scheduler's placement ``raw``
-    itself: as one more solution (:func:`.hint.accept_reached`), or under LNS when the model takes it as it
-    is (an arrival order admits it, :mod:`.order`)."""
-    with clock.phase("restrict"):  # (charged first: a stop it decides comes at the first check)
-        clock.work("pod", len(batch.state.pods))
-        clock.work("cell", len(batch.classes) * batch.state.num_nodes)
-        whole = BatchModel(batch, config, build=False, arrival_order=options.arrival_order, clock=clock,
-                           deadline=deadline)
-    candidates = None
-    usable = whole.allowed & (whole.cap > 0)
-    if whole.size() > options.max_variables:
-        per_class = max(8, options.max_variables // max(1, len(batch.classes)))
-        with clock.phase("candidates"):
-            # kube-scheduler's own nodes stay candidates where batch semantics refused some: an arrival
-            # order may admit its placement, which is then the start
-            candidates = choose_candidates(batch, usable, raw if refused else hint, per_class, options.seed,
-                                           domain_keys(batch), previews(options.start, hint))
-            clock.work("candidate", len(batch.classes))
-    profile = config.profiles[0]
-    spread = getattr(profile, "spread", None)
-    defaults = spread.effective_default_constraints if spread is not None else ()
-    with clock.phase("components"):
-        parts = group_components(batch, usable, candidates, whole.snapshot, defaults,
-                                 max_groups=1 if options.max_moves is not None else 4)
-        clock.work("edge", whole.size() if candidates is None else sum(len(v) for v in candidates.values()))
-    models = _part_models(batch, config, options, whole, parts, candidates, deadline, clock)
-    lp_share = LP_SHARE * deadline  # the LP's share of the limit, split among the relaxations built
-    # (only parts restricted to candidate nodes may build their own, below)
-    part_lps = sum(1 for _, m in models if m.restricted)
-    lp = _relaxation(whole, clock, lp_share / (2 if part_lps else 1), deadline)
-    # each LNS part's own LP (its placement tiers stop at it: a closed level that ran its whole share
-    # would starve the parts solved after it), unless the relaxation is large enough that building it
-    # again per part costs seconds the search needs more
-    groups = []
-    for sub, m in models:
-        if clock.past(deadline):  # no tier would solve it: kube-scheduler's placement is the answer
-            raise BuildTimeout
-        with clock.phase("eviction rules"), m.charged(deadline):  # stops part-way past the limit
-            encode_eviction_rules(m, budgets=not options.staged)
-            if options.max_moves is not None:
-                encode_move_cap(m, options.max_moves)
-        m.clock = clock
-        solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
-                            presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
-        lns = m.restricted and not solver.presolve
-        reached, raw_start = _start(m, solver, raw, hint, refused, lns, deadline, clock)
-        if lns:
-            solver.params.update(LNS_PARAMS if solver.full is not None else LNS_FIRST_SOLUTION)
-        with clock.phase("copies"):
-            # (used only while the model is all linear: NodeSearch.ready says, tier by tier)
-            search = NodeSearch(m, options.seed, clock) \
-                if lns and solver.full is not None and options.node_search else None
-            base = m.cp.clone()
-            clock.work("copy", (2 if search is not None else 1) * m.terms)
-        part_lp = _relaxation(m, clock, lp_share / (2 * part_lps), deadline) if lns and lp is not None \
-            and not lp.large else None
-        groups.append(_Group(sub, m, solver, base, reached=reached, cp_valid=not m.restricted, lp=part_lp, lns=lns,
-                             search=search, goal_first=options.goal_first, raw_start=raw_start,
-                             start=options.start))
-    return groups, lp
-
-
-def _part_models(batch: Batch, config: SchedulerConfig, options: OptimalOptions, whole: BatchModel,
-                 parts: list[list[int]], candidates: dict[int, np.ndarray] | None, deadline: float,
-                 clock: Clock) -> list[tuple[Batch, BatchModel]]:
-    """The model of each part (the whole batch's when it is one), each rule's work charged as it is
-    written; building stops (:class:`.model.BuildTimeout`) once the limit has passed."""
-    with clock.phase("model"):
-        if len(parts) <= 1:
-            whole.build(candidates)
-            models = [(batch, whole)]
-        else:
-            models = []
-            for part in parts:
-                sub, _ = sub_batch(batch, part)
-                local = {ci: k for k, ci in enumerate(part)}
-                forbidden = {(local[ci], rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in local}
-                clock.work("pod", len(sub.state.pods))
-                m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden),
-                               arrival_order=options.arrival_order, clock=clock, deadline=deadline)
-                m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
-                models.append((sub, m))
-    for _, m in models:
-        m.deadline = None  # (objectives built later set their own)
-    return models
-
-
-def _relaxation(model: BatchModel, clock: Clock, seconds: float, deadline: float) -> LevelBound | None:
-    """The LP bound of ``model`` with ``seconds`` of the limit for its solves; None (an optional part)
-    once the limit has passed (the certificate's bounds are then the levels' sizes or CP-SAT's own)."""
-    if clock.past(deadline):
-        return None
-    with clock.phase("lp"):
-        lp = LevelBound(model, clock=clock, seconds=seconds)
-        clock.work("lp", lp.nonzeros + lp.columns)
-    return lp
-
-
-def _start(m: BatchModel, solver: TierSolver, raw: np.ndarray, hint: np.ndarray, refused: bool, lns: bool,
-           deadline: float, clock: Clock) -> tuple[cp_model.IntVar | None, bool]:
-    """The solver's complete starting solution (``solver.full``) and how it was found: (the literal of
-    kube-scheduler's own placement, or None; whether the start is that placement).
-
-    kube-scheduler's placement where batch semantics refuses it: a solution of its own (not under LNS,
-    whose steps need the constraints as they are); else the repaired copy (under LNS only when the model
-    takes it as it is: an arrival order admits it, .order). Neither once the limit has passed (no tier
-    will solve: kube-scheduler's placement is the answer)."""
-    seconds = max(0.5, 0.1 * (deadline - clock.now()))
-    reached, raw_start = None, not refused
-    if clock.past(deadline) or not clock.affords(len(m.cp.proto.variables)):
-        return reached, raw_start
-    with clock.phase("hint"):
-        found = None if not refused else \
-            accept_reached(m, variable_values(m, raw), clock, seconds) if not lns \
-            else _as_is(accepts(m, variable_values(m, raw), clock, seconds))
-        if found is not None:
-            (solver.full, reached), raw_start = found, True
-        else:
-            solver.full = repair_hint(m, variable_values(m, hint), clock, seconds=seconds)
-    return reached, raw_start
-
-
-def _order_blocks(g: _Group) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The pod rows of each class of the arrival order the part's answer takes (none: batch semantics),
-    and of the victims that leave just before each (.victim_times)."""
-    order = g.model.order.blocks(g.solver.value)
-    if order is None:
-        return [], []
-    return [np.flatnonzero(g.batch.class_of == k) for k in order], g.model.order.evicted(g.solver.value)
-
-
-def _as_is(full: list[int] | None) -> tuple[list[int], None] | None:
-    return None if full is None else (full, None)
-
-
 def _above(model: BatchModel, level: int) -> list:
     """The variables of the classes above ``level`` (what a placement tier under LNS pins)."""
     return [v for c in model.classes if c.priority > level
             for v in model.vars[c.index].arr_vars + model.vars[c.index].keep_vars]
 
 
-def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | tuple[str, ...] | None,
+def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tuple[str, ...] | None,
                  placement: bool, clock: Clock, only: str | None = None) -> None:
     """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``; with
     ``only``, that one tier (with the whole time). Objectives after the placement and disruption tiers
@@ -460,7 +264,7 @@ def _solve_group(g: _Group, deadline: float, raw: np.ndarray, objective: str | t
         g.tiers.append(tier)
 
 
-def _ensure_objectives(g: _Group, raw: np.ndarray, objective: str | tuple[str, ...] | None,
+def _ensure_objectives(g: Group, raw: np.ndarray, objective: str | tuple[str, ...] | None,
                        clock: Clock) -> list:
     """The group's tiers' objectives (built the first time) and greedy's values for them."""
     if g.objectives is None:
@@ -471,7 +275,7 @@ def _ensure_objectives(g: _Group, raw: np.ndarray, objective: str | tuple[str, .
     return g.objectives
 
 
-def _closed(g: _Group, level: int, raw: np.ndarray, objective: str | tuple[str, ...] | None,
+def _closed(g: Group, level: int, raw: np.ndarray, objective: str | tuple[str, ...] | None,
             clock: Clock) -> bool:
     """Whether the part's incumbent already reaches its own LP bound on ``level`` (the tier ends at once)."""
     if g.lp is None or g.solver.full is None:
@@ -482,7 +286,7 @@ def _closed(g: _Group, level: int, raw: np.ndarray, objective: str | tuple[str, 
     return relaxed is not None and g.solver.evaluate(lin) >= relaxed
 
 
-def _settle_reached(g: _Group) -> bool:
+def _settle_reached(g: Group) -> bool:
     """After the placement tiers, fix the part's choice between batch semantics and kube-scheduler's own
     placement (:func:`.hint.accept_reached`): the tiers after may reuse auxiliary variables the lifted
     constraints define, so they run only under batch semantics. At kube-scheduler's placement they are
@@ -506,7 +310,7 @@ def _settle_reached(g: _Group) -> bool:
     return True
 
 
-def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
+def _search(g: Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
     """A placement tier under LNS, by node neighbourhoods (:class:`.neighbourhood.NodeSearch`): a step that
     ties the tier is kept when no worse on the tiers after it that are built (disruption counted down)."""
     solver, search = g.solver, g.search
@@ -525,7 +329,7 @@ def _search(g: _Group, name: str, lin: Linear, level: int, share: float, cap: in
         x, level, lin, tuple(later), budget, cap, report)[0])
 
 
-def _combine(groups: list[_Group], levels: list[int], lp: LevelBound | None) -> list[Tier]:
+def _combine(groups: list[Group], levels: list[int], lp: LevelBound | None) -> list[Tier]:
     """The batch's tiers: sums over the groups, bounded by the LP relaxation of the whole batch."""
     names = [f"placed[priority={lv}]" for lv in levels]
     names += [n for g in groups for t in g.tiers for n in [t.name] if n not in names]
@@ -559,8 +363,8 @@ def _combine(groups: list[_Group], levels: list[int], lp: LevelBound | None) -> 
     return out
 
 
-def _by_size(groups: list[_Group], sizes: list[float], end: float, clock: Clock,
-             key: Callable[[int], Any] | None = None) -> Iterator[tuple[_Group, float]]:
+def _by_size(groups: list[Group], sizes: list[float], end: float, clock: Clock,
+             key: Callable[[int], Any] | None = None) -> Iterator[tuple[Group, float]]:
     """The groups, smallest first (or by ``key`` of their index), each with its deadline: its size's share
     of the time left until ``end`` when its turn comes. What a part closes early is left to the parts
     after it (200 nodes: the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
@@ -647,7 +451,7 @@ def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optima
     # the plain answer, when the solver's, passed batch semantics: the hint, so no tier goes below it
     hint = start if start is not None and not np.array_equal(start, raw) else fallback
     try:
-        groups, lp = _build_groups(batch, config, options, raw, hint, deadline, progress, clock,
+        groups, lp = build_groups(batch, config, options, raw, hint, deadline, progress, clock,
                                    refused=hint is fallback and bool((fallback != raw).any()))
     except BuildTimeout:  # the limit passed while the placement model was built: nothing to solve
         return _greedy_only(state, config, options, greedy, clock, batch)
@@ -715,7 +519,7 @@ def greedy_answer(state: ClusterState, config: SchedulerConfig, options: Optimal
     return result
 
 
-def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions, deadline: float,
+def _solve_tiers(groups: list[Group], raw: np.ndarray, options: OptimalOptions, deadline: float,
                  clock: Clock) -> None:
     """Every group's tiers: the placement tiers of all groups first (three quarters of the time), then
     the tiers after them unless ``options.stop_after`` is ``placed``; or the one weighted objective."""
@@ -736,7 +540,7 @@ def _solve_tiers(groups: list[_Group], raw: np.ndarray, options: OptimalOptions,
             g.tiers.sort(key=lambda t: [x[0] for x in g.objectives or ()].index(t.name))
 
 
-def _place_by_level(groups: list[_Group], sizes: list[float], raw: np.ndarray,
+def _place_by_level(groups: list[Group], sizes: list[float], raw: np.ndarray,
                     objective: str | tuple[str, ...] | None, end: float, clock: Clock) -> None:
     """The placement tiers level by level, highest first, across the parts. A level's time is its
     weight's share of the time left until ``end`` (twice the next level's: the lexicographic order is
@@ -768,7 +572,7 @@ def _as_greedy(tiers: list[Tier]) -> None:
         t.status = "OPTIMAL" if t.bound == t.objective else "FEASIBLE"
 
 
-def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[_Group], tiers: list[Tier],
+def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[Group], tiers: list[Tier],
             greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
             phase, weighted: bool = False, goal_first: bool = False, staged: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
     """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
@@ -787,7 +591,7 @@ def _answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: 
                 continue
             arrivals, kept = g.model.counts(g.solver.value)
             node_of[rows] = decode(g.batch, arrivals, kept)[rows]
-            arrive, leave = _order_blocks(g)
+            arrive, leave = order_blocks(g)
             blocks, evicted = blocks + arrive, evicted + leave
         source = "solver"
     phase("checking the answer with the greedy filters")
