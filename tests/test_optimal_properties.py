@@ -225,16 +225,16 @@ def test_smaller_parts_are_solved_first_in_each_phase(monkeypatch) -> None:  # t
     at once), then the tiers after them part by part, smallest first."""
     from builders import node, pod, state_of
 
-    import optisched.optimal.solve as solve_mod
+    from optisched.optimal import tier_loop
 
     calls: list[tuple[bool, int, str | None]] = []
-    real = solve_mod._solve_group
+    real = tier_loop._solve_group
 
     def spy(g, deadline, raw, objective, placement, clock, only=None):  # type: ignore[no-untyped-def]
         calls.append((placement, len(g.model.cp.proto.variables), only))
         return real(g, deadline, raw, objective, placement, clock, only)
 
-    monkeypatch.setattr(solve_mod, "_solve_group", spy)
+    monkeypatch.setattr(tier_loop, "_solve_group", spy)
     objs = [node(f"c{i}", cpu="4") for i in range(6)] + [node("g1", cpu="8").alloc(nvidia_gpu="4").taint("gpu")]
     objs += [pod(f"{app}-{i}").req(cpu=cpu).label(app=app).priority(prio)
              for app, cpu, prio in (("web", "3", 0), ("api", "1", 10)) for i in range(4)]  # the larger part first
@@ -254,13 +254,13 @@ def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type:
     at the incumbent (the search is what limits a level there). The last placement level pins nothing
     more (the level just above it may move), and the tiers after placement run with nothing pinned.
     (CP-SAT's LNS: with node neighbourhoods, the default, a level's steps never free the levels above.)"""
-    import optisched.optimal.solve as solve_mod
+    from optisched.optimal import tier_loop
     from optisched.optimal.tiers import TierSolver
 
     seen: list[tuple[str, bool, int]] = []
     real = TierSolver.solve
     groups: dict[int, object] = {}
-    real_group = solve_mod._solve_group
+    real_group = tier_loop._solve_group
 
     def group(g, *a, **k):  # type: ignore[no-untyped-def]
         groups[id(g.solver)] = g
@@ -269,13 +269,13 @@ def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type:
     def spy(self, name, *a, **k):  # type: ignore[no-untyped-def]
         g = groups[id(self)]
         if g.lns and name.startswith("placed["):
-            above = {v.Index() for v in solve_mod._above(g.model, int(name[len("placed[priority="):-1]))}
+            above = {v.Index() for v in tier_loop._above(g.model, int(name[len("placed[priority="):-1]))}
             seen.append((name, above <= set(self._pinned), len(above)))
         elif g.lns:
             seen.append((name, not self._pinned, 0))
         return real(self, name, *a, **k)
 
-    monkeypatch.setattr(solve_mod, "_solve_group", group)
+    monkeypatch.setattr(tier_loop, "_solve_group", group)
     monkeypatch.setattr(TierSolver, "solve", spy)
     objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
     _, _, r = _solve(objs, max_variables=20, presolve_limit=0, node_search=False)

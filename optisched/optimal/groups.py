@@ -35,12 +35,8 @@ __all__ = ["LNS_FIRST_SOLUTION", "LNS_PARAMS", "LP_SHARE", "Group", "build_group
 # starting from the complete hint: the defaults spend the time on the LP and on building half-model
 # neighbourhoods (docs/performance.md, "Optimal mode").
 LNS_PARAMS = {"use_lns_only": True, "lns_initial_difficulty": 0.02}
-
-
 # without a complete hint a full-problem worker (without the LP) looks for the first solution beside LNS
 LNS_FIRST_SOLUTION = {"subsolvers": ["no_lp"], "lns_initial_difficulty": 0.02}
-
-
 # the LP bounds' share of the time before the deadline (GLOP is stopped there; the cheaper bound stands)
 LP_SHARE = 0.1
 

@@ -11,9 +11,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
@@ -25,19 +23,18 @@ from ..profile import SchedulerConfig
 from .bound import LevelBound
 from .check import check_answer, check_budgets
 from .classes import Batch, build_batch
-from .clock import Clock, model_terms
-from .decode import decode, variable_values
-from .eviction.pdb_model import budget_use, victim_budgets, violation_objective
+from .clock import Clock
+from .decode import decode
+from .eviction.pdb_model import budget_use
 from .explain import explain_unplaced
-from .goal_tier import TierStarts, prepare_goal
 from .groups import Group, build_groups, order_blocks
 from .hint import repair_placement
-from .model import BatchModel, BuildTimeout, stopper
+from .model import BuildTimeout, stopper
 from .options import WEIGHT_KEYS, OptimalOptions, parse_weights
 from .result import NOT_ATTEMPTED, Certificate, OptimalResult, placed_per_level
-from .score import score_objective
-from .tiers import Linear, Progress, Tier
-from .user_objectives import check_objective, objective_names, user_objective
+from .tier_loop import solve_tiers
+from .tiers import Progress, Tier
+from .user_objectives import check_objective
 
 __all__ = ["NOT_ATTEMPTED", "WEIGHT_KEYS", "Certificate", "OptimalOptions", "OptimalResult", "greedy_answer",
            "parse_weights", "placed_per_level", "solve_optimal"]
@@ -51,56 +48,6 @@ INTERRUPTED = "interrupted (Ctrl-C or SIGTERM): the best answer found before it,
 NO_LP = "no LP bound: the time limit had passed before it was built; the bounds shown are the levels' pod counts"
 
 
-def _level_name(priority: int) -> str:
-    return f"placed[priority={priority}]"
-
-
-def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = None,
-                goal_first: bool = False) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
-    """(name, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
-    when their tier comes (a function), so the placement tiers solve without their constraints. With
-    ``goal_first`` the user objectives come before disruption (a descheduler's goals, then fewest moves);
-    several user objectives are one tier each, in the order given."""
-    batch = model.batch
-    def build(name: str) -> Callable[[], Linear]:
-        return lambda: user_objective(model, name)
-
-    users: list[tuple[str, str, Linear | Callable[[], Linear]]] = [
-        (f"objective:{name}", "min", build(name)) for name in objective_names(objective)]
-    out: list[tuple[str, str, Linear | Callable[[], Linear]]] = []
-    for level in batch.levels:
-        lin = Linear()
-        for c in batch.classes:
-            if c.priority == level:
-                for _, v, u in model.vars[c.index].terms():
-                    lin.add(v, 1, u)
-        out.append((_level_name(level), "max", lin))
-    if victim_budgets(batch):  # preemption breaks as few budgets as it can, before anything else is weighed
-        out.append(("pdb-violations", "min", lambda: violation_objective(model)))
-    if goal_first:
-        out += users
-    if any(c.running for c in batch.classes):
-        rank = {p: i + 1 for i, p in enumerate(sorted(batch.levels))}
-        lin = Linear()
-        for c in batch.classes:
-            cv = model.vars[c.index]
-            for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
-                lin.const += rank[c.priority] * u
-                lin.add(v, -rank[c.priority], u)
-        out.append(("disruption", "min", lin))
-    if not goal_first:
-        out += users
-    if any(cv.arr_vars for cv in model.vars):
-        out.append(("score", "max", lambda: _score(model)))
-    return out
-
-
-def _score(model: BatchModel) -> Linear:
-    score, fidelity = score_objective(model)
-    model.fidelity.update({f"score:{k}": v for k, v in fidelity.items()})
-    return score
-
-
 def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False, staged: bool = False) -> tuple:
     """The tiers the fallback is compared on; with ``goal_first`` disruption is not one (the goal, which
     the key does not see, comes before it); ``staged``: moves beyond a budget are the waves' concern."""
@@ -108,225 +55,6 @@ def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False, staged
     left = sum(1 for c in batch.classes for n, pods in c.running.items() for p in pods if node_of[p] != n)
     broken = 0 if staged else sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
     return (*[per[lv] for lv in batch.levels], -broken, *(() if goal_first else (-left,)))
-
-
-def _weight_of(weights: dict[str, int], name: str) -> int:
-    if name in weights:
-        return weights[name]
-    if name.startswith("placed["):
-        return weights.get("placed", 0)
-    return weights.get(name.split(":", 1)[0], 0)
-
-
-def _solve_weighted(g: Group, deadline: float, raw: np.ndarray, options: OptimalOptions, clock: Clock) -> None:
-    """One objective: Σ weight · tier (minimized tiers subtracted), solved once; each weighted tier's value
-    at the answer is reported beside it (status ``VALUE``: it has no bound of its own)."""
-    weights = dict(options.weights)
-    g.solver.deadline = deadline
-    g.objectives = _objectives(g.model, options.objective)
-    g.raw_values = variable_values(g.model, raw)
-    combined, parts = Linear(), []
-    for name, sense, lin in g.objectives:
-        w = _weight_of(weights, name)
-        if w == 0:
-            continue
-        if callable(lin):
-            g.model.deadline = clock.now() + 0.4 * (deadline - clock.now())
-            try:
-                lin = lin()
-            except BuildTimeout:
-                g.skipped.append(name)
-                continue
-            finally:
-                g.model.deadline = None
-        m = w if sense == "max" else -w
-        for v, c, (lo, hi) in zip(lin.vars, lin.coefs, lin.domains):
-            combined.add(v, c * m, hi, lo)
-        combined.const += lin.const * m
-        combined.derived += lin.derived
-        if lin.fidelity != "EXACT":
-            combined.fidelity = lin.fidelity
-        parts.append((name, sense, lin))
-    tier = g.solver.solve("weighted", combined, "max", 1.0)
-    tier.greedy, tier.fidelity = combined.value(g.raw_values), combined.fidelity
-    g.tiers.append(tier)
-    for name, sense, lin in parts:
-        value = g.solver.evaluate(lin) if g.solver.full is not None else 0
-        g.tiers.append(Tier(f"weighted:{name}", sense, value, value, "VALUE", 0.0, lin.value(g.raw_values),
-                            lin.fidelity))
-
-
-def _level_caps(batch: Batch) -> dict[int, int]:
-    caps = dict.fromkeys(batch.levels, 0)
-    for c in batch.classes:
-        caps[c.priority] += c.size
-    return caps
-
-
-def _above(model: BatchModel, level: int) -> list:
-    """The variables of the classes above ``level`` (what a placement tier under LNS pins)."""
-    return [v for c in model.classes if c.priority > level
-            for v in model.vars[c.index].arr_vars + model.vars[c.index].keep_vars]
-
-
-def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tuple[str, ...] | None,
-                 placement: bool, clock: Clock, only: str | None = None) -> None:
-    """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``; with
-    ``only``, that one tier (with the whole time). Objectives after the placement and disruption tiers
-    are built when their turn comes (they add variables), and only when time is left to build and solve
-    them."""
-    g.solver.deadline = deadline
-    if not placement:  # the tiers after placement may move every level's pods again
-        g.solver.unpin()
-        if g.search is not None and g.solver.full is not None and g.search.ready():
-            # running pods the neighbourhoods let go at equal count come back first: cheap, exact, and
-            # it lowers the disruption tier's start (docs/performance.md, "Optimal mode")
-            until = clock.now() + 0.3 * (deadline - clock.now())
-            g.solver.full = g.search.restore(np.asarray(g.solver.full, dtype=np.int64), until)[0].tolist()
-    caps = _level_caps(g.batch)
-    objectives = _ensure_objectives(g, raw, objective, clock)
-    if not placement and _settle_reached(g):
-        return
-    # a higher level's time share counts double each level below (the lexicographic order is decided at
-    # the highest level not yet optimal; a level that reaches its bound leaves the rest to the next)
-    placing = [name for name, _, _ in objectives if name.startswith("placed[")]
-    # a user objective (a goal) counts double each tier after it too: its tier decides the plan, the ones
-    # after it only break its ties
-    after = [sum(1 for n, _, _ in objectives[i + 1:] if not n.startswith("placed[")) for i in range(len(objectives))]
-    weights = [2 ** (len(placing) - placing.index(name)) if name in placing else
-               2 ** after[i] if name.startswith("objective:") else 1 for i, (name, _, _) in enumerate(objectives)]
-    for i, (name, sense, lin) in enumerate(objectives):
-        if name.startswith("placed[") != placement or only not in (None, name):
-            continue
-        level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
-        # the next placement tier breaks ties, so this one does not spoil it; not under LNS, where the
-        # search is what limits the level, and every step that only helps the next level is a step
-        # less for this one
-        later = Linear()
-        nxt = objectives[i + 1] if i + 1 < len(objectives) else None
-        # (node neighbourhoods weigh the tiers after by themselves: _search)
-        searching = g.search is not None and level is not None and g.search.ready()
-        if not searching and level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
-            later = nxt[2].scaled(1)
-        elif not searching and level is not None and nxt is not None and nxt[0] == "disruption":
-            later = nxt[2].scaled(-1)  # the last level breaks ties by less disruption
-        rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
-        share = 1.0 if only is not None else weights[i] / sum(
-            w for (n, _, _), w in zip(objectives[i:], weights[i:]) if n.startswith("placed[") == placement)
-        if callable(lin):
-            left = deadline - clock.now()
-            # building the score takes 25-40 µs per variable (0.08 s for 2,100 variables, 1.0 s for 41,000,
-            # 2.6 s for 75,000 on generated clusters): a small part needs a fraction of a second
-            need = min(1.0, 1e-4 * len(g.model.cp.proto.variables))
-            if left < need or not clock.wall_allows(need):
-                g.skipped.append(name)  # no time to build it: the tier is left out of the certificate
-                continue
-            g.model.deadline = clock.now() + 0.6 * left  # the rest solves it
-            mark = len(g.model.cp.proto.constraints), len(g.model.cp.proto.variables)
-            try:
-                with clock.phase("objectives"):
-                    lin = lin()
-                    clock.work("objective term", model_terms(g.model.cp.proto, *mark) + len(lin.vars))
-            except BuildTimeout:  # its partial terms are harmless; nothing after it is built
-                g.skipped += [n for n, _, _ in objectives[i:]]
-                break
-            finally:
-                g.model.deadline = None
-        # under CP-SAT's LNS a level's tier pins the levels above at the incumbent: the search is what
-        # limits a level there, and steps that move pods of levels already decided are steps lost. The
-        # last level pins nothing more: the level just above may still move, to break ties by
-        # disruption. Node neighbourhoods choose for themselves whether a step moves the levels above.
-        clock.work("tier term", len(lin.vars) if searching else
-                   len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
-        if level is not None and g.lns and g.search is None and name != placing[-1]:
-            g.solver.pin(_above(g.model, level))
-        cap = caps.get(level) if level is not None else None
-        if level is not None and isinstance(g.start, TierStarts):  # a placement tier's start (no bound)
-            prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
-                         [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])
-        if name.startswith("objective:"):
-            cap = prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
-                               [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])
-            g.start = g.start if isinstance(g.start, TierStarts) else None  # an array: the first tier's only
-        g.built[name] = lin
-        if level is not None and g.lp is not None:
-            relaxed = g.lp.bound(level)
-            cap = cap if relaxed is None or cap is None else min(cap, relaxed)
-        if searching:
-            assert level is not None
-            tier = _search(g, name, lin, level, share, cap, objectives[i + 1:])
-        else:
-            tier = g.solver.solve(name, lin, sense, share, cap, later, rest)
-        if level is not None and g.lp is not None:
-            g.lp.fix(level, tier.objective)
-        tier.greedy = lin.value(g.raw_values)
-        tier.fidelity = lin.fidelity
-        g.tiers.append(tier)
-
-
-def _ensure_objectives(g: Group, raw: np.ndarray, objective: str | tuple[str, ...] | None,
-                       clock: Clock) -> list:
-    """The group's tiers' objectives (built the first time) and greedy's values for them."""
-    if g.objectives is None:
-        with clock.phase("objectives"):
-            g.objectives = _objectives(g.model, objective, g.goal_first)
-            g.raw_values = variable_values(g.model, raw)
-            clock.work("objective term", 2 * len(g.model.cp.proto.variables))
-    return g.objectives
-
-
-def _closed(g: Group, level: int, raw: np.ndarray, objective: str | tuple[str, ...] | None,
-            clock: Clock) -> bool:
-    """Whether the part's incumbent already reaches its own LP bound on ``level`` (the tier ends at once)."""
-    if g.lp is None or g.solver.full is None:
-        return False
-    relaxed = g.lp.bound(level)  # (asked again by the tier: the same answer, no second solve)
-    lin = next(x for name, _, x in _ensure_objectives(g, raw, objective, clock) if name == _level_name(level))
-    clock.work("tier term", len(lin.vars))
-    return relaxed is not None and g.solver.evaluate(lin) >= relaxed
-
-
-def _settle_reached(g: Group) -> bool:
-    """After the placement tiers, fix the part's choice between batch semantics and kube-scheduler's own
-    placement (:func:`.hint.accept_reached`): the tiers after may reuse auxiliary variables the lifted
-    constraints define, so they run only under batch semantics. At kube-scheduler's placement they are
-    its values (bound: the objective's range end); returns True then (nothing left to solve)."""
-    if g.reached is None or g.solver.full is None:
-        return False
-    at = g.solver.value(g.reached)
-    domain = g.model.cp.proto.variables[g.reached.Index()].domain
-    domain.clear()
-    domain.extend([at, at])
-    if not at:
-        return False
-    for name, sense, lin in g.objectives or []:
-        if name.startswith("placed["):
-            continue
-        lin = lin() if callable(lin) else lin
-        value, (lo, hi) = lin.value(g.raw_values), lin.bounds()
-        best = hi if sense == "max" else lo
-        g.tiers.append(Tier(name, sense, value, best, "OPTIMAL" if value == best else "FEASIBLE", 0.0, value,
-                            lin.fidelity))
-    return True
-
-
-def _search(g: Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
-    """A placement tier under LNS, by node neighbourhoods (:class:`.neighbourhood.NodeSearch`): a step that
-    ties the tier is kept when no worse on the tiers after it that are built (disruption counted down)."""
-    solver, search = g.solver, g.search
-    assert search is not None
-    later = []
-    for _, sense, x in after:
-        if callable(x):
-            break
-        later.append(search.maximized(x, sense))
-    report = None
-    if solver.progress is not None:
-        def report(value: int) -> None:
-            solver.progress(name, value, cap, time.perf_counter() - solver.t0)  # type: ignore[misc]
-
-    return solver.search(name, lin, share, cap, lambda x, budget: search.run(
-        x, level, lin, tuple(later), budget, cap, report)[0])
 
 
 def _combine(groups: list[Group], levels: list[int], lp: LevelBound | None) -> list[Tier]:
@@ -361,17 +89,6 @@ def _combine(groups: list[Group], levels: list[int], lp: LevelBound | None) -> l
             valid = valid and tier.status == "OPTIMAL"
         out.append(tier)
     return out
-
-
-def _by_size(groups: list[Group], sizes: list[float], end: float, clock: Clock,
-             key: Callable[[int], Any] | None = None) -> Iterator[tuple[Group, float]]:
-    """The groups, smallest first (or by ``key`` of their index), each with its deadline: its size's share
-    of the time left until ``end`` when its turn comes. What a part closes early is left to the parts
-    after it (200 nodes: the GPU part closes its placement tiers in 0.6 s of a 1.3 s share)."""
-    order = sorted(range(len(groups)), key=key or (lambda k: sizes[k]))
-    for i, k in enumerate(order):
-        now = clock.now()
-        yield groups[k], now + (end - now) * sizes[k] / sum(sizes[j] for j in order[i:])
 
 
 def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalOptions, progress: Progress | None,
@@ -461,7 +178,7 @@ def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optima
     reserve = min(0.5 * end, max(end - deadline, after))
     clock.limit = end - reserve
     with clock.phase("tiers"):
-        _solve_tiers(groups, raw, options, deadline, clock)
+        solve_tiers(groups, raw, options, deadline, clock)
     clock.limit += max(0.0, reserve - after) / 2  # the whole batch's LP: half of what the re-check leaves
     with clock.phase("lp solves"):
         tiers = _combine(groups, batch.levels, lp)
@@ -517,49 +234,6 @@ def greedy_answer(state: ClusterState, config: SchedulerConfig, options: Optimal
     result = _greedy_only(state, config, options, greedy, Clock(options.time_limit, options.deterministic))
     result.certificate.notes = [note]
     return result
-
-
-def _solve_tiers(groups: list[Group], raw: np.ndarray, options: OptimalOptions, deadline: float,
-                 clock: Clock) -> None:
-    """Every group's tiers: the placement tiers of all groups first (three quarters of the time), then
-    the tiers after them unless ``options.stop_after`` is ``placed``; or the one weighted objective."""
-    sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
-    if options.weights:
-        for g, until in _by_size(groups, sizes, deadline, clock):
-            _solve_weighted(g, until, raw, options, clock)
-        return
-    placing = clock.now() + 0.75 * (deadline - clock.now())  # placement tiers first, everywhere
-    phases = [(True, placing)] if options.stop_after == "placed" else [(True, placing), (False, deadline)]
-    for placement, end_phase in phases:
-        if placement:
-            _place_by_level(groups, sizes, raw, options.objective, end_phase, clock)
-            continue
-        for g, until in _by_size(groups, sizes, end_phase, clock):
-            _solve_group(g, until, raw, options.objective, placement, clock)
-        for g in groups:
-            g.tiers.sort(key=lambda t: [x[0] for x in g.objectives or ()].index(t.name))
-
-
-def _place_by_level(groups: list[Group], sizes: list[float], raw: np.ndarray,
-                    objective: str | tuple[str, ...] | None, end: float, clock: Clock) -> None:
-    """The placement tiers level by level, highest first, across the parts. A level's time is its
-    weight's share of the time left until ``end`` (twice the next level's: the lexicographic order is
-    decided at the highest level not yet optimal), split by size among the parts that have the level:
-    first those whose incumbent already reaches their own LP bound there (their tier ends at once), then
-    the others smallest first, so what a part closes early goes to the parts after it. Part by part, a
-    closed level's time went to that part's lower levels instead, while another part's higher level was
-    still open (200 nodes / 0.8 at 10 s: the GPU part's top level had 0.17 s, and 158 of its 160 pods;
-    the larger part's top two levels were closed by its LP)."""
-    levels = sorted({lv for g in groups for lv in g.batch.levels}, reverse=True)
-    weight = {lv: 2 ** (len(levels) - k) for k, lv in enumerate(levels)}
-    for k, level in enumerate(levels):
-        now = clock.now()
-        until = now + (end - now) * weight[level] / sum(weight[lv] for lv in levels[k:])
-        mine = [i for i, g in enumerate(groups) if level in g.batch.levels]
-        parts, part_sizes = [groups[i] for i in mine], [sizes[i] for i in mine]
-        closed = [_closed(g, level, raw, objective, clock) for g in parts]
-        for g, part_until in _by_size(parts, part_sizes, until, clock, key=lambda j: (not closed[j], part_sizes[j])):
-            _solve_group(g, part_until, raw, objective, True, clock, only=_level_name(level))
 
 
 def _as_greedy(tiers: list[Tier]) -> None:
