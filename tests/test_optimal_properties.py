@@ -13,7 +13,7 @@ from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.loader import cluster_from_objects
 from optisched.model.objects import PreemptionPolicy
 from optisched.model.state import compile_cluster
-from optisched.optimal import solve
+from optisched.optimal import certify
 from optisched.optimal.check import check_answer, check_placement
 from optisched.optimal.classes import build_batch
 from optisched.optimal.hint import repair_placement
@@ -77,7 +77,7 @@ def test_the_violations_describe_the_placement_returned_not_the_repaired_copy() 
     assert check_placement(state, config, broken, batch.class_of) != []
     unsolved = SimpleNamespace(solver=SimpleNamespace(full=None), reached=None, lns=False, skipped=[], raw_start=False,
                                model=SimpleNamespace(order=SimpleNamespace(note="")))
-    r = solve._answer(state, config, batch, [unsolved], [], greedy, broken, raw, 0.0, lambda *_: None)
+    r = certify.answer(state, config, batch, [unsolved], [], greedy, broken, raw, 0.0, lambda *_: None)
     assert r.certificate.source == "greedy" and np.array_equal(r.node_of, raw)
     assert r.violations == [] == check_answer(state, config, r.node_of, raw)
 
