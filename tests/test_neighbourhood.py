@@ -20,6 +20,7 @@ from optisched.optimal.hint import repair_hint, repair_placement
 from optisched.optimal.model import BatchModel
 from optisched.optimal.neighbourhood import LinearView, NodeSearch
 from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
+from optisched.optimal.tier_key import TierKey
 from optisched.optimal.tiers import Linear, TierSolver
 from optisched.profile import default_config
 
@@ -283,8 +284,8 @@ def test_placement_runs_level_by_level_and_a_level_one_part_closes_leaves_its_ti
     calls: list[tuple[str, str, float, float]] = []
 
     def fake(g, until, raw, objective, placement, clk, only=None):  # type: ignore[no-untyped-def]
-        calls.append((g.name, only, clk.now(), until))
-        if not (g.name == "big" and only == "placed[priority=10]"):  # an open tier uses its whole time
+        calls.append((g.name, str(only), clk.now(), until))
+        if not (g.name == "big" and only == TierKey.placed(10)):  # an open tier uses its whole time
             clk.charge(until - clk.now())
 
     monkeypatch.setattr(tier_loop, "_solve_group", fake)
@@ -318,7 +319,7 @@ def test_a_part_closed_by_its_own_lp_bound_is_seen_before_its_tier_runs() -> Non
     solver.full = repair_hint(m, variable_values(m, repair_placement(batch, config, raw)))
     g = groups_mod.Group(batch, m, solver, None, lp=LevelBound(m, clock=Clock(1e9)))
     top = batch.levels[0]
-    lin = next(x for name, _, x in tier_loop._ensure_objectives(g, raw, None, Clock(1e9)) if name.endswith(f"={top}]"))
+    lin = next(x for key, _, x in tier_loop._ensure_objectives(g, raw, None, Clock(1e9)) if key == TierKey.placed(top))
     reached = solver.evaluate(lin) >= g.lp.bound(top)
     assert tier_loop._closed(g, top, raw, None, Clock(1e9)) == reached
     g.lp.fix(top, solver.evaluate(lin) + 10**6)  # no placement reaches it: the next level's LP refuses

@@ -18,6 +18,7 @@ from optisched.optimal.check import check_answer, check_placement
 from optisched.optimal.classes import build_batch
 from optisched.optimal.hint import repair_placement
 from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
+from optisched.optimal.tier_key import TierKey
 from optisched.profile import default_config
 
 
@@ -209,13 +210,13 @@ def test_pinning_fixes_variables_at_the_incumbent_until_unpinned() -> None:
     both = Linear()
     both.add(x, 1, 5)
     both.add(y, 1, 5)
-    tier = solver.solve("both", both, "max", 1.0)
+    tier = solver.solve(TierKey("both"), both, "max", 1.0)
     assert tier.objective == 7 and solver.value(x) == 2 and solver.value(y) == 5
     solver.unpin()
     assert list(cp.proto.variables[x.Index()].domain) == [0, 5]
     only_x = Linear()
     only_x.add(x, 1, 5)
-    assert solver.solve("x", only_x, "max", 1.0).objective == 5  # free again (the tier before still holds: x + y >= 7)
+    assert solver.solve(TierKey("x"), only_x, "max", 1.0).objective == 5  # free again (the tier before still holds: x + y >= 7)
     assert 7 <= solver.value(x) + solver.value(y) <= 8
 
 
@@ -243,7 +244,7 @@ def test_smaller_parts_are_solved_first_in_each_phase(monkeypatch) -> None:  # t
     r = solve_optimal(state_of(*objs), default_config(), OptimalOptions(time_limit=5))
     assert "solved as 2 independent parts" in r.certificate.notes
     placing = [(n, only) for p, n, only in calls if p]
-    assert [only for _, only in placing] == ["placed[priority=10]"] * 2 + ["placed[priority=0]"] * 2
+    assert [str(only) for _, only in placing] == ["placed[priority=10]"] * 2 + ["placed[priority=0]"] * 2
     assert placing[0][0] < placing[1][0] and placing[2][0] < placing[3][0]  # the GPU part first in each level
     after = [n for p, n, _ in calls if not p]
     assert len(after) == 2 and after[0] < after[1]
@@ -266,14 +267,14 @@ def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type:
         groups[id(g.solver)] = g
         return real_group(g, *a, **k)
 
-    def spy(self, name, *a, **k):  # type: ignore[no-untyped-def]
+    def spy(self, key, *a, **k):  # type: ignore[no-untyped-def]
         g = groups[id(self)]
-        if g.lns and name.startswith("placed["):
-            above = {v.Index() for v in tier_loop._above(g.model, int(name[len("placed[priority="):-1]))}
-            seen.append((name, above <= set(self._pinned), len(above)))
+        if g.lns and key.is_level:
+            above = {v.Index() for v in tier_loop._above(g.model, key.level)}
+            seen.append((str(key), above <= set(self._pinned), len(above)))
         elif g.lns:
-            seen.append((name, not self._pinned, 0))
-        return real(self, name, *a, **k)
+            seen.append((str(key), not self._pinned, 0))
+        return real(self, key, *a, **k)
 
     monkeypatch.setattr(tier_loop, "_solve_group", group)
     monkeypatch.setattr(TierSolver, "solve", spy)

@@ -25,6 +25,7 @@ from .eviction.pdb_model import budget_use
 from .groups import Group, order_blocks
 from .options import OptimalOptions
 from .result import Certificate, OptimalResult, placed_per_level
+from .tier_key import TierKey
 from .tiers import Tier
 
 __all__ = ["INTERRUPTED", "NO_LP", "answer", "combine", "finish", "greedy_answer", "greedy_only"]
@@ -45,24 +46,23 @@ def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False, staged
 
 def combine(groups: list[Group], levels: list[int], lp: LevelBound | None) -> list[Tier]:
     """The batch's tiers: sums over the groups, bounded by the LP relaxation of the whole batch."""
-    names = [f"placed[priority={lv}]" for lv in levels]
-    names += [n for g in groups for t in g.tiers for n in [t.name] if n not in names]
-    left_out = {n for g in groups for n in g.skipped}  # a tier some part could not build covers no batch
-    names = [n for n in dict.fromkeys(names) if n not in left_out]
+    keys = [TierKey.placed(lv) for lv in levels]
+    keys += [k for g in groups for t in g.tiers for k in [t.key] if k not in keys]
+    left_out = {k for g in groups for k in g.skipped}  # a tier some part could not build covers no batch
+    keys = [k for k in dict.fromkeys(keys) if k not in left_out]
     out = []
     valid = all(g.cp_valid for g in groups)
-    for name in names:
-        parts = [t for g in groups for t in g.tiers if t.name == name]
+    for key in keys:
+        parts = [t for g in groups for t in g.tiers if t.key == key]
         if not parts:
             continue
         sense = parts[0].sense
-        tier = Tier(name, sense, sum(t.objective for t in parts), sum(t.bound for t in parts),
+        tier = Tier(key, sense, sum(t.objective for t in parts), sum(t.bound for t in parts),
                     "OPTIMAL" if all(t.status == "OPTIMAL" for t in parts) else
                     ("FEASIBLE" if any(t.status in ("OPTIMAL", "FEASIBLE") for t in parts) else parts[0].status),
                     sum(t.seconds for t in parts), sum(t.greedy or 0 for t in parts),
                     "SURROGATE" if any(t.fidelity == "SURROGATE" for t in parts) else parts[0].fidelity)
-        if name.startswith("placed["):
-            level = int(name[len("placed[priority="):-1])
+        if (level := key.level) is not None:
             relaxed = lp.bound(level) if lp is not None else None
             if relaxed is not None:
                 tier.bound = max(tier.objective, min(tier.bound, relaxed) if valid else relaxed)
@@ -132,14 +132,14 @@ def answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: l
     statuses = {t.status for t in tiers} - {"VALUE"}
     status = "OPTIMAL" if statuses <= {"OPTIMAL"} else \
         ("FEASIBLE" if all(g.solver.full is not None for g in groups) else "UNKNOWN")
-    placed_tiers = [t for t in tiers if t.name.startswith("placed[") or t.name == "weighted"]
+    placed_tiers = [t for t in tiers if t.key.is_level or t.key == TierKey.weighted()]
     greedy_optimal = not (fallback != raw).any() and bool(placed_tiers) and \
         all(t.greedy == t.bound for t in placed_tiers)
     if len(groups) > 1:
         notes.append(f"solved as {len(groups)} independent parts")
-    skipped = list(dict.fromkeys(n for g in groups for n in g.skipped))
+    skipped = list(dict.fromkeys(k for g in groups for k in g.skipped))
     if skipped:
-        notes.append(f"not enough time left to build the {', '.join(skipped)} tier(s): left out")
+        notes.append(f"not enough time left to build the {', '.join(map(str, skipped))} tier(s): left out")
     if blocks and source == "solver":
         notes.append(f"the answer is checked in an arrival order of {len(blocks)} classes, each pod on arrival "
                      "(docs/optimal_trust.md)")

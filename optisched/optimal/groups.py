@@ -25,6 +25,7 @@ from .hint import accept_reached, accepts, repair_hint
 from .model import BatchModel, BuildTimeout
 from .neighbourhood import NodeSearch
 from .options import OptimalOptions
+from .tier_key import TierKey
 from .tiers import Linear, Progress, Tier, TierSolver
 
 __all__ = ["LNS_FIRST_SOLUTION", "LNS_PARAMS", "LP_SHARE", "Group", "build_groups", "domain_keys", "order_blocks"]
@@ -52,16 +53,16 @@ class Group:
     reached: cp_model.IntVar | None = None  # true: the part is at kube-scheduler's placement (hint.accept_reached)
     tiers: list[Tier] = field(default_factory=list)
     cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
-    objectives: list | None = None
+    objectives: list | None = None  # (tier, sense, objective) of every tier (.tier_loop.Objective)
     raw_values: dict[int, int] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)  # tiers not built in time
+    skipped: list[TierKey] = field(default_factory=list)  # tiers not built in time
     lp: LevelBound | None = None  # this part's own LP bound per level: a placement tier that reaches it stops
     lns: bool = False  # searched by LNS (large restricted model): no tie-breaking between placement levels
     search: NodeSearch | None = None  # under LNS, the placement tiers' own node-neighbourhood search
     goal_first: bool = False  # the objective's tier before disruption (OptimalOptions.goal_first)
     raw_start: bool = False  # the solver starts from kube-scheduler's own placement (not a repaired copy)
     start: np.ndarray | TierStarts | None = None  # offered to the user objectives' tiers (.goal_tier)
-    built: dict[str, Linear] = field(default_factory=dict)  # each tier's objective, once built
+    built: dict[TierKey, Linear] = field(default_factory=dict)  # each tier's objective, once built
 
 
 def build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions, raw: np.ndarray,

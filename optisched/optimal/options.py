@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..options import check_weight
 from ..policy.eviction import EvictionPolicy
 from .goal_tier import TierStarts
+from .tier_key import TierKey
 
 __all__ = ["WEIGHT_KEYS", "OptimalOptions", "parse_weights"]
 
@@ -60,9 +61,7 @@ def parse_weights(text: str | dict[str, int] | None) -> tuple[tuple[str, int], .
         if len(item) != 2:
             raise InputError(f"--weights: {'='.join(item)!r} is not NAME=INTEGER")
         name, value = str(item[0]).strip(), str(item[1]).strip()
-        level = name.startswith("placed[priority=") and name.endswith("]") and \
-            name[len("placed[priority="):-1].lstrip("-").isdigit()
-        if name not in WEIGHT_KEYS and not level:
+        if name not in WEIGHT_KEYS and not TierKey.parse(name).is_level:
             raise InputError(f"--weights: {name!r} is not a tier; tiers: {', '.join(WEIGHT_KEYS)}, placed[priority=N]")
         try:
             weight = int(value)

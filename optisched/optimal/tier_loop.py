@@ -24,19 +24,20 @@ from .groups import Group
 from .model import BatchModel, BuildTimeout
 from .options import OptimalOptions
 from .score import score_objective
+from .tier_key import TierKey, TierKind
 from .tiers import Linear, Tier
 from .user_objectives import objective_names, user_objective
 
-__all__ = ["solve_tiers"]
+__all__ = ["Objective", "solve_tiers"]
 
-
-def _level_name(priority: int) -> str:
-    return f"placed[priority={priority}]"
+# a tier, its sense ("max" | "min") and its objective, or the function that builds it when its turn comes
+Objective = tuple[TierKey, str, Linear | Callable[[], Linear]]
+DISRUPTION, PDB_VIOLATIONS, SCORE = TierKey(TierKind.DISRUPTION), TierKey(TierKind.PDB_VIOLATIONS), TierKey(TierKind.SCORE)
 
 
 def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = None,
-                goal_first: bool = False) -> list[tuple[str, str, Linear | Callable[[], Linear]]]:
-    """(name, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
+                goal_first: bool = False) -> list[Objective]:
+    """(tier, sense, objective) of every tier, in order; the objectives with auxiliary variables are built
     when their tier comes (a function), so the placement tiers solve without their constraints. With
     ``goal_first`` the user objectives come before disruption (a descheduler's goals, then fewest moves);
     several user objectives are one tier each, in the order given."""
@@ -44,18 +45,17 @@ def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = Non
     def build(name: str) -> Callable[[], Linear]:
         return lambda: user_objective(model, name)
 
-    users: list[tuple[str, str, Linear | Callable[[], Linear]]] = [
-        (f"objective:{name}", "min", build(name)) for name in objective_names(objective)]
-    out: list[tuple[str, str, Linear | Callable[[], Linear]]] = []
+    users: list[Objective] = [(TierKey.user(name), "min", build(name)) for name in objective_names(objective)]
+    out: list[Objective] = []
     for level in batch.levels:
         lin = Linear()
         for c in batch.classes:
             if c.priority == level:
                 for _, v, u in model.vars[c.index].terms():
                     lin.add(v, 1, u)
-        out.append((_level_name(level), "max", lin))
+        out.append((TierKey.placed(level), "max", lin))
     if victim_budgets(batch):  # preemption breaks as few budgets as it can, before anything else is weighed
-        out.append(("pdb-violations", "min", lambda: violation_objective(model)))
+        out.append((PDB_VIOLATIONS, "min", lambda: violation_objective(model)))
     if goal_first:
         out += users
     if any(c.running for c in batch.classes):
@@ -66,12 +66,18 @@ def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = Non
             for v, u in zip(cv.keep_vars, cv.keep_ub.tolist()):
                 lin.const += rank[c.priority] * u
                 lin.add(v, -rank[c.priority], u)
-        out.append(("disruption", "min", lin))
+        out.append((DISRUPTION, "min", lin))
     if not goal_first:
         out += users
     if any(cv.arr_vars for cv in model.vars):
-        out.append(("score", "max", lambda: _score(model)))
+        out.append((SCORE, "max", lambda: _score(model)))
     return out
+
+
+def _built(objective: Linear | Callable[[], Linear]) -> Linear:
+    """An objective built with the tiers (the placement tiers', disruption's), not when its turn comes."""
+    assert isinstance(objective, Linear)
+    return objective
 
 
 def _score(model: BatchModel) -> Linear:
@@ -88,7 +94,7 @@ def _level_caps(batch: Batch) -> dict[int, int]:
 
 
 def solve_tiers(groups: list[Group], raw: np.ndarray, options: OptimalOptions, deadline: float,
-                 clock: Clock) -> None:
+                clock: Clock) -> None:
     """Every group's tiers: the placement tiers of all groups first (three quarters of the time), then
     the tiers after them unless ``options.stop_after`` is ``placed``; or the one weighted objective."""
     sizes = [np.sqrt(len(g.model.cp.proto.variables) + 100) for g in groups]  # small parts still get time
@@ -105,7 +111,7 @@ def solve_tiers(groups: list[Group], raw: np.ndarray, options: OptimalOptions, d
         for g, until in _by_size(groups, sizes, end_phase, clock):
             _solve_group(g, until, raw, options.objective, placement, clock)
         for g in groups:
-            g.tiers.sort(key=lambda t: [x[0] for x in g.objectives or ()].index(t.name))
+            g.tiers.sort(key=lambda t: [x[0] for x in g.objectives or ()].index(t.key))
 
 
 def _place_by_level(groups: list[Group], sizes: list[float], raw: np.ndarray,
@@ -127,7 +133,7 @@ def _place_by_level(groups: list[Group], sizes: list[float], raw: np.ndarray,
         parts, part_sizes = [groups[i] for i in mine], [sizes[i] for i in mine]
         closed = [_closed(g, level, raw, objective, clock) for g in parts]
         for g, part_until in _by_size(parts, part_sizes, until, clock, key=lambda j: (not closed[j], part_sizes[j])):
-            _solve_group(g, part_until, raw, objective, True, clock, only=_level_name(level))
+            _solve_group(g, part_until, raw, objective, True, clock, only=TierKey.placed(level))
 
 
 def _by_size(groups: list[Group], sizes: list[float], end: float, clock: Clock,
@@ -142,7 +148,7 @@ def _by_size(groups: list[Group], sizes: list[float], end: float, clock: Clock,
 
 
 def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tuple[str, ...] | None,
-                 placement: bool, clock: Clock, only: str | None = None) -> None:
+                 placement: bool, clock: Clock, only: TierKey | None = None) -> None:
     """Run one group's placement tiers (``placement``) or the tiers after them, until ``deadline``; with
     ``only``, that one tier (with the whole time). Objectives after the placement and disruption tiers
     are built when their turn comes (they add variables), and only when time is left to build and solve
@@ -161,16 +167,16 @@ def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tu
         return
     # a higher level's time share counts double each level below (the lexicographic order is decided at
     # the highest level not yet optimal; a level that reaches its bound leaves the rest to the next)
-    placing = [name for name, _, _ in objectives if name.startswith("placed[")]
+    placing = [key for key, _, _ in objectives if key.is_level]
     # a user objective (a goal) counts double each tier after it too: its tier decides the plan, the ones
     # after it only break its ties
-    after = [sum(1 for n, _, _ in objectives[i + 1:] if not n.startswith("placed[")) for i in range(len(objectives))]
-    weights = [2 ** (len(placing) - placing.index(name)) if name in placing else
-               2 ** after[i] if name.startswith("objective:") else 1 for i, (name, _, _) in enumerate(objectives)]
-    for i, (name, sense, lin) in enumerate(objectives):
-        if name.startswith("placed[") != placement or only not in (None, name):
+    after = [sum(1 for k, _, _ in objectives[i + 1:] if not k.is_level) for i in range(len(objectives))]
+    weights = [2 ** (len(placing) - placing.index(key)) if key in placing else
+               2 ** after[i] if key.kind == TierKind.OBJECTIVE else 1 for i, (key, _, _) in enumerate(objectives)]
+    for i, (key, sense, lin) in enumerate(objectives):
+        if key.is_level != placement or only not in (None, key):
             continue
-        level = int(name[len("placed[priority="):-1]) if name.startswith("placed[") else None
+        level = key.level
         # the next placement tier breaks ties, so this one does not spoil it; not under LNS, where the
         # search is what limits the level, and every step that only helps the next level is a step
         # less for this one
@@ -178,20 +184,20 @@ def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tu
         nxt = objectives[i + 1] if i + 1 < len(objectives) else None
         # (node neighbourhoods weigh the tiers after by themselves: _search)
         searching = g.search is not None and level is not None and g.search.ready()
-        if not searching and level is not None and nxt is not None and nxt[0].startswith("placed[") and not g.lns:
-            later = nxt[2].scaled(1)
-        elif not searching and level is not None and nxt is not None and nxt[0] == "disruption":
-            later = nxt[2].scaled(-1)  # the last level breaks ties by less disruption
-        rest = tuple(x for n, _, x in objectives[i + 1:] if n.startswith("placed["))
+        if not searching and level is not None and nxt is not None and nxt[0].is_level and not g.lns:
+            later = _built(nxt[2]).scaled(1)
+        elif not searching and level is not None and nxt is not None and nxt[0] == DISRUPTION:
+            later = _built(nxt[2]).scaled(-1)  # the last level breaks ties by less disruption
+        rest = tuple(_built(x) for k, _, x in objectives[i + 1:] if k.is_level)
         share = 1.0 if only is not None else weights[i] / sum(
-            w for (n, _, _), w in zip(objectives[i:], weights[i:]) if n.startswith("placed[") == placement)
+            w for (k, _, _), w in zip(objectives[i:], weights[i:]) if k.is_level == placement)
         if callable(lin):
             left = deadline - clock.now()
             # building the score takes 25-40 µs per variable (0.08 s for 2,100 variables, 1.0 s for 41,000,
             # 2.6 s for 75,000 on generated clusters): a small part needs a fraction of a second
             need = min(1.0, 1e-4 * len(g.model.cp.proto.variables))
             if left < need or not clock.wall_allows(need):
-                g.skipped.append(name)  # no time to build it: the tier is left out of the certificate
+                g.skipped.append(key)  # no time to build it: the tier is left out of the certificate
                 continue
             g.model.deadline = clock.now() + 0.6 * left  # the rest solves it
             mark = len(g.model.cp.proto.constraints), len(g.model.cp.proto.variables)
@@ -200,7 +206,7 @@ def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tu
                     lin = lin()
                     clock.work("objective term", model_terms(g.model.cp.proto, *mark) + len(lin.vars))
             except BuildTimeout:  # its partial terms are harmless; nothing after it is built
-                g.skipped += [n for n, _, _ in objectives[i:]]
+                g.skipped += [k for k, _, _ in objectives[i:]]
                 break
             finally:
                 g.model.deadline = None
@@ -210,25 +216,25 @@ def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tu
         # disruption. Node neighbourhoods choose for themselves whether a step moves the levels above.
         clock.work("tier term", len(lin.vars) if searching else
                    len(lin.vars) + len(later.vars) + sum(len(x.vars) for x in rest if isinstance(x, Linear)))
-        if level is not None and g.lns and g.search is None and name != placing[-1]:
+        if level is not None and g.lns and g.search is None and key != placing[-1]:
             g.solver.pin(_above(g.model, level))
         cap = caps.get(level) if level is not None else None
         if level is not None and isinstance(g.start, TierStarts):  # a placement tier's start (no bound)
-            prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
-                         [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])
-        if name.startswith("objective:"):
-            cap = prepare_goal(g.model, g.solver, name, lin, sense, g.tiers, g.start, clock,
-                               [(t, g.built[t.name]) for t in g.tiers if t.name in g.built])
+            prepare_goal(g.model, g.solver, key, lin, sense, g.tiers, g.start, clock,
+                         [(t, g.built[t.key]) for t in g.tiers if t.key in g.built])
+        if key.kind == TierKind.OBJECTIVE:
+            cap = prepare_goal(g.model, g.solver, key, lin, sense, g.tiers, g.start, clock,
+                               [(t, g.built[t.key]) for t in g.tiers if t.key in g.built])
             g.start = g.start if isinstance(g.start, TierStarts) else None  # an array: the first tier's only
-        g.built[name] = lin
+        g.built[key] = lin
         if level is not None and g.lp is not None:
             relaxed = g.lp.bound(level)
             cap = cap if relaxed is None or cap is None else min(cap, relaxed)
         if searching:
             assert level is not None
-            tier = _search(g, name, lin, level, share, cap, objectives[i + 1:])
+            tier = _search(g, key, lin, level, share, cap, objectives[i + 1:])
         else:
-            tier = g.solver.solve(name, lin, sense, share, cap, later, rest)
+            tier = g.solver.solve(key, lin, sense, share, cap, later, rest)
         if level is not None and g.lp is not None:
             g.lp.fix(level, tier.objective)
         tier.greedy = lin.value(g.raw_values)
@@ -237,7 +243,7 @@ def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tu
 
 
 def _ensure_objectives(g: Group, raw: np.ndarray, objective: str | tuple[str, ...] | None,
-                       clock: Clock) -> list:
+                       clock: Clock) -> list[Objective]:
     """The group's tiers' objectives (built the first time) and greedy's values for them."""
     if g.objectives is None:
         with clock.phase("objectives"):
@@ -253,7 +259,7 @@ def _closed(g: Group, level: int, raw: np.ndarray, objective: str | tuple[str, .
     if g.lp is None or g.solver.full is None:
         return False
     relaxed = g.lp.bound(level)  # (asked again by the tier: the same answer, no second solve)
-    lin = next(x for name, _, x in _ensure_objectives(g, raw, objective, clock) if name == _level_name(level))
+    lin = _built(next(x for key, _, x in _ensure_objectives(g, raw, objective, clock) if key == TierKey.placed(level)))
     clock.work("tier term", len(lin.vars))
     return relaxed is not None and g.solver.evaluate(lin) >= relaxed
 
@@ -271,13 +277,13 @@ def _settle_reached(g: Group) -> bool:
     domain.extend([at, at])
     if not at:
         return False
-    for name, sense, lin in g.objectives or []:
-        if name.startswith("placed["):
+    for key, sense, lin in g.objectives or []:
+        if key.is_level:
             continue
         lin = lin() if callable(lin) else lin
         value, (lo, hi) = lin.value(g.raw_values), lin.bounds()
         best = hi if sense == "max" else lo
-        g.tiers.append(Tier(name, sense, value, best, "OPTIMAL" if value == best else "FEASIBLE", 0.0, value,
+        g.tiers.append(Tier(key, sense, value, best, "OPTIMAL" if value == best else "FEASIBLE", 0.0, value,
                             lin.fidelity))
     return True
 
@@ -288,7 +294,8 @@ def _above(model: BatchModel, level: int) -> list:
             for v in model.vars[c.index].arr_vars + model.vars[c.index].keep_vars]
 
 
-def _search(g: Group, name: str, lin: Linear, level: int, share: float, cap: int | None, after: list) -> Tier:
+def _search(g: Group, key: TierKey, lin: Linear, level: int, share: float, cap: int | None,
+            after: list[Objective]) -> Tier:
     """A placement tier under LNS, by node neighbourhoods (:class:`.neighbourhood.NodeSearch`): a step that
     ties the tier is kept when no worse on the tiers after it that are built (disruption counted down)."""
     solver, search = g.solver, g.search
@@ -301,30 +308,29 @@ def _search(g: Group, name: str, lin: Linear, level: int, share: float, cap: int
     report = None
     if solver.progress is not None:
         def report(value: int) -> None:
-            solver.progress(name, value, cap, time.perf_counter() - solver.t0)  # type: ignore[misc]
+            solver.progress(str(key), value, cap, time.perf_counter() - solver.t0)  # type: ignore[misc]
 
-    return solver.search(name, lin, share, cap, lambda x, budget: search.run(
+    return solver.search(key, lin, share, cap, lambda x, budget: search.run(
         x, level, lin, tuple(later), budget, cap, report)[0])
 
 
-def _weight_of(weights: dict[str, int], name: str) -> int:
-    if name in weights:
-        return weights[name]
-    if name.startswith("placed["):
-        return weights.get("placed", 0)
-    return weights.get(name.split(":", 1)[0], 0)
+def _weight_of(weights: dict[TierKey, int], key: TierKey) -> int:
+    """``key``'s weight: its own, else its kind's (``placed`` every level, ``objective`` every objective)."""
+    if key in weights:
+        return weights[key]
+    return weights.get(TierKey(key.kind), 0)
 
 
 def _solve_weighted(g: Group, deadline: float, raw: np.ndarray, options: OptimalOptions, clock: Clock) -> None:
     """One objective: Σ weight · tier (minimized tiers subtracted), solved once; each weighted tier's value
     at the answer is reported beside it (status ``VALUE``: it has no bound of its own)."""
-    weights = dict(options.weights)
+    weights = {TierKey.parse(name): w for name, w in options.weights}  # (names checked by parse_weights)
     g.solver.deadline = deadline
     g.objectives = _objectives(g.model, options.objective)
     g.raw_values = variable_values(g.model, raw)
     combined, parts = Linear(), []
-    for name, sense, lin in g.objectives:
-        w = _weight_of(weights, name)
+    for key, sense, lin in g.objectives:
+        w = _weight_of(weights, key)
         if w == 0:
             continue
         if callable(lin):
@@ -332,7 +338,7 @@ def _solve_weighted(g: Group, deadline: float, raw: np.ndarray, options: Optimal
             try:
                 lin = lin()
             except BuildTimeout:
-                g.skipped.append(name)
+                g.skipped.append(key)
                 continue
             finally:
                 g.model.deadline = None
@@ -343,11 +349,11 @@ def _solve_weighted(g: Group, deadline: float, raw: np.ndarray, options: Optimal
         combined.derived += lin.derived
         if lin.fidelity != "EXACT":
             combined.fidelity = lin.fidelity
-        parts.append((name, sense, lin))
-    tier = g.solver.solve("weighted", combined, "max", 1.0)
+        parts.append((key, sense, lin))
+    tier = g.solver.solve(TierKey.weighted(), combined, "max", 1.0)
     tier.greedy, tier.fidelity = combined.value(g.raw_values), combined.fidelity
     g.tiers.append(tier)
-    for name, sense, lin in parts:
+    for key, sense, lin in parts:
         value = g.solver.evaluate(lin) if g.solver.full is not None else 0
-        g.tiers.append(Tier(f"weighted:{name}", sense, value, value, "VALUE", 0.0, lin.value(g.raw_values),
+        g.tiers.append(Tier(TierKey.weighted(key), sense, value, value, "VALUE", 0.0, lin.value(g.raw_values),
                             lin.fidelity))
