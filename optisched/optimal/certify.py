@@ -10,6 +10,7 @@ answer (:func:`greedy_only`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -32,7 +33,8 @@ __all__ = ["INTERRUPTED", "NO_LP", "answer", "combine", "finish", "greedy_answer
 
 
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM): the best answer found before it, not the end of the search"
-NO_LP = "no LP bound: the time limit had passed before it was built; the bounds shown are the levels' pod counts"
+NO_LP = ("no LP bound: the time limit had passed before it was built; the bounds shown are the levels' "
+         "pod counts")
 
 
 def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False, staged: bool = False) -> tuple:
@@ -40,7 +42,8 @@ def _lex_key(batch: Batch, node_of: np.ndarray, goal_first: bool = False, staged
     the key does not see, comes before it); ``staged``: moves beyond a budget are the waves' concern."""
     per = placed_per_level(batch, node_of)
     left = sum(1 for c in batch.classes for n, pods in c.running.items() for p in pods if node_of[p] != n)
-    broken = 0 if staged else sum(u.violated for u in budget_use(batch, node_of))  # the pdb-violations tier comes first
+    # the pdb-violations tier comes first
+    broken = 0 if staged else sum(u.violated for u in budget_use(batch, node_of))
     return (*[per[lv] for lv in batch.levels], -broken, *(() if goal_first else (-left,)))
 
 
@@ -59,7 +62,8 @@ def combine(groups: list[Group], levels: list[int], lp: LevelBound | None) -> li
         sense = parts[0].sense
         tier = Tier(key, sense, sum(t.objective for t in parts), sum(t.bound for t in parts),
                     "OPTIMAL" if all(t.status == "OPTIMAL" for t in parts) else
-                    ("FEASIBLE" if any(t.status in ("OPTIMAL", "FEASIBLE") for t in parts) else parts[0].status),
+                    ("FEASIBLE" if any(t.status in ("OPTIMAL", "FEASIBLE") for t in parts)
+                     else parts[0].status),
                     sum(t.seconds for t in parts), sum(t.greedy or 0 for t in parts),
                     "SURROGATE" if any(t.fidelity == "SURROGATE" for t in parts) else parts[0].fidelity)
         if (level := key.level) is not None:
@@ -88,8 +92,9 @@ def _as_greedy(tiers: list[Tier]) -> None:
 
 
 def answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: list[Group], tiers: list[Tier],
-            greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
-            phase, weighted: bool = False, goal_first: bool = False, staged: bool = False) -> OptimalResult:  # type: ignore[no-untyped-def]
+           greedy: GreedyResult, fallback: np.ndarray, raw: np.ndarray, t0: float,
+           phase: Callable[[str], None], weighted: bool = False, goal_first: bool = False,
+           staged: bool = False) -> OptimalResult:
     """Decode the incumbents, re-check them, keep the repaired greedy placement when it is better."""
     notes: list[str] = []
     node_of, source = fallback, "greedy"
@@ -114,17 +119,21 @@ def answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: l
     violations = check_answer(state, config, node_of, raw, batch.class_of, witnessed, blocks, evicted) + \
         ([] if staged else check_budgets(batch, node_of))
     if (fallback != raw).any():
-        how = "the model takes it as one more solution, the solver's start" if all(g.raw_start for g in groups) else \
-            "the neighbourhood search starts from a repaired copy; kube-scheduler's own placement stays the floor"
-        notes.append(f"batch semantics refuses kube-scheduler's placement of {int((fallback != raw).sum())} pod(s) "
-                     f"(rules checked only at their arrival, docs/optimal_trust.md): {how}")
+        how = "the model takes it as one more solution, the solver's start" \
+            if all(g.raw_start for g in groups) else \
+            "the neighbourhood search starts from a repaired copy; kube-scheduler's own placement stays " \
+            "the floor"
+        notes.append(f"batch semantics refuses kube-scheduler's placement of {int((fallback != raw).sum())} "
+                     f"pod(s) (rules checked only at their arrival, docs/optimal_trust.md): {how}")
     # the floor is greedy mode's own placement: kube-scheduler reaches it cycle by cycle (each pod passed
     # its filters when it arrived), so it is a valid answer even where batch semantics is stricter.
     # With weights, the solver kept the better of the hint and its search by the weighted objective.
-    worse = not weighted and _lex_key(batch, raw, goal_first, staged) > _lex_key(batch, node_of, goal_first, staged)
+    worse = not weighted and \
+        _lex_key(batch, raw, goal_first, staged) > _lex_key(batch, node_of, goal_first, staged)
     if source == "solver" and (violations or worse):
         source = "greedy"
-        notes.append("kube-scheduler's placement (greedy mode) is returned: it is at least as good as the solver's")
+        notes.append("kube-scheduler's placement (greedy mode) is returned: it is at least as good as the "
+                     "solver's")
     if source == "greedy":  # the violations always describe the placement returned, never the one replaced
         node_of = raw.copy()
         violations = check_answer(state, config, node_of, raw) + check_budgets(batch, node_of)
@@ -141,18 +150,20 @@ def answer(state: ClusterState, config: SchedulerConfig, batch: Batch, groups: l
     if skipped:
         notes.append(f"not enough time left to build the {', '.join(map(str, skipped))} tier(s): left out")
     if blocks and source == "solver":
-        notes.append(f"the answer is checked in an arrival order of {len(blocks)} classes, each pod on arrival "
-                     "(docs/optimal_trust.md)")
+        notes.append(f"the answer is checked in an arrival order of {len(blocks)} classes, each pod on "
+                     "arrival (docs/optimal_trust.md)")
     cert = Certificate(status, tiers, time.perf_counter() - t0, source, greedy_optimal, notes)
-    return OptimalResult(state, batch, node_of, cert, greedy, violations, order=blocks if source == "solver" else [],
-                         evicted=evicted if source == "solver" else [])
+    solver = source == "solver"
+    return OptimalResult(state, batch, node_of, cert, greedy, violations, order=blocks if solver else [],
+                         evicted=evicted if solver else [])
 
 
 def finish(result: OptimalResult, groups: list[Group], lp: LevelBound | None, clock: Clock) -> OptimalResult:
     """The certificate's closing notes (the LP bounds', the safety net's, an interruption's) and the run's
     time, work and ledger."""
     lp_notes = lp.notes if lp is not None else [NO_LP]
-    result.certificate.notes += list(dict.fromkeys(lp_notes + [n for g in groups if g.lp for n in g.lp.notes]))
+    part_notes = [n for g in groups if g.lp for n in g.lp.notes]
+    result.certificate.notes += list(dict.fromkeys(lp_notes + part_notes))
     if clock.wall_hit:
         result.certificate.notes.append("the wall-clock limit stopped the search before its deterministic "
                                         "budget: this answer may differ from another run's")
@@ -174,8 +185,8 @@ def greedy_only(state: ClusterState, config: SchedulerConfig, options: OptimalOp
         batch = build_batch(state, config, movable=options.movable, preemption=options.preemption,
                             policy=options.eviction)
     note = INTERRUPTED + " (before the model was built)" if clock.interrupted else \
-        "the wall-clock limit had passed before the model was built: kube-scheduler's placement is the answer" \
-        if clock.wall_hit or not clock.deterministic else \
+        "the wall-clock limit had passed before the model was built: kube-scheduler's placement is the " \
+        "answer" if clock.wall_hit or not clock.deterministic else \
         "the time limit was used up before the model was built (its work counted, docs/optimal_trust.md): " \
         "kube-scheduler's placement is the answer"
     cert = Certificate("UNKNOWN", [], time.perf_counter() - clock.t0, "greedy", False, [note],

@@ -28,7 +28,8 @@ from .options import OptimalOptions
 from .tier_key import TierKey
 from .tiers import Linear, Progress, Tier, TierSolver
 
-__all__ = ["LNS_FIRST_SOLUTION", "LNS_PARAMS", "LP_SHARE", "Group", "build_groups", "domain_keys", "order_blocks"]
+__all__ = ["LNS_FIRST_SOLUTION", "LNS_PARAMS", "LP_SHARE", "Group", "build_groups", "domain_keys",
+           "order_blocks"]
 
 
 # Search on large models restricted to candidate nodes (presolve off): CP-SAT's bound is not used
@@ -50,7 +51,8 @@ class Group:
     model: BatchModel
     solver: TierSolver
     base: cp_model.CpModel
-    reached: cp_model.IntVar | None = None  # true: the part is at kube-scheduler's placement (hint.accept_reached)
+    # true: the part is at kube-scheduler's placement (hint.accept_reached)
+    reached: cp_model.IntVar | None = None
     tiers: list[Tier] = field(default_factory=list)
     cp_valid: bool = True  # CP-SAT's bounds are valid (unrestricted model, earlier tiers optimal)
     objectives: list | None = None  # (tier, sense, objective) of every tier (.tier_loop.Objective)
@@ -112,8 +114,9 @@ def build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions,
             if options.max_moves is not None:
                 encode_move_cap(m, options.max_moves)
         m.clock = clock
-        solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline, progress=progress,
-                            presolve=len(m.cp.proto.variables) <= options.presolve_limit, clock=clock)
+        solver = TierSolver(m.cp, workers=options.workers, seed=options.seed, deadline=deadline,
+                            progress=progress, presolve=len(m.cp.proto.variables) <= options.presolve_limit,
+                            clock=clock)
         lns = m.restricted and not solver.presolve
         reached, raw_start = _start(m, solver, raw, hint, refused, lns, deadline, clock)
         if lns:
@@ -126,9 +129,9 @@ def build_groups(batch: Batch, config: SchedulerConfig, options: OptimalOptions,
             clock.work("copy", (2 if search is not None else 1) * m.terms)
         part_lp = _relaxation(m, clock, lp_share / (2 * part_lps), deadline) if lns and lp is not None \
             and not lp.large else None
-        groups.append(Group(sub, m, solver, base, reached=reached, cp_valid=not m.restricted, lp=part_lp, lns=lns,
-                             search=search, goal_first=options.goal_first, raw_start=raw_start,
-                             start=options.start))
+        groups.append(Group(sub, m, solver, base, reached=reached, cp_valid=not m.restricted, lp=part_lp,
+                            lns=lns, search=search, goal_first=options.goal_first, raw_start=raw_start,
+                            start=options.start))
     return groups, lp
 
 
@@ -146,9 +149,11 @@ def _part_models(batch: Batch, config: SchedulerConfig, options: OptimalOptions,
             for part in parts:
                 sub, _ = sub_batch(batch, part)
                 local = {ci: k for k, ci in enumerate(part)}
-                forbidden = {(local[ci], rule): m for (ci, rule), m in whole.forbidden_by.items() if ci in local}
+                forbidden = {(local[ci], rule): m for (ci, rule), m in whole.forbidden_by.items()
+                             if ci in local}
                 clock.work("pod", len(sub.state.pods))
-                m = BatchModel(sub, config, build=False, domains=(whole.allowed[part], whole.cap[part], forbidden),
+                domains = (whole.allowed[part], whole.cap[part], forbidden)
+                m = BatchModel(sub, config, build=False, domains=domains,
                                arrival_order=options.arrival_order, clock=clock, deadline=deadline)
                 m.build({local[ci]: v for ci, v in candidates.items() if ci in local} if candidates else None)
                 models.append((sub, m))

@@ -30,15 +30,21 @@ class OptimalOptions:
     # a user objective (user_objectives.OBJECTIVES), a tier before the score; several (a tuple): one tier
     # each, lexicographic in the order given
     objective: str | tuple[str, ...] | None = None
-    weights: tuple[tuple[str, int], ...] = ()  # one weighted objective instead of the tiers (see parse_weights)
-    node_search: bool = True  # under LNS, placement tiers by node neighbourhoods (.neighbourhood) not CP-SAT's LNS
-    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)  # which running pods may leave (moves, victims)
+    # one weighted objective instead of the tiers (see parse_weights)
+    weights: tuple[tuple[str, int], ...] = ()
+    # under LNS, placement tiers by node neighbourhoods (.neighbourhood), not CP-SAT's LNS
+    node_search: bool = True
+    # which running pods may leave (moves, victims)
+    eviction: EvictionPolicy = field(default_factory=EvictionPolicy)
     deterministic: bool = True  # budgets in deterministic time: the same answer on every run (see .clock)
     stop_after: str | None = None  # "placed": end after the placement tiers (no disruption, objective, score)
-    goal_first: bool = False  # the objective's tier before disruption (reschedule: the goal, then fewest moves)
-    staged: bool = False  # moves are staged in waves that hold each PodDisruptionBudget per wave, not in total
-    max_moves: int | None = None  # at most this many running pods leave their node (one model: no independent parts)
-    arrival_order: bool = True  # also admit placements some queue order reaches pod by pod (.order); else batch only
+    # the objective's tier before disruption (reschedule: the goal, then fewest moves)
+    goal_first: bool = False
+    staged: bool = False  # moves staged in waves that hold each PodDisruptionBudget per wave, not in total
+    # at most this many running pods leave their node (one model: no independent parts)
+    max_moves: int | None = None
+    # also admit placements some queue order reaches pod by pod (.order); else batch semantics only
+    arrival_order: bool = True
     # where the user objectives' tiers may start (.goal_tier): a node per pod row for the first one, or a
     # TierStarts asked per tier; not compared
     start: np.ndarray | TierStarts | None = field(default=None, compare=False)
@@ -55,14 +61,16 @@ def parse_weights(text: str | dict[str, int] | None) -> tuple[tuple[str, int], .
     ones subtract; a tier without a weight is left out."""
     if not text:
         return ()
-    items = text.items() if isinstance(text, dict) else [kv.split("=", 1) for kv in text.split(",") if kv.strip()]
+    items = text.items() if isinstance(text, dict) else \
+        [kv.split("=", 1) for kv in text.split(",") if kv.strip()]
     out = []
     for item in items:
         if len(item) != 2:
             raise InputError(f"--weights: {'='.join(item)!r} is not NAME=INTEGER")
         name, value = str(item[0]).strip(), str(item[1]).strip()
         if name not in WEIGHT_KEYS and not TierKey.parse(name).is_level:
-            raise InputError(f"--weights: {name!r} is not a tier; tiers: {', '.join(WEIGHT_KEYS)}, placed[priority=N]")
+            raise InputError(f"--weights: {name!r} is not a tier; tiers: {', '.join(WEIGHT_KEYS)}, "
+                             "placed[priority=N]")
         try:
             weight = int(value)
         except ValueError:

@@ -30,9 +30,9 @@ class Certificate:
     interrupted: bool = False  # Ctrl-C ended the run early: the best answer found before it
 
     def to_dict(self) -> dict:
-        return {"status": self.status, "tiers": [t.to_dict() for t in self.tiers], "seconds": round(self.seconds, 3),
-                "source": self.source, "greedyOptimal": self.greedy_optimal, "notes": self.notes,
-                "interrupted": self.interrupted}
+        return {"status": self.status, "tiers": [t.to_dict() for t in self.tiers],
+                "seconds": round(self.seconds, 3), "source": self.source,
+                "greedyOptimal": self.greedy_optimal, "notes": self.notes, "interrupted": self.interrupted}
 
 
 @dataclass
@@ -46,12 +46,14 @@ class OptimalResult:
     explanations: list[Explanation] = field(default_factory=list)
     used: float = 0.0  # nominal seconds of the run's clock (deterministic work by default) spent
     order: list[np.ndarray] = field(default_factory=list)  # pod rows per class in the arrival order relied on
-    evicted: list[np.ndarray] = field(default_factory=list)  # parallel: victims in place until that block (.victim_times)
+    # parallel to order: the victims still in place until that block lands (.victim_times)
+    evicted: list[np.ndarray] = field(default_factory=list)
     ledger: dict[str, dict[str, float]] = field(default_factory=dict)  # per phase: work counted, CPU (.clock)
 
     def placements(self) -> dict[str, str | None]:
         names = self.state.node_names
-        return {p.key: (names[n] if (n := int(self.node_of[i])) >= 0 else None) for i, p in enumerate(self.state.pods)}
+        return {p.key: (names[n] if (n := int(self.node_of[i])) >= 0 else None)
+                for i, p in enumerate(self.state.pods)}
 
     @property
     def unschedulable(self) -> dict[int, str]:

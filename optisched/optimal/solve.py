@@ -49,8 +49,8 @@ STOP_AFTER = ("placed",)
 RECHECK_CPU = 7e-4
 
 
-def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalOptions, progress: Progress | None,
-                 greedy: GreedyResult, clock: Clock) -> np.ndarray | None:
+def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalOptions,
+                 progress: Progress | None, greedy: GreedyResult, clock: Clock) -> np.ndarray | None:
     """With ``movable``, the answer without moves first: every placement it may return is allowed with
     moves too, so it is the movable run's hint, and the placement tiers, which never go below their hint,
     keep the movable answer at least as good on every level.
@@ -61,8 +61,8 @@ def _plain_first(state: ClusterState, config: SchedulerConfig, options: OptimalO
     is left, charged to ``clock`` as the plain pass used it."""
     if not options.movable or options.weights or clock.interrupted or not state.pending:
         return None  # nothing pending: the answer without moves is the cluster as it is, the hint already
-    plain = solve_optimal(state, config, replace(options, movable=False, stop_after="placed"), progress, greedy,
-                          explain=False)
+    plain = solve_optimal(state, config, replace(options, movable=False, stop_after="placed"), progress,
+                          greedy, explain=False)
     clock.charge(plain.used)
     return plain.node_of
 
@@ -131,7 +131,8 @@ def _solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optima
     except BuildTimeout:  # the limit passed while the placement model was built: nothing to solve
         return greedy_only(state, config, options, greedy, clock, batch)
     # the safety net keeps the wall time the re-check will take at the CPU share the run has had so far
-    # (on a loaded machine a CPU second takes several wall seconds); never beyond half the limit. The deterministic budgets are unchanged: only a run the net stops may differ.
+    # (on a loaded machine a CPU second takes several wall seconds); never beyond half the limit. The
+    # deterministic budgets are unchanged: only a run the net stops may differ.
     after = clock.wall_for(RECHECK_CPU * len(state.pending))
     reserve = min(0.5 * end, max(end - deadline, after))
     clock.limit = end - reserve

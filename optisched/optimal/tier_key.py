@@ -47,7 +47,8 @@ class TierKey:
         if self.level is not None and self.kind != TierKind.PLACED or \
                 self.objective is not None and self.kind != TierKind.OBJECTIVE or \
                 self.part is not None and self.kind != TierKind.WEIGHTED:
-            raise ValueError(f"{self!r}: a level is a placement tier's, a name an objective's, a part a weighted one's")
+            raise ValueError(f"{self!r}: a level is a placement tier's, a name an objective's, a part a "
+                             "weighted one's")
 
     @classmethod
     def placed(cls, level: int) -> TierKey:

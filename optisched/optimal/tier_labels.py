@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .tier_key import TierKey, TierKind
+from .tier_key import TierKey
 from .tiers import tier_unit
 
 __all__ = ["tier_glossary", "tier_label", "tier_term"]
@@ -35,7 +35,7 @@ def tier_label(tier: TierKey | str) -> str:
 def tier_term(tier: TierKey | str) -> str:
     """The glossary entry a tier belongs to: ``placed at priority N`` for every priority, else its label."""
     base = _key(tier).base
-    return "placed at priority N" if base.kind == TierKind.PLACED and base.level is not None else tier_label(base)
+    return "placed at priority N" if base.is_level else tier_label(base)
 
 
 def tier_glossary(tiers: Iterable[TierKey | str]) -> list[tuple[str, str]]:

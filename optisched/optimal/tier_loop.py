@@ -32,7 +32,9 @@ __all__ = ["Objective", "solve_tiers"]
 
 # a tier, its sense ("max" | "min") and its objective, or the function that builds it when its turn comes
 Objective = tuple[TierKey, str, Linear | Callable[[], Linear]]
-DISRUPTION, PDB_VIOLATIONS, SCORE = TierKey(TierKind.DISRUPTION), TierKey(TierKind.PDB_VIOLATIONS), TierKey(TierKind.SCORE)
+DISRUPTION = TierKey(TierKind.DISRUPTION)
+PDB_VIOLATIONS = TierKey(TierKind.PDB_VIOLATIONS)
+SCORE = TierKey(TierKind.SCORE)
 
 
 def _objectives(model: BatchModel, objective: str | tuple[str, ...] | None = None,
@@ -132,7 +134,8 @@ def _place_by_level(groups: list[Group], sizes: list[float], raw: np.ndarray,
         mine = [i for i, g in enumerate(groups) if level in g.batch.levels]
         parts, part_sizes = [groups[i] for i in mine], [sizes[i] for i in mine]
         closed = [_closed(g, level, raw, objective, clock) for g in parts]
-        for g, part_until in _by_size(parts, part_sizes, until, clock, key=lambda j: (not closed[j], part_sizes[j])):
+        for g, part_until in _by_size(parts, part_sizes, until, clock,
+                                      key=lambda j: (not closed[j], part_sizes[j])):
             _solve_group(g, part_until, raw, objective, True, clock, only=TierKey.placed(level))
 
 
@@ -172,7 +175,8 @@ def _solve_group(g: Group, deadline: float, raw: np.ndarray, objective: str | tu
     # after it only break its ties
     after = [sum(1 for k, _, _ in objectives[i + 1:] if not k.is_level) for i in range(len(objectives))]
     weights = [2 ** (len(placing) - placing.index(key)) if key in placing else
-               2 ** after[i] if key.kind == TierKind.OBJECTIVE else 1 for i, (key, _, _) in enumerate(objectives)]
+               2 ** after[i] if key.kind == TierKind.OBJECTIVE else 1
+               for i, (key, _, _) in enumerate(objectives)]
     for i, (key, sense, lin) in enumerate(objectives):
         if key.is_level != placement or only not in (None, key):
             continue
@@ -259,7 +263,8 @@ def _closed(g: Group, level: int, raw: np.ndarray, objective: str | tuple[str, .
     if g.lp is None or g.solver.full is None:
         return False
     relaxed = g.lp.bound(level)  # (asked again by the tier: the same answer, no second solve)
-    lin = _built(next(x for key, _, x in _ensure_objectives(g, raw, objective, clock) if key == TierKey.placed(level)))
+    tier = TierKey.placed(level)
+    lin = _built(next(x for key, _, x in _ensure_objectives(g, raw, objective, clock) if key == tier))
     clock.work("tier term", len(lin.vars))
     return relaxed is not None and g.solver.evaluate(lin) >= relaxed
 
@@ -321,7 +326,8 @@ def _weight_of(weights: dict[TierKey, int], key: TierKey) -> int:
     return weights.get(TierKey(key.kind), 0)
 
 
-def _solve_weighted(g: Group, deadline: float, raw: np.ndarray, options: OptimalOptions, clock: Clock) -> None:
+def _solve_weighted(g: Group, deadline: float, raw: np.ndarray, options: OptimalOptions,
+                    clock: Clock) -> None:
     """One objective: Σ weight · tier (minimized tiers subtracted), solved once; each weighted tier's value
     at the answer is reported beside it (status ``VALUE``: it has no bound of its own)."""
     weights = {TierKey.parse(name): w for name, w in options.weights}  # (names checked by parse_weights)
