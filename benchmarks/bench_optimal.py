@@ -35,7 +35,7 @@ NO_BOUND = "no tier solved, no bound"
 def tier1_gap(tiers) -> tuple[str, float | None]:  # type: ignore[no-untyped-def]
     """(the highest placement level not proven optimal, its gap); every level closed: gap 0; no placement
     tier at all (the run ended before one was solved, kube-scheduler's placement returned): gap None."""
-    levels = [t for t in tiers if t.name.startswith("placed[")]
+    levels = [t for t in tiers if t.key.is_level]
     if not levels:
         return NO_BOUND, None
     for t in levels:
@@ -85,7 +85,7 @@ def curve(nodes: int, pending: int, load: float, seed: int, limits: list[float])
                               greedy=greedy).certificate.tiers
         name, gap = tier1_gap(tiers)
         print(f"## {nodes} nodes, load {load}, {limit:g} s: tier-1 gap {gap_text(name, gap)}; " +
-              ", ".join(f"{t.name} {t.objective}/{t.bound}" for t in tiers if t.name.startswith("placed[")),
+              ", ".join(f"{t.name} {t.objective}/{t.bound}" for t in tiers if t.key.is_level),
               flush=True)
         runs.append((limit, {t.name: t for t in tiers}))
     level = tier1_gap(runs[-1][1].values())[0]  # (no tier solved: no level, nothing plotted)

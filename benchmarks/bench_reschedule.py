@@ -57,7 +57,7 @@ def row(state, config, goal: str, limit: float, seed: int, calls: list | None = 
     finally:
         rounds.stage = stage  # type: ignore[assignment]
     total = time.perf_counter() - t0
-    tier = next((t for t in plan.certificate.tiers if t.name.startswith("objective:")), None)
+    tier = next((t for t in plan.certificate.tiers if t.key.objective is not None), None)
     return {"nodes": state.num_nodes, "pods": int((state.pod_node >= 0).sum()), "goal": goal, "limit": limit,
             "total": total, "target": plan.certificate.seconds, "staging": sum(spent),
             "replays": plan.staging.replays, "moves": plan.moves, "waves": len(plan.staging.waves),
@@ -66,7 +66,7 @@ def row(state, config, goal: str, limit: float, seed: int, calls: list | None = 
             "gap": tier.gap if tier else None, "status": tier.status if tier else None,
             "emptied": len(plan.removable), "violations_before": sum(plan.before.violations.values()),
             "violations_after": sum(plan.after.violations.values()),
-            "tiers": [[t.name, t.objective, t.bound] for t in plan.certificate.tiers if t.name.startswith("objective:")],
+            "tiers": [[t.name, t.objective, t.bound] for t in plan.certificate.tiers if t.key.objective is not None],
             "starts": [n for n in plan.staging.notes if n.startswith("start")],
             "stagings": len(calls) if calls is not None else None, "reached": plan.reached,
             "reach": [r.line() for r in plan.reach],

@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument("--cache", help="a folder keeping each size's cluster and greedy run between runs")
     a = ap.parse_args()
     if a.build_only:
-        solve._solve_tiers = lambda *args, **kwargs: None  # type: ignore[assignment]
+        solve.solve_tiers = lambda *args, **kwargs: None  # type: ignore[assignment]
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     rows, cpu = [], []
     for size in a.sizes:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .greedy.scheduler import GreedyResult
     from .model.cluster import Cluster
     from .model.state import ClusterState
-    from .optimal.solve import OptimalResult
+    from .optimal.result import OptimalResult
     from .optimal.tiers import Progress
     from .profile import SchedulerConfig
     from .reschedule import ReschedulePlan
@@ -73,7 +73,7 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
     ``objective`` (optimal mode): ``"pack"``, ``"spread"`` or ``"balance"``, solved before the profile's
     score (another name raises :class:`~optisched.errors.InputError`). ``weights`` (optimal mode), e.g.
     ``{"placed": 1000, "disruption": 1}``: one weighted objective instead of the lexicographic tiers
-    (:func:`~optisched.optimal.solve.parse_weights`). ``evict``: protected kinds that may leave their node
+    (:func:`~optisched.optimal.options.parse_weights`). ``evict``: protected kinds that may leave their node
     (``"protected"``, ``"local-storage"``, ``"bare-pods"``, ``"system-critical"``; docs/eviction.md).
     ``deterministic=False``: budgets by the wall clock (two runs may differ); ``stop_after="placed"``: end
     after the placement tiers. ``kubernetes_version``: as for :func:`schedule`."""
@@ -131,7 +131,7 @@ def compare(cluster: Cluster | ClusterState, profile: SchedulerConfig | None = N
     from .comparison.pipeline import CompareOptions, run_comparison
     from .comparison.runs import placement_run
     from .model.state import ClusterState, compile_cluster
-    from .optimal.solve import parse_weights
+    from .optimal.options import parse_weights
     from .policy.eviction import EvictionPolicy
 
     state = cluster if isinstance(cluster, ClusterState) else compile_cluster(cluster)

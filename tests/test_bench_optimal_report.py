@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from optisched.optimal.tier_key import TierKey
 from optisched.optimal.tiers import Tier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -13,12 +14,12 @@ from bench_optimal import NO_BOUND, gap_text, tier1_gap
 
 
 def placed(priority: int, objective: int, bound: int) -> Tier:
-    return Tier(f"placed[priority={priority}]", "max", objective, bound, "FEASIBLE", 1.0, objective)
+    return Tier(TierKey.placed(priority), "max", objective, bound, "FEASIBLE", 1.0, objective)
 
 
 CASES = [
     pytest.param([], NO_BOUND, None, id="no tier solved reports no bound, not a zero gap"),
-    pytest.param([Tier("disruption", "min", 3, 0, "FEASIBLE", 1.0)], NO_BOUND, None,
+    pytest.param([Tier(TierKey.parse("disruption"), "min", 3, 0, "FEASIBLE", 1.0)], NO_BOUND, None,
                  id="only a non-placement tier still reports no bound"),
     pytest.param([placed(10, 5, 5), placed(0, 90, 100)], "placed[priority=0]", 0.1,
                  id="the first level not closed decides the gap"),

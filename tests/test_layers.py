@@ -70,3 +70,16 @@ def test_imports_go_down_the_layers():
     new = {k: v for k, v in found.items() if k not in KNOWN}
     assert not new, new
     assert set(KNOWN) == set(found), f"no longer crossing, take them off KNOWN: {set(KNOWN) - set(found)}"
+
+
+def test_only_the_command_line_imports_typer():
+    """The engine's option types are typer-free: the callbacks that check a parsed option are cli/'s."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        mod = module_name(path)
+        if mod.startswith("optisched.cli"):
+            continue
+        for node in imports(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            found += [f"{mod} imports {n} (line {node.lineno})" for n in names if n.split(".")[0] in ("typer", "click")]
+    assert not found, found

@@ -20,7 +20,8 @@ from optisched.optimal.hint import repair_hint, repair_placement
 from optisched.optimal.model import BatchModel
 from optisched.optimal.neighbourhood import LinearView, NodeSearch
 from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
-from optisched.optimal.tiers import Linear
+from optisched.optimal.tier_key import TierKey
+from optisched.optimal.tiers import Linear, TierSolver
 from optisched.profile import default_config
 
 
@@ -276,22 +277,22 @@ def test_placement_runs_level_by_level_and_a_level_one_part_closes_leaves_its_ti
     the level's whole time to the next part, not to its own lower levels; else the smaller part first."""
     from types import SimpleNamespace
 
-    from optisched.optimal import solve as solve_mod
+    from optisched.optimal import tier_loop
     from optisched.optimal.clock import Clock
 
     clock = Clock(100.0)
     calls: list[tuple[str, str, float, float]] = []
 
     def fake(g, until, raw, objective, placement, clk, only=None):  # type: ignore[no-untyped-def]
-        calls.append((g.name, only, clk.now(), until))
-        if not (g.name == "big" and only == "placed[priority=10]"):  # an open tier uses its whole time
+        calls.append((g.name, str(only), clk.now(), until))
+        if not (g.name == "big" and only == TierKey.placed(10)):  # an open tier uses its whole time
             clk.charge(until - clk.now())
 
-    monkeypatch.setattr(solve_mod, "_solve_group", fake)
-    monkeypatch.setattr(solve_mod, "_closed", lambda g, level, *a: g.name == "big" and level == 10)
+    monkeypatch.setattr(tier_loop, "_solve_group", fake)
+    monkeypatch.setattr(tier_loop, "_closed", lambda g, level, *a: g.name == "big" and level == 10)
     big = SimpleNamespace(name="big", batch=SimpleNamespace(levels=[10, 0]))
     small = SimpleNamespace(name="small", batch=SimpleNamespace(levels=[10, 0]))
-    solve_mod._place_by_level([small, big], [1.0, 4.0], np.zeros(0), None, 30.0, clock)
+    tier_loop._place_by_level([small, big], [1.0, 4.0], np.zeros(0), None, 30.0, clock)
     assert [(name, only) for name, only, _, _ in calls] == [
         ("big", "placed[priority=10]"), ("small", "placed[priority=10]"),
         ("small", "placed[priority=0]"), ("big", "placed[priority=0]")]
@@ -305,7 +306,8 @@ def test_a_part_closed_by_its_own_lp_bound_is_seen_before_its_tier_runs() -> Non
     objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
     state = compile_cluster(cluster_from_objects(objs))
     config = default_config()
-    from optisched.optimal import solve as solve_mod
+    from optisched.optimal import groups as groups_mod
+    from optisched.optimal import tier_loop
     from optisched.optimal.bound import LevelBound
     from optisched.optimal.clock import Clock
 
@@ -313,12 +315,12 @@ def test_a_part_closed_by_its_own_lp_bound_is_seen_before_its_tier_runs() -> Non
     m = BatchModel(batch, config)
     encode_eviction_rules(m)
     raw = GreedyScheduler(state, config, GreedyOptions(record=False)).run().snapshot.node_of.copy()
-    solver = solve_mod.TierSolver(m.cp, workers=1, seed=0, deadline=10.0)
+    solver = TierSolver(m.cp, workers=1, seed=0, deadline=10.0)
     solver.full = repair_hint(m, variable_values(m, repair_placement(batch, config, raw)))
-    g = solve_mod._Group(batch, m, solver, None, lp=LevelBound(m, clock=Clock(1e9)))
+    g = groups_mod.Group(batch, m, solver, None, lp=LevelBound(m, clock=Clock(1e9)))
     top = batch.levels[0]
-    lin = next(x for name, _, x in solve_mod._ensure_objectives(g, raw, None, Clock(1e9)) if name.endswith(f"={top}]"))
+    lin = next(x for key, _, x in tier_loop._ensure_objectives(g, raw, None, Clock(1e9)) if key == TierKey.placed(top))
     reached = solver.evaluate(lin) >= g.lp.bound(top)
-    assert solve_mod._closed(g, top, raw, None, Clock(1e9)) == reached
+    assert tier_loop._closed(g, top, raw, None, Clock(1e9)) == reached
     g.lp.fix(top, solver.evaluate(lin) + 10**6)  # no placement reaches it: the next level's LP refuses
-    assert not solve_mod._closed(g, batch.levels[1], raw, None, Clock(1e9))
+    assert not tier_loop._closed(g, batch.levels[1], raw, None, Clock(1e9))

@@ -99,6 +99,7 @@ def test_levels_without_room_bound_zero_and_fixing_a_level_bounds_the_next() -> 
 
 
 def test_relative_gap_is_the_share_of_the_larger_value_not_reached() -> None:
+    from optisched.optimal.tier_key import TierKey
     from optisched.optimal.tiers import Tier, relative_gap
 
     assert relative_gap(1249, 1260) == 11 / 1260  # maximized: the share of the bound missed
@@ -106,7 +107,7 @@ def test_relative_gap_is_the_share_of_the_larger_value_not_reached() -> None:
     assert relative_gap(13164, 0) == 1.0
     assert relative_gap(900, 137) == (900 - 137) / 900
     assert relative_gap(5, 5) == relative_gap(0, 0) == 0.0
-    assert Tier("disruption", "min", 13164, 0, "FEASIBLE", 1.0).to_dict()["gap"] is None  # no useful bound
+    assert Tier(TierKey.parse("disruption"), "min", 13164, 0, "FEASIBLE", 1.0).to_dict()["gap"] is None  # no useful bound
 
 
 def _lex_best(cpus: list[int], pods: list[tuple[int, int]]) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from builders import run_cli
 from optisched.datasets.generate import GenerateSpec, dump, generate
 from optisched.model.loader import cluster_from_objects
 from optisched.model.state import compile_cluster
-from optisched.optimal import clock, solve
+from optisched.optimal import clock, groups, solve, tier_loop
 from optisched.optimal.classes import build_batch
 from optisched.optimal.eviction.minimal import minimal_victims
 from optisched.optimal.model import BatchModel, BuildTimeout
@@ -103,13 +103,13 @@ def test_when_the_wall_clock_passes_after_the_placement_tiers_the_optional_tiers
     is not built (said so), the safety net's note is there, and the answer still places at least
     kube-scheduler's pods on every level."""
     passed = {"wall": False}
-    real = solve._settle_reached
+    real = tier_loop._settle_reached
 
     def placement_done(g):  # type: ignore[no-untyped-def]
         passed["wall"] = True
         return real(g)
 
-    monkeypatch.setattr(solve, "_settle_reached", placement_done)
+    monkeypatch.setattr(tier_loop, "_settle_reached", placement_done)
     monkeypatch.setattr(clock.Clock, "wall_left", lambda self: -1.0 if passed["wall"] else 1e9)
     state, config = _state(GenerateSpec(nodes=15, seed=4, load=1.1))
     r = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=5))
@@ -131,7 +131,7 @@ def test_when_the_wall_clock_passes_during_the_build_no_lp_or_tier_is_started(
 
     monkeypatch.setattr(BatchModel, "build", build)
     monkeypatch.setattr(clock.Clock, "wall_left", lambda self: -1.0 if passed["wall"] else 1e9)
-    monkeypatch.setattr(solve, "LevelBound", lambda *a, **k: pytest.fail("an LP was built past the limit"))
+    monkeypatch.setattr(groups, "LevelBound", lambda *a, **k: pytest.fail("an LP was built past the limit"))
     state, config = _state(GenerateSpec(nodes=12, seed=6, load=1.2))
     r = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=5))
     assert r.certificate.source == "greedy" and (r.node_of == r.greedy.snapshot.node_of).all()

@@ -196,7 +196,7 @@ def test_the_neighbourhood_search_starts_from_kube_schedulers_own_placement(monk
     """Batch semantics refuses greedy's placement (the spread pod came first); the arrival order admits
     it, so the large-model path (candidate nodes, no presolve, node neighbourhoods) starts from it, not
     from a repaired copy."""
-    from optisched.optimal import solve
+    from optisched.optimal import groups, solve
 
     nodes = [node(f"{z}{i}").zone(f"z{z}") for z in "ab" for i in range(6)]
     objs = [*nodes, pod("web-0").label(app="web").priority(10).set("spec.topologySpreadConstraints", SPREAD),
@@ -207,7 +207,7 @@ def test_the_neighbourhood_search_starts_from_kube_schedulers_own_placement(monk
     assert check_placement(state, config, greedy.snapshot.node_of) != []  # batch semantics refuses it
     searches = []
 
-    class Spy(solve.NodeSearch):  # type: ignore[misc,valid-type]
+    class Spy(groups.NodeSearch):  # type: ignore[misc,valid-type]
         def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
             super().__init__(*args, **kwargs)
             searches.append(self)
@@ -215,8 +215,8 @@ def test_the_neighbourhood_search_starts_from_kube_schedulers_own_placement(monk
     def no_repair(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the search started from a repaired copy")
 
-    monkeypatch.setattr(solve, "NodeSearch", Spy)
-    monkeypatch.setattr(solve, "repair_hint", no_repair)
+    monkeypatch.setattr(groups, "NodeSearch", Spy)
+    monkeypatch.setattr(groups, "repair_hint", no_repair)
     r = solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=3, max_variables=4, presolve_limit=4),
                             greedy=greedy)
     assert searches  # the neighbourhood path was taken

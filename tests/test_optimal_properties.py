@@ -13,11 +13,12 @@ from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.loader import cluster_from_objects
 from optisched.model.objects import PreemptionPolicy
 from optisched.model.state import compile_cluster
-from optisched.optimal import solve
+from optisched.optimal import certify
 from optisched.optimal.check import check_answer, check_placement
 from optisched.optimal.classes import build_batch
 from optisched.optimal.hint import repair_placement
 from optisched.optimal.solve import OptimalOptions, placed_per_level, solve_optimal
+from optisched.optimal.tier_key import TierKey
 from optisched.profile import default_config
 
 
@@ -77,7 +78,7 @@ def test_the_violations_describe_the_placement_returned_not_the_repaired_copy() 
     assert check_placement(state, config, broken, batch.class_of) != []
     unsolved = SimpleNamespace(solver=SimpleNamespace(full=None), reached=None, lns=False, skipped=[], raw_start=False,
                                model=SimpleNamespace(order=SimpleNamespace(note="")))
-    r = solve._answer(state, config, batch, [unsolved], [], greedy, broken, raw, 0.0, lambda *_: None)
+    r = certify.answer(state, config, batch, [unsolved], [], greedy, broken, raw, 0.0, lambda *_: None)
     assert r.certificate.source == "greedy" and np.array_equal(r.node_of, raw)
     assert r.violations == [] == check_answer(state, config, r.node_of, raw)
 
@@ -163,23 +164,24 @@ def test_the_lns_search_answers_with_or_without_a_complete_hint(hint: bool, monk
     """Large restricted models run LNS on every worker from the complete hint; when the hint cannot be
     repaired, a full-problem worker (no LP) looks for the first solution beside LNS. Either way the
     solver answers: valid, at least greedy's on every level."""
+    import optisched.optimal.groups as groups_mod
     import optisched.optimal.solve as solve_mod
 
     if not hint:  # neither a repaired copy nor kube-scheduler's own placement
-        monkeypatch.setattr(solve_mod, "repair_hint", lambda *a, **k: None)
-        monkeypatch.setattr(solve_mod, "accepts", lambda *a, **k: None)
+        monkeypatch.setattr(groups_mod, "repair_hint", lambda *a, **k: None)
+        monkeypatch.setattr(groups_mod, "accepts", lambda *a, **k: None)
     used: list[dict] = []
-    real = solve_mod._build_groups
+    real = solve_mod.build_groups
 
     def spy(*a, **k):  # type: ignore[no-untyped-def]
         groups, lp = real(*a, **k)
         used.extend(dict(g.solver.params) for g in groups)
         return groups, lp
 
-    monkeypatch.setattr(solve_mod, "_build_groups", spy)
+    monkeypatch.setattr(solve_mod, "build_groups", spy)
     objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
     _, config, r = _solve(objs, max_variables=20, presolve_limit=0)
-    want, other = (solve_mod.LNS_PARAMS, solve_mod.LNS_FIRST_SOLUTION)[::1 if hint else -1]
+    want, other = (groups_mod.LNS_PARAMS, groups_mod.LNS_FIRST_SOLUTION)[::1 if hint else -1]
     assert want in used and other not in used  # (a part small enough for presolve has neither)
     assert r.violations == []
     assert r.certificate.source == "solver" or not hint
@@ -208,13 +210,13 @@ def test_pinning_fixes_variables_at_the_incumbent_until_unpinned() -> None:
     both = Linear()
     both.add(x, 1, 5)
     both.add(y, 1, 5)
-    tier = solver.solve("both", both, "max", 1.0)
+    tier = solver.solve(TierKey("both"), both, "max", 1.0)
     assert tier.objective == 7 and solver.value(x) == 2 and solver.value(y) == 5
     solver.unpin()
     assert list(cp.proto.variables[x.Index()].domain) == [0, 5]
     only_x = Linear()
     only_x.add(x, 1, 5)
-    assert solver.solve("x", only_x, "max", 1.0).objective == 5  # free again (the tier before still holds: x + y >= 7)
+    assert solver.solve(TierKey("x"), only_x, "max", 1.0).objective == 5  # free again (the tier before still holds: x + y >= 7)
     assert 7 <= solver.value(x) + solver.value(y) <= 8
 
 
@@ -224,16 +226,16 @@ def test_smaller_parts_are_solved_first_in_each_phase(monkeypatch) -> None:  # t
     at once), then the tiers after them part by part, smallest first."""
     from builders import node, pod, state_of
 
-    import optisched.optimal.solve as solve_mod
+    from optisched.optimal import tier_loop
 
     calls: list[tuple[bool, int, str | None]] = []
-    real = solve_mod._solve_group
+    real = tier_loop._solve_group
 
     def spy(g, deadline, raw, objective, placement, clock, only=None):  # type: ignore[no-untyped-def]
         calls.append((placement, len(g.model.cp.proto.variables), only))
         return real(g, deadline, raw, objective, placement, clock, only)
 
-    monkeypatch.setattr(solve_mod, "_solve_group", spy)
+    monkeypatch.setattr(tier_loop, "_solve_group", spy)
     objs = [node(f"c{i}", cpu="4") for i in range(6)] + [node("g1", cpu="8").alloc(nvidia_gpu="4").taint("gpu")]
     objs += [pod(f"{app}-{i}").req(cpu=cpu).label(app=app).priority(prio)
              for app, cpu, prio in (("web", "3", 0), ("api", "1", 10)) for i in range(4)]  # the larger part first
@@ -242,7 +244,7 @@ def test_smaller_parts_are_solved_first_in_each_phase(monkeypatch) -> None:  # t
     r = solve_optimal(state_of(*objs), default_config(), OptimalOptions(time_limit=5))
     assert "solved as 2 independent parts" in r.certificate.notes
     placing = [(n, only) for p, n, only in calls if p]
-    assert [only for _, only in placing] == ["placed[priority=10]"] * 2 + ["placed[priority=0]"] * 2
+    assert [str(only) for _, only in placing] == ["placed[priority=10]"] * 2 + ["placed[priority=0]"] * 2
     assert placing[0][0] < placing[1][0] and placing[2][0] < placing[3][0]  # the GPU part first in each level
     after = [n for p, n, _ in calls if not p]
     assert len(after) == 2 and after[0] < after[1]
@@ -253,28 +255,28 @@ def test_lns_placement_tiers_pin_the_levels_above(monkeypatch) -> None:  # type:
     at the incumbent (the search is what limits a level there). The last placement level pins nothing
     more (the level just above it may move), and the tiers after placement run with nothing pinned.
     (CP-SAT's LNS: with node neighbourhoods, the default, a level's steps never free the levels above.)"""
-    import optisched.optimal.solve as solve_mod
+    from optisched.optimal import tier_loop
     from optisched.optimal.tiers import TierSolver
 
     seen: list[tuple[str, bool, int]] = []
     real = TierSolver.solve
     groups: dict[int, object] = {}
-    real_group = solve_mod._solve_group
+    real_group = tier_loop._solve_group
 
     def group(g, *a, **k):  # type: ignore[no-untyped-def]
         groups[id(g.solver)] = g
         return real_group(g, *a, **k)
 
-    def spy(self, name, *a, **k):  # type: ignore[no-untyped-def]
+    def spy(self, key, *a, **k):  # type: ignore[no-untyped-def]
         g = groups[id(self)]
-        if g.lns and name.startswith("placed["):
-            above = {v.Index() for v in solve_mod._above(g.model, int(name[len("placed[priority="):-1]))}
-            seen.append((name, above <= set(self._pinned), len(above)))
+        if g.lns and key.is_level:
+            above = {v.Index() for v in tier_loop._above(g.model, key.level)}
+            seen.append((str(key), above <= set(self._pinned), len(above)))
         elif g.lns:
-            seen.append((name, not self._pinned, 0))
-        return real(self, name, *a, **k)
+            seen.append((str(key), not self._pinned, 0))
+        return real(self, key, *a, **k)
 
-    monkeypatch.setattr(solve_mod, "_solve_group", group)
+    monkeypatch.setattr(tier_loop, "_solve_group", group)
     monkeypatch.setattr(TierSolver, "solve", spy)
     objs = generate(GenerateSpec(nodes=30, pods=300, load=1.0, seed=2))
     _, _, r = _solve(objs, max_variables=20, presolve_limit=0, node_search=False)

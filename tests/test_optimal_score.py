@@ -220,14 +220,14 @@ def test_surrogate_prefers_what_its_plugin_prefers(cfg, objs: list, better: dict
 def test_a_score_tier_that_cannot_be_built_in_time_is_left_out(monkeypatch):
     """A tier whose terms are still being built at its deadline is left out of the certificate with a
     note; the placement tiers keep their answer."""
-    import optisched.optimal.solve as solve_mod
+    from optisched.optimal import tier_loop
 
     def too_slow(model):  # type: ignore[no-untyped-def]
         model.deadline = 0.0  # long past
         model.check_time()
         raise AssertionError("check_time did not stop the build")
 
-    monkeypatch.setattr(solve_mod, "score_objective", too_slow)
+    monkeypatch.setattr(tier_loop, "score_objective", too_slow)
     state = state_of(node("n1"), node("n2"), pod("a").req(cpu="1"), pod("b").req(cpu="1"))
     r = solve_optimal(state, config("NodeResourcesFit"), OptimalOptions(time_limit=5))
     assert [t.name for t in r.certificate.tiers] == ["placed[priority=0]"]

@@ -225,7 +225,7 @@ def test_the_safety_net_keeps_the_wall_time_the_re_check_will_take_at_the_runs_c
     state, config, greedy = _case(GenerateSpec(nodes=12, seed=9, load=1.1))
     monkeypatch.setattr(clock.Clock, "wall_for", lambda self, cpu: after)
     seen = []
-    monkeypatch.setattr(solve, "_solve_tiers", lambda groups, raw, options, deadline, c: seen.append((c.limit, deadline)))
+    monkeypatch.setattr(solve, "solve_tiers", lambda groups, raw, options, deadline, c: seen.append((c.limit, deadline)))
     solve.solve_optimal(state, config, solve.OptimalOptions(time_limit=10), greedy=greedy, explain=False)
     assert seen == [(pytest.approx(net), pytest.approx(9.0))]  # the deterministic deadline stays
 

@@ -19,6 +19,7 @@ from optisched.optimal.decode import variable_values
 from optisched.optimal.eviction.batch import encode_eviction_rules
 from optisched.optimal.hint import accept_reached
 from optisched.optimal.model import BatchModel
+from optisched.optimal.tier_key import TierKey
 from optisched.optimal.tiers import Tier, tier_unit
 from optisched.profile import default_config
 
@@ -65,12 +66,12 @@ def test_two_runs_with_the_same_seed_write_the_same_json(spec, lns, tmp_path, ca
 
 
 @pytest.mark.parametrize("tier,gap", [
-    (Tier("placed[priority=0]", "max", 0, 5, "FEASIBLE", 1.0), 1.0),
-    (Tier("placed[priority=0]", "max", 90, 100, "FEASIBLE", 1.0), 0.1),
-    (Tier("score", "max", -1_122_324, 589_708_362, "FEASIBLE", 1.0, fidelity="SURROGATE"), None),
-    (Tier("disruption", "min", 38, 0, "FEASIBLE", 1.0), None),
-    (Tier("disruption", "min", 38, 19, "FEASIBLE", 1.0), 0.5),
-    (Tier("disruption", "min", 0, 0, "OPTIMAL", 1.0), 0.0),
+    (Tier(TierKey.parse("placed[priority=0]"), "max", 0, 5, "FEASIBLE", 1.0), 1.0),
+    (Tier(TierKey.parse("placed[priority=0]"), "max", 90, 100, "FEASIBLE", 1.0), 0.1),
+    (Tier(TierKey.parse("score"), "max", -1_122_324, 589_708_362, "FEASIBLE", 1.0, fidelity="SURROGATE"), None),
+    (Tier(TierKey.parse("disruption"), "min", 38, 0, "FEASIBLE", 1.0), None),
+    (Tier(TierKey.parse("disruption"), "min", 38, 19, "FEASIBLE", 1.0), 0.5),
+    (Tier(TierKey.parse("disruption"), "min", 0, 0, "OPTIMAL", 1.0), 0.0),
 ], ids=["a placement tier's bound always counts pods, even against nothing placed",
         "a placement tier ten pods short has a ten percent gap",
         "a surrogate score bounded by a value of the other sign has no useful bound",
@@ -82,9 +83,9 @@ def test_a_gap_is_shown_only_where_the_bound_means_something(tier: Tier, gap: fl
 
 
 def test_the_score_tier_is_shown_in_score_points_everywhere() -> None:
-    d = Tier("score", "max", 151_000, 160_000, "FEASIBLE", 1.0, greedy=150_000).to_dict()
+    d = Tier(TierKey.parse("score"), "max", 151_000, 160_000, "FEASIBLE", 1.0, greedy=150_000).to_dict()
     assert (d["objective"], d["bound"], d["greedy"], d["unit"]) == (1510, 1600, 1500, "score points")
-    assert tier_unit("placed[priority=1000]")[0].startswith("pods of this priority on a node after the batch")
+    assert tier_unit(TierKey.placed(1000))[0].startswith("pods of this priority on a node after the batch")
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -192,7 +193,7 @@ def test_past_the_wall_clock_limit_before_any_model_kube_schedulers_placement_is
     """When the greedy hint took the whole limit (a loaded machine), nothing is built or repaired: the
     answer is greedy mode's placement, and the certificate says why."""
     monkeypatch.setattr(clock.Clock, "wall_left", lambda self: -1.0)
-    monkeypatch.setattr(solve, "_build_groups", lambda *a, **k: pytest.fail("a model was built past the limit"))
+    monkeypatch.setattr(solve, "build_groups", lambda *a, **k: pytest.fail("a model was built past the limit"))
     cluster = cluster_from_objects(generate(GenerateSpec(nodes=12, seed=5, load=1.1)))
     state = compile_cluster(cluster)
     r = solve.solve_optimal(state, cluster.config or default_config(), solve.OptimalOptions(time_limit=5))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from test_reschedule_properties import clusters
 
 from optisched.optimal.solve import Certificate
+from optisched.optimal.tier_key import TierKey
 from optisched.optimal.tiers import Tier
 from optisched.profile import default_config
 from optisched.reschedule import Budgets, Goal, plan_reschedule
@@ -113,7 +114,7 @@ def test_the_curve_is_a_dataframe_and_part_of_plan_json(curve):
 
 
 def _cert(value: int, bound: int, status: str = "FEASIBLE") -> Certificate:
-    return Certificate(status, [Tier("objective:pack", "min", value, bound, status, 0.1)], 0.1, "solver", False)
+    return Certificate(status, [Tier(TierKey.parse("objective:pack"), "min", value, bound, status, 0.1)], 0.1, "solver", False)
 
 
 def test_a_budget_whose_solve_found_less_keeps_the_smaller_budgets_placement():

@@ -11,6 +11,7 @@ from builders import node, pod, state_of
 
 from optisched.optimal.goal_tier import TierStarts
 from optisched.optimal.solve import OptimalOptions, solve_optimal
+from optisched.optimal.tier_key import TierKey
 from optisched.policy.eviction import EvictionPolicy
 from optisched.profile import default_config
 from optisched.reschedule import plan_reschedule
@@ -48,7 +49,7 @@ def _reopen() -> list:
 def _asked(state, goals: list[Goal], tier: str):  # type: ignore[no-untyped-def]
     """The goals' starts, and the start ``tier`` gets from the input's placement, every pod free to move."""
     starts = _starts(state, goals)
-    return starts, starts.start(tier, state.pod_node, np.ones(len(state.pods), dtype=bool))
+    return starts, starts.start(TierKey.parse(tier), state.pod_node, np.ones(len(state.pods), dtype=bool))
 
 
 def test_repair_after_consolidate_puts_no_pod_on_a_node_the_answer_leaves_empty():
@@ -128,12 +129,12 @@ class _Recorder:
     def __init__(self, offer) -> None:  # type: ignore[no-untyped-def]
         self.offer, self.asked, self.outcomes = offer, {}, {}
 
-    def start(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
-        self.asked[tier] = node_of.copy()
-        return self.offer(tier, node_of)
+    def start(self, tier: TierKey, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        self.asked[str(tier)] = node_of.copy()
+        return self.offer(str(tier), node_of)
 
-    def outcome(self, tier: str, what: str) -> None:
-        self.outcomes[tier] = what
+    def outcome(self, tier: TierKey, what: str) -> None:
+        self.outcomes[str(tier)] = what
 
 
 def _half_full() -> list:
@@ -200,11 +201,11 @@ def test_fit_pending_start_makes_room_as_preemption_would_and_moves_the_victim()
     state = state_of(*_room())
     rows = np.ones(len(state.pods), dtype=bool)
     starts = _starts(state, [Goal.FIT_PENDING])
-    start = starts.start("placed[priority=10]", state.pod_node, rows)
+    start = starts.start(TierKey.parse("placed[priority=10]"), state.pod_node, rows)
     assert (_where(state, start, "big"), _where(state, start, "a"), _where(state, start, "b")) == ("n1", "n2", "n2")
     assert starts.lines() == [("start of fit-pending: 1 of 1 unplaced pod(s) of priority 10 placed, kube-scheduler's "
                               "preemption making room by 1 move(s)")]
-    assert starts.start("placed[priority=0]", state.pod_node, rows) is None  # nothing pending at 0
+    assert starts.start(TierKey.parse("placed[priority=0]"), state.pod_node, rows) is None  # nothing pending at 0
 
 
 def test_fit_pending_start_puts_back_a_pod_the_answer_so_far_evicted():
@@ -216,7 +217,7 @@ def test_fit_pending_start_puts_back_a_pod_the_answer_so_far_evicted():
     hint[state.pod_index["default/a"]] = -1
     hint[state.pod_index["default/big"]] = state.node_index["n1"]
     starts = _starts(state, [Goal.FIT_PENDING])
-    start = starts.start("placed[priority=0]", hint, rows)
+    start = starts.start(TierKey.parse("placed[priority=0]"), hint, rows)
     assert (_where(state, start, "big"), _where(state, start, "a")) == ("n1", "n2")
     assert starts.lines() == [("start of fit-pending: 1 of 1 unplaced pod(s) of priority 0 placed, kube-scheduler's "
                               "preemption making room by 0 move(s)")]
@@ -237,13 +238,13 @@ def test_the_first_goals_preview_is_what_its_tier_is_offered_from_the_same_place
     (preview,) = previews(starts, state.pod_node)
     assert len(np.unique(preview[preview >= 0])) == 2 and len(runs) == 1
     every = np.ones(len(state.pods), dtype=bool)
-    assert np.array_equal(starts.start("objective:pack", state.pod_node.copy(), every), preview) and len(runs) == 1
+    assert np.array_equal(starts.start(TierKey.parse("objective:pack"), state.pod_node.copy(), every), preview) and len(runs) == 1
     moved = np.flatnonzero(preview != state.pod_node)
     part = np.zeros(len(state.pods), dtype=bool)
     part[moved[0]] = True
-    only = starts.start("objective:pack", state.pod_node.copy(), part)
+    only = starts.start(TierKey.parse("objective:pack"), state.pod_node.copy(), part)
     assert only is not None and np.flatnonzero(only != state.pod_node).tolist() == [moved[0]] and len(runs) == 1
     other = state.pod_node.copy()
     other[moved[0]] = -1
-    starts.start("objective:pack", other, every)
+    starts.start(TierKey.parse("objective:pack"), other, every)
     assert len(runs) == 2  # another placement: run again

@@ -107,7 +107,7 @@ def check_outputs(outputs: dict[str, Path | None], *inputs: list[str] | tuple[st
 
 def solver_choices(objective: str | None, weights: str | None, evict: str | None):  # type: ignore[no-untyped-def]
     """``--objective``, ``--weights`` and ``--evict`` checked and parsed: (weights, eviction policy)."""
-    from ..optimal.solve import parse_weights
+    from ..optimal.options import parse_weights
     from ..optimal.user_objectives import check_objective
     from ..policy.eviction import EvictionPolicy
 

@@ -2,18 +2,47 @@
 
 Aliases (``ClusterArg``, ``ProfileOpt``, ...) are used as they are; an option whose help differs from
 command to command is made by a function here (``time_limit_option(help)``), so its name, callback and
-message stay the same everywhere. The numeric checks are :mod:`optisched.options`'."""
+message stay the same everywhere. The numeric checks are here, as typer callbacks, against the ranges
+:mod:`optisched.options` gives (the engine does not import typer)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..errors import InputError
-from ..options import check_int32, check_seconds, check_workers
+from ..options import INT32, MAX_WORKERS, MIN_SECONDS, check_range
 
 MODES = ("greedy", "optimal")
+
+
+def _name(param: typer.CallbackParam, default: str) -> str:
+    opts = getattr(param, "opts", None)
+    return opts[0] if opts else default
+
+
+def check_seconds(param: typer.CallbackParam, value: float | None) -> float | None:
+    """``--time-limit``: finite and at least :data:`optisched.options.MIN_SECONDS` (``0``, ``nan``,
+    ``inf`` and negatives are refused)."""
+    if value is not None and (not math.isfinite(value) or value < MIN_SECONDS):
+        raise InputError(f"{value!r} is not a number of seconds of at least {MIN_SECONDS}",
+                         source=_name(param, "--time-limit"))
+    return value
+
+
+def check_int32(param: typer.CallbackParam, value: int | None) -> int | None:
+    """An option stored in an int32 field (``--seed``, CP-SAT's ``random_seed``)."""
+    return None if value is None else check_range(value, INT32, "int32", _name(param, "--seed"))
+
+
+def check_workers(param: typer.CallbackParam, value: int | None) -> int | None:
+    """``--workers``: CP-SAT's ``num_workers``, from 1 to :data:`optisched.options.MAX_WORKERS`."""
+    if value is not None and not 1 <= value <= MAX_WORKERS:
+        raise InputError(f"{value} is not a number of workers from 1 to {MAX_WORKERS}",
+                         source=_name(param, "--workers"))
+    return value
 
 
 def check_mode(param: typer.CallbackParam, value: str) -> str:
@@ -40,12 +69,12 @@ def mode_option(help: str) -> Any:
 
 
 def time_limit_option(help: str) -> Any:
-    """``--time-limit``: seconds, finite and at least 0.1 (:func:`optisched.options.check_seconds`)."""
+    """``--time-limit``: seconds, finite and at least 0.1 (:func:`check_seconds`)."""
     return typer.Option("--time-limit", callback=check_seconds, help=help)
 
 
 def seed_option(help: str | None = None) -> Any:
-    """``--seed``: within int32, CP-SAT's ``random_seed`` (:func:`optisched.options.check_int32`)."""
+    """``--seed``: within int32, CP-SAT's ``random_seed`` (:func:`check_int32`)."""
     return typer.Option("--seed", callback=check_int32, help=help)
 
 

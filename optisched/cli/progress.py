@@ -83,13 +83,15 @@ def progress_bar(console: Console, label: str, total: int, unit: str = "pods",
 def _solver_text(name: str, incumbent: float | None, bound: float | None) -> str:
     """The tier (``solving NAME`` before its first solution), then incumbent and bound in the tier's unit,
     and the gap where the bound means something (as the certificate shows it)."""
+    from ..optimal.tier_key import TierKey
     from ..optimal.tiers import relative_gap, tier_unit  # (CP-SAT is loaded only when optimal mode runs)
 
     if incumbent is None or bound is None:
         return name
-    scale = tier_unit(name)[1]
+    key = TierKey.parse(name)  # (the progress line carries the tier's name)
+    scale = tier_unit(key)[1]
     gap = relative_gap(incumbent, bound)
-    shown = f"gap {100 * gap:.2f}%" if gap < 1.0 or name.startswith("placed[") else "no useful bound"
+    shown = f"gap {100 * gap:.2f}%" if gap < 1.0 or key.is_level else "no useful bound"
     return f"{name}: incumbent {incumbent / scale:,.0f}, bound {bound / scale:,.0f}, {shown}"
 
 

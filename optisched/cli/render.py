@@ -114,7 +114,7 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
     cert = result.certificate
     stopped = ", interrupted" if cert.interrupted else ""
     t = Table(title=f"Certificate: {cert.status} ({cert.seconds:.1f} s{stopped}, answer from the {cert.source})")
-    shown = [tier_label(x.name) + ("" if x.fidelity == "EXACT" else f" ({x.fidelity.lower()})") for x in cert.tiers]
+    shown = [tier_label(x.key) + ("" if x.fidelity == "EXACT" else f" ({x.fidelity.lower()})") for x in cert.tiers]
     t.add_column("tier", no_wrap=True, min_width=min(max(map(len, shown), default=4), 40))  # names never cut
     for c in ("objective", "bound", "gap", "greedy", "status", "s"):
         t.add_column(c, justify="left" if c == "status" else "right")
@@ -128,7 +128,7 @@ def render_optimal_summary(console: Console, result: Any, summary: dict[str, Any
                   "" if d["greedy"] is None else f"{d['greedy']:,}", tier.status, f"{tier.seconds:.1f}")
     if cert.tiers:
         console.print(t)
-    for term, unit in tier_glossary(x.name for x in cert.tiers):
+    for term, unit in tier_glossary(x.key for x in cert.tiers):
         console.print(f"  {safe(term)}: {unit}")
     if cert.greedy_optimal:
         console.print("kube-scheduler's placement is optimal for this batch.")

@@ -130,7 +130,7 @@ def greedy_summary(result: Any) -> dict[str, Any]:
 
 
 def optimal_summary(result: Any) -> dict[str, Any]:
-    """An optimal run (:class:`~optisched.optimal.solve.OptimalResult`): :func:`placement_summary`, the
+    """An optimal run (:class:`~optisched.optimal.result.OptimalResult`): :func:`placement_summary`, the
     certificate, why pods stay pending, and the placements that fail the independent re-check."""
     return {"mode": "optimal",
             **placement_summary(result.state, result.node_of, result.unschedulable, result.batch.skipped),

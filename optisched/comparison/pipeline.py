@@ -20,6 +20,7 @@ from ..model.state import ClusterState
 from ..optimal.eviction.pdb_model import budget_use
 from ..optimal.score_terms import SCORE_SCALE
 from ..optimal.solve import OptimalOptions, OptimalResult, solve_optimal
+from ..optimal.tier_key import TierKind
 from ..optimal.tiers import Progress
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig, load_config, parse_config
@@ -70,7 +71,7 @@ def policy_config(policy: str) -> SchedulerConfig:
 
 def optimal_run(result: OptimalResult, seconds: float) -> PlacementRun:
     cert = result.certificate.to_dict()
-    score = next((t.objective for t in result.certificate.tiers if t.name in ("score", "weighted:score")), None)
+    score = next((t.objective for t in result.certificate.tiers if t.key.base.kind == TierKind.SCORE), None)
     return PlacementRun("optimal", "optimal", result.node_of.copy(), seconds, dict(result.unschedulable),
                         not_handled=dict(result.batch.skipped), certificate=cert,
                         score_objective=None if score is None else score / SCORE_SCALE,

@@ -23,6 +23,7 @@ from ortools.linear_solver import linear_solver_pb2, pywraplp
 from .. import interrupt
 from .clock import WORK_COST, Clock
 from .model import BatchModel
+from .tier_key import TierKey
 
 __all__ = ["LevelBound", "node_types"]
 
@@ -212,7 +213,7 @@ class LevelBound:
     def _refused(self, level: int) -> None:
         """The levels fixed above are beyond the relaxation: a value passed to :meth:`fix` that no
         placement the relaxation admits reaches (a bug; the certificate says so instead of a bound)."""
-        note = (f"placed[priority={level}]: no LP bound (the relaxation admits no placement with the levels "
+        note = (f"{TierKey.placed(level)}: no LP bound (the relaxation admits no placement with the levels "
                 "above at the answer's values); the bound shown is the level's pod count or CP-SAT's own")
         if note not in self.notes:
             self.notes.append(note)
@@ -222,7 +223,7 @@ class LevelBound:
             return
         why = "the wall-clock limit had passed" if self.clock.wall_left() <= 0.01 else \
             "it did not finish in its share of the time limit"
-        note = (f"placed[priority={level}]: no LP bound ({why}); the bound shown is the level's pod count "
+        note = (f"{TierKey.placed(level)}: no LP bound ({why}); the bound shown is the level's pod count "
                 "or CP-SAT's own")
         if note not in self.notes:
             self.notes.append(note)

@@ -21,6 +21,7 @@ from ortools.sat.python import cp_model
 from .. import cpsat
 from .clock import Clock
 from .model import BatchModel
+from .tier_key import TierKey
 from .tiers import Tier
 
 __all__ = ["Explanation", "explain_unplaced", "minimum_cover"]
@@ -93,7 +94,7 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
     """Explanations for the classes whose pending pods ``node_of`` leaves without a node; ``base`` is
     the model before any tier was fixed. Feasibility probes stop at ``deadline`` (a ``clock`` value)."""
     state = model.state
-    status = {t.name: t.status for t in tiers}
+    status = {t.key: t.status for t in tiers}
     out: list[Explanation] = []
     probes = 0
     copy = 2e-5 * len(base.proto.variables)  # copying and loading the model (about, in seconds)
@@ -128,10 +129,10 @@ def explain_unplaced(model: BatchModel, node_of: np.ndarray, tiers: list[Tier],
                                    f"{int(usable.sum())} node(s) pass the static rules, but no assignment satisfies "
                                    "the topology spread and inter-pod affinity rules for even one of these pods"))
             continue
-        tier = status.get(f"placed[priority={c.priority}]", "")
+        tier = status.get(TierKey.placed(c.priority), "")
         proof = "no assignment places more pods of this priority" if tier == "OPTIMAL" else \
             f"the placement tier for this priority ended {tier or 'unsolved'} within the time limit"
-        if "weighted" in status:
+        if TierKey.weighted() in status:
             out.append(Explanation(left, c.priority, "weighted",
                                    f"fits alone on {int(usable.sum())} node(s); the weighted objective given "
                                    "scores the answer higher without them"))

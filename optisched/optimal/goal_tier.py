@@ -25,22 +25,25 @@ from .clock import Clock
 from .decode import decode, variable_values
 from .hint import repair_hint
 from .model import BatchModel
+from .tier_key import TierKey
 from .tiers import Linear, Tier, TierSolver
 from .user_objectives import pack_floor
 
 __all__ = ["TierStarts", "incumbent", "prepare_goal", "previews", "within"]
+
+PACK = TierKey.user("pack")
 
 
 @runtime_checkable
 class TierStarts(Protocol):
     """Per user objective's tier, where its search starts (see the module docstring)."""
 
-    def start(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
-        """A placement (a node per pod row) for ``tier`` (``objective:NAME``, or a placement tier
-        ``placed[priority=L]``) found from ``node_of``, the answer of the tiers before it, moving only the
+    def start(self, tier: TierKey, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        """A placement (a node per pod row) for ``tier`` (a user objective's, ``objective:NAME``, or a
+        placement tier, ``placed[priority=L]``) found from ``node_of``, the answer of the tiers before it, moving only the
         pods ``rows`` (bool [P]: the part being solved); None for none."""
 
-    def outcome(self, tier: str, what: str) -> None:
+    def outcome(self, tier: TierKey, what: str) -> None:
         """What became of the start offered to ``tier``: ``taken``, or why not."""
 
 
@@ -69,15 +72,14 @@ def incumbent(model: BatchModel, solver: TierSolver) -> np.ndarray:
     return node_of
 
 
-def _lowered(values: dict[int, int], earlier: Sequence[tuple[Tier, Linear]]) -> str | None:
+def _lowered(values: dict[int, int], earlier: Sequence[tuple[Tier, Linear]]) -> TierKey | None:
     """The first tier fixed so far that ``values`` are worse on than its fixed value, or None."""
     for tier, lin in earlier:
         value = lin.value(values)
         if value < tier.objective if tier.sense == "max" else value > tier.objective:
-            return tier.name
+            return tier.key
     return None
 
-PLACED = "placed[priority="
 
 
 def within(model: BatchModel, start: np.ndarray) -> np.ndarray:
@@ -97,21 +99,21 @@ def within(model: BatchModel, start: np.ndarray) -> np.ndarray:
     return out
 
 
-def prepare_goal(model: BatchModel, solver: TierSolver, name: str, lin: Linear, sense: str, tiers: list[Tier],
+def prepare_goal(model: BatchModel, solver: TierSolver, key: TierKey, lin: Linear, sense: str, tiers: list[Tier],
                  start: np.ndarray | TierStarts | None, clock: Clock,
                  earlier: Sequence[tuple[Tier, Linear]] = ()) -> int | None:
-    """Offer ``start`` to the tier ``name`` (see the module docstring) and return the tier's known bound
+    """Offer ``start`` to the tier ``key`` (see the module docstring) and return the tier's known bound
     (None: none besides the solver's). ``tiers``: the part's tiers solved so far; ``earlier``: those of
     them with their objective, which the start must not make worse."""
     floor = None
-    if name == "objective:pack":
-        placed = {int(t.name[len(PLACED):-1]): t.objective for t in tiers if t.name.startswith(PLACED)}
+    if key == PACK:
+        placed = {t.key.level: t.objective for t in tiers if t.key.level is not None}
         floor = pack_floor(model, placed)
     if start is None or not clock.affords(len(model.cp.proto.variables)):
         return floor
     starts = start if isinstance(start, TierStarts) else None
     if starts is not None:
-        start = starts.start(name, incumbent(model, solver), model.batch.class_of >= 0)
+        start = starts.start(key, incumbent(model, solver), model.batch.class_of >= 0)
         if start is None:
             return floor
     values = variable_values(model, within(model, start))  # type: ignore[arg-type]
@@ -126,5 +128,5 @@ def prepare_goal(model: BatchModel, solver: TierSolver, name: str, lin: Linear, 
         what = "the model refuses it" if full is None else \
             "taken" if solver.offer(full, lin, sense) else "no better than the answer so far"
     if starts is not None:
-        starts.outcome(name, what)
+        starts.outcome(key, what)
     return floor

@@ -16,6 +16,7 @@ from ortools.sat.python import cp_model
 
 from .. import cpsat
 from .clock import Clock
+from .tier_key import TierKey, TierKind
 
 __all__ = ["SCORE_SCALE", "Linear", "Tier", "TierSolver", "relative_gap", "tier_unit"]
 
@@ -92,7 +93,7 @@ def relative_gap(objective: float, bound: float) -> float:
 class Tier:
     """One tier's outcome: objective of the answer, best bound, and how it was reached."""
 
-    name: str
+    key: TierKey
     sense: str  # "max" | "min"
     objective: int
     bound: int
@@ -100,6 +101,11 @@ class Tier:
     seconds: float
     greedy: int | None = None  # the greedy placement's value on this tier
     fidelity: str = "EXACT"
+
+    @property
+    def name(self) -> str:
+        """The tier's name, as JSON and the progress lines give it (:meth:`.tier_key.TierKey.__str__`)."""
+        return str(self.key)
 
     @property
     def gap(self) -> float:
@@ -113,11 +119,11 @@ class Tier:
         0 against a nonzero objective, e.g. a surrogate score's range end, proves nothing)."""
         if self.status == "VALUE":
             return False
-        return self.name.startswith("placed[") or self.status == "OPTIMAL" or self.gap < 1.0
+        return self.key.is_level or self.status == "OPTIMAL" or self.gap < 1.0
 
     def to_dict(self) -> dict:
         """In the tier's unit (:func:`tier_unit`); ``gap`` is None where there is no useful bound."""
-        unit, scale = tier_unit(self.name)
+        unit, scale = tier_unit(self.key)
 
         def shown(v: int | None) -> float | int | None:
             return v if v is None or scale == 1 else round(v / scale, 2)
@@ -128,17 +134,17 @@ class Tier:
                 "fidelity": self.fidelity}
 
 
-def tier_unit(name: str) -> tuple[str, int]:
+def tier_unit(key: TierKey) -> tuple[str, int]:
     """(unit, model units per shown unit) of a tier, the same in the terminal, the report and JSON.
     The score tier is solved in hundredths of a point (:data:`SCORE_SCALE`) and shown in points."""
-    base = name.split(":", 1)[1] if name.startswith("weighted:") else name
-    if base.startswith("placed"):
+    kind = key.base.kind
+    if kind.startswith(TierKind.PLACED):  # (minimal preemption's "placed" too)
         return "pods of this priority on a node after the batch (pending placed + running batch pods kept)", 1
-    if base == "disruption":
+    if kind == TierKind.DISRUPTION:
         return "running pods evicted or moved, each counted by its priority's rank (1 = lowest)", 1
-    if base == "score":
+    if kind == TierKind.SCORE:
         return "score points", SCORE_SCALE
-    if base == "weighted":
+    if kind == TierKind.WEIGHTED:
         return "weighted sum of the tiers", 1
     return "the objective's own units", 1
 
@@ -266,16 +272,16 @@ class TierSolver:
             return 0.0
         return (self.deadline - self.clock.now()) * share
 
-    def search(self, name: str, objective: Linear, share: float, cap: int | None, run) -> Tier:  # type: ignore[no-untyped-def]
+    def search(self, key: TierKey, objective: Linear, share: float, cap: int | None, run) -> Tier:  # type: ignore[no-untyped-def]
         """A maximized tier searched by ``run(values, budget) -> values`` (a local search from the
         incumbent that never makes ``objective`` worse, e.g. :class:`.neighbourhood.NodeSearch`) instead
         of CP-SAT. It proves no bound: the tier's bound is ``cap`` (the level's LP bound or its size) or
         the objective's own range. Then the tier is fixed as in :meth:`solve`."""
         if self.full is None:
-            return self.solve(name, objective, "max", share, cap)
+            return self.solve(key, objective, "max", share, cap)
         start = time.perf_counter()
         budget = self._budget(share)
-        self._announce(name)
+        self._announce(str(key))
         self._complete(objective)
         best = objective.bounds()[1] if cap is None else min(objective.bounds()[1], cap)
         before = self.evaluate(objective)
@@ -284,9 +290,9 @@ class TierSolver:
         value = self.evaluate(objective)
         self.improved = self.improved or value > before
         self.cp.add(objective.expr() >= value)
-        return Tier(name, "max", value, best, "OPTIMAL" if value == best else "FEASIBLE", time.perf_counter() - start)
+        return Tier(key, "max", value, best, "OPTIMAL" if value == best else "FEASIBLE", time.perf_counter() - start)
 
-    def solve(self, name: str, objective: Linear, sense: str, share: float, cap: int | None = None,
+    def solve(self, key: TierKey, objective: Linear, sense: str, share: float, cap: int | None = None,
               secondary: Linear | None = None, later: tuple[Linear, ...] = ()) -> Tier:
         """Optimize ``objective`` within ``share`` of the time left, then fix it at the value found.
         ``cap`` is a known bound on the objective (e.g. how many pods the tier counts). ``secondary``
@@ -296,7 +302,7 @@ class TierSolver:
         tier replaces the incumbent: only when it is lexicographically no worse on them."""
         start = time.perf_counter()
         budget = self._budget(share)
-        self._announce(name)
+        self._announce(str(key))
         self._complete(objective)
         lo, hi = objective.bounds()
         if cap is not None:
@@ -305,9 +311,9 @@ class TierSolver:
         best = hi if sense == "max" else lo
         if current is not None and (current == best or budget < 0.05):
             self.cp.add(objective.expr() >= current if sense == "max" else objective.expr() <= current)
-            return Tier(name, sense, current, best, "OPTIMAL" if current == best else "UNKNOWN", 0.0)
+            return Tier(key, sense, current, best, "OPTIMAL" if current == best else "UNKNOWN", 0.0)
         if lo == hi or budget < 0.05:
-            return Tier(name, sense, best if lo == hi else 0, best, "OPTIMAL" if lo == hi else "UNKNOWN", 0.0)
+            return Tier(key, sense, best if lo == hi else 0, best, "OPTIMAL" if lo == hi else "UNKNOWN", 0.0)
         slo, shi = secondary.bounds() if secondary is not None and secondary.vars else (0, 0)
         scale = shi - slo + 1
         combined = objective.expr() * scale + (secondary.expr() if secondary is not None and secondary.vars else 0)
@@ -324,7 +330,7 @@ class TierSolver:
                 getattr(solver.parameters, k).extend(v)
             else:
                 setattr(solver.parameters, k, v)
-        watch = _Watch(name, self.t0, self.progress, scale, slo if sense == "max" else shi,
+        watch = _Watch(str(key), self.t0, self.progress, scale, slo if sense == "max" else shi,
                        best if sense == "max" and cap is not None else None)
         status = cpsat.solve(solver, self.cp, watch)
         self.clock.settle(solver.response_proto, budget, size)
@@ -342,7 +348,7 @@ class TierSolver:
                 value = after[0] if sense == "max" else -after[0]
                 self.improved = True if before is None else (self.improved or after > before)
         if value is None:
-            return Tier(name, sense, 0 if sense == "max" else hi, best, STATUS.get(status, "UNKNOWN"), seconds)
+            return Tier(key, sense, 0 if sense == "max" else hi, best, STATUS.get(status, "UNKNOWN"), seconds)
         if status == cp_model.OPTIMAL and value == self.evaluate(objective):
             bound = value
         elif status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -352,5 +358,5 @@ class TierSolver:
         else:
             bound = best
         self.cp.add(objective.expr() >= value if sense == "max" else objective.expr() <= value)
-        return Tier(name, sense, value, bound, STATUS.get(status, "UNKNOWN") if status != cp_model.OPTIMAL or
+        return Tier(key, sense, value, bound, STATUS.get(status, "UNKNOWN") if status != cp_model.OPTIMAL or
                     value == bound else "FEASIBLE", seconds)

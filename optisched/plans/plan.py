@@ -45,7 +45,7 @@ class BatchPreemption:
 
 
 def batch_preemptions(result) -> list[BatchPreemption]:  # type: ignore[no-untyped-def]
-    """Per node, who leaves for whom in an :class:`optisched.optimal.solve.OptimalResult`."""
+    """Per node, who leaves for whom in an :class:`optisched.optimal.result.OptimalResult`."""
     state = result.state
     batch = result.batch
     node_of = result.node_of

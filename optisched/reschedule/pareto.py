@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.state import ClusterState
-from ..optimal.solve import Certificate, OptimalResult
+from ..optimal.result import Certificate, OptimalResult
 from ..optimal.tiers import relative_gap
 from .goals import Goal, goal_objectives
 
@@ -109,14 +109,14 @@ def goal_value(certificate: Certificate, goals: list[Goal]) -> tuple[str, str, s
     the others their objective tier (minimized). None when that tier was not solved (no time)."""
     named = goal_objectives(goals)
     if goals[0] == Goal.FIT_PENDING or not named:
-        placed = [t for t in certificate.tiers if t.name.startswith("placed[")]
+        placed = [t for t in certificate.tiers if t.key.is_level]
         if not placed:
             return None
         value, bound = sum(t.objective for t in placed), sum(t.bound for t in placed)
         worst = "OPTIMAL" if all(t.status == "OPTIMAL" for t in placed) else "FEASIBLE"
         return "placed", "max", "pods on a node", value, bound, relative_gap(value, bound), worst
     # the first goal's tier is the first objective tier (balance's is named after its thresholds)
-    tier = next((t for t in certificate.tiers if t.name.startswith("objective:")), None)
+    tier = next((t for t in certificate.tiers if t.key.objective is not None), None)
     if tier is None:
         return None
     d = tier.to_dict()

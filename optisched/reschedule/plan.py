@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..optimal.solve import Certificate
+from ..optimal.result import Certificate
 from ..plans.plan import eviction_document
 from .goals import Goal, Metrics
 from .pareto import ParetoCurve

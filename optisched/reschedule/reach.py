@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..optimal.solve import Certificate
+from ..optimal.result import Certificate
+from ..optimal.tier_key import TierKey
 from .goals import Goal, Metrics
 from .monotone import Measures, goal_value
 from .waves import Move
@@ -71,18 +72,18 @@ def drop_kind(why: str) -> str:
 
 def _bound(goal: Goal, measure: str, target: float, certificate: Certificate) -> float | None:
     """The certificate's bound in the goal's unit, where only a constant separates the two."""
-    tiers = {t.name: t for t in certificate.tiers}
-    if goal == Goal.CONSOLIDATE and (t := tiers.get("objective:pack")) is not None and t.bound is not None:
+    tiers = {t.key: t for t in certificate.tiers}
+    if goal == Goal.CONSOLIDATE and (t := tiers.get(TierKey.user("pack"))) is not None and t.bound is not None:
         scale = 1000 if measure == "hourlyCost" else 1
         return target - (t.objective - t.bound) / scale
     if goal == Goal.FIT_PENDING:
-        placed = [t for name, t in tiers.items() if name.startswith("placed[")]
+        placed = [t for key, t in tiers.items() if key.is_level]
         if placed and all(t.bound is not None for t in placed):
             return target + sum(t.bound - t.objective for t in placed)
-    if goal == Goal.REPAIR and (t := tiers.get("objective:repair")) is not None and t.bound == 0:
+    if goal == Goal.REPAIR and (t := tiers.get(TierKey.user("repair"))) is not None and t.bound == 0:
         return target - t.objective  # the violations of pods the model keeps in place (it counts the rest)
     if goal == Goal.BALANCE and measure == "nodesOverTarget":
-        t = next((t for name, t in tiers.items() if name.startswith("objective:excess")), None)
+        t = next((t for key, t in tiers.items() if (key.objective or "").startswith("excess")), None)
         return 0 if t is not None and t.bound == 0 else None
     return None
 

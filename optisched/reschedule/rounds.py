@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.state import ClusterState
-from ..optimal.solve import OptimalResult
+from ..optimal.result import OptimalResult
 from ..profile import SchedulerConfig
 from .accept import landing_check
 from .goals import Goal, empty_nodes

@@ -35,6 +35,7 @@ import numpy as np
 from ..descheduler.evictor import sort_low_to_high
 from ..descheduler.utilization import above_any, below_all, usage
 from ..model.state import ClusterState
+from ..optimal.tier_key import TierKey
 from ..optimal.user_objectives import excess_name
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig
@@ -111,15 +112,15 @@ class GoalStarts:
     counted: np.ndarray
     soft: bool = False
     thresholds: tuple[dict[str, int], dict[str, int]] | None = None
-    said: dict[str, str] = field(default_factory=dict)
+    said: dict[TierKey, str] = field(default_factory=dict)
     _over: Callable[[list[int], int], bool] | None = field(default=None, init=False, repr=False)  # made once
     # the first goal's start from the placement the solve starts from, with its line (:meth:`preview`)
     _previewed: tuple[Goal, bytes, np.ndarray | None, str | None] | None = field(default=None, init=False, repr=False)
 
-    def _goal(self, tier: str) -> Goal | None:
+    def _goal(self, tier: TierKey) -> Goal | None:
         for g in self.goals:
             name = OBJECTIVE[g] if g != Goal.BALANCE or self.thresholds is None else excess_name(self.thresholds[1])
-            if name is not None and tier == f"objective:{name}":
+            if name is not None and tier == TierKey.user(name):
                 return g
         return None
 
@@ -146,9 +147,8 @@ class GoalStarts:
             keep.checks.append(lambda pl, p: not above_any(_pct(pl, resources, pl.snapshot.node_of[p:p + 1]), high)[0])
         return keep
 
-    def _pending(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+    def _pending(self, tier: TierKey, level: int, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
         """fit-pending's start for the placement tier ``placed[priority=L]`` (:mod:`.start_pending`)."""
-        level = int(tier[len("placed[priority="):-1])
         state = self.state
         # pending pods the answer so far leaves out, and running pods it evicts (kube-scheduler's own
         # preemption in greedy mode's placement, the solver's first hint, evicts its victims)
@@ -171,9 +171,9 @@ class GoalStarts:
         self._say(tier, line if broken is None else f"{line}; not offered: {broken}")
         return out if broken is None else None
 
-    def start(self, tier: str, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
-        if tier.startswith("placed[priority="):
-            return self._pending(tier, node_of, rows) if Goal.FIT_PENDING in self.goals else None
+    def start(self, tier: TierKey, node_of: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        if tier.level is not None:
+            return self._pending(tier, tier.level, node_of, rows) if Goal.FIT_PENDING in self.goals else None
         goal = self._goal(tier)
         if goal is None or goal == Goal.FIT_PENDING:
             return None
@@ -209,13 +209,13 @@ class GoalStarts:
         self._previewed = (goal, node_of.tobytes(), out, line)
         return out
 
-    def _say(self, tier: str, line: str) -> None:
+    def _say(self, tier: TierKey, line: str) -> None:
         """The summary's line for ``tier``; the parts of a model solved apart add theirs to it."""
         if tier in self.said and line in self.said[tier].split("; "):
             return  # a part of the model offered the same start (the preview's) says it once
         self.said[tier] = f"{self.said[tier]}; {line}" if tier in self.said else line
 
-    def outcome(self, tier: str, what: str) -> None:
+    def outcome(self, tier: TierKey, what: str) -> None:
         if tier in self.said and what != "taken":
             self.said[tier] += f"; {what}"
 

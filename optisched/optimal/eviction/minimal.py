@@ -56,6 +56,7 @@ from ..clock import Clock
 from ..decode import decode, variable_values
 from ..hint import repair_hint
 from ..model import BatchModel, BuildTimeout
+from ..tier_key import TierKey
 from ..tiers import Linear, Progress, Tier, TierSolver
 from .batch import encode_eviction_rules
 
@@ -438,7 +439,7 @@ def _solve_on(state: ClusterState, config: SchedulerConfig, row: int, nodes: np.
     for (name, make), share in zip(objectives, shares):
         sense = "max" if name == "placed" else "min"
         lin = make()
-        tier = solver.solve(name, lin, sense, share, cap=1 if name == "placed" else None)
+        tier = solver.solve(TierKey(name), lin, sense, share, cap=1 if name == "placed" else None)
         tier.fidelity = lin.fidelity
         ranks = getattr(lin, "ranks", None)
         if ranks is not None:  # report priorities, not ranks
