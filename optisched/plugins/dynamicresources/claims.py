@@ -22,6 +22,7 @@ What optisched assumes where no controller runs:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -188,9 +189,10 @@ class ClaimBook:
                 self._in_use.pop(d, None)
 
     @property
-    def allocated_devices(self) -> frozenset[str]:
-        """Every device some claim's allocation holds (``ListAllAllocatedDevices``)."""
-        return frozenset(self._in_use)
+    def allocated_devices(self) -> AbstractSet[str]:
+        """Every device some claim's allocation holds (``ListAllAllocatedDevices``): a live view, which a
+        cycle reads while nothing is bound or deleted."""
+        return self._in_use.keys()
 
     def available_on(self, claim: Claim) -> np.ndarray | None:
         """The nodes an allocated claim can be used on (its allocation's nodeSelector), None: every node."""

@@ -30,6 +30,7 @@ from each other are not encoded yet.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -103,7 +104,7 @@ class _State:
     claims: list[tuple[str, Claim]]
     to_allocate: list[Claim]
     available: list[np.ndarray | None]
-    allocated: frozenset[str] = frozenset()
+    allocated: AbstractSet[str] = frozenset()
     answers: _Answers | None = None  # the allocator's answers for these claims, per node
     unavailable: set[int] = field(default_factory=set)
 
@@ -122,6 +123,7 @@ class _Answers:
         self.version = np.full(n, -1, dtype=np.int64)
         self.ok = np.zeros(n, dtype=bool)
         self.results: dict[int, list[AllocationResult]] = {}
+        self.scores: dict[int, tuple[list[AllocationResult], int]] = {}  # by id of a result: its score
 
 
 class DynamicResources(Plugin):
@@ -276,7 +278,7 @@ class DynamicResources(Plugin):
             book = self._answers[sig] = _Answers(self.state.num_nodes)
         return book
 
-    def _allocate(self, book: _Answers, claims: list[ResourceClaim], row: int, allocated: frozenset[str]) -> bool:
+    def _allocate(self, book: _Answers, claims: list[ResourceClaim], row: int, allocated: AbstractSet[str]) -> bool:
         """The allocator on node ``row``; its answer is kept in ``book`` at the node's version (a node without
         slices of its own that cannot allocate answers for every such node)."""
         from .allocator import AllocationError, FailedOnNode
@@ -323,11 +325,21 @@ class DynamicResources(Plugin):
         out = np.zeros(len(nodes), dtype=np.int64)
         if st is None or not st.to_allocate:
             return out
+        claims = [c.obj for _, c in st.claims]
+        ranked = any(r.first_available for c in claims for r in c.spec.devices.requests)
+        if not ranked and len(claims) == len(st.to_allocate):
+            return out  # every claim scores 0 (and computeScore's index check cannot fail)
+        assert st.answers is not None  # the Filter ran for these claims
+        memo = st.answers.scores
         for i, row in enumerate(nodes.tolist()):
             results = st.allocation(row)
             if results is None:
                 continue
-            out[i] = _first_available_score([c.obj for _, c in st.claims], results)
+            key = id(results)
+            hit = memo.get(key)
+            if hit is None or hit[0] is not results:
+                hit = memo[key] = (results, _first_available_score(claims, results))
+            out[i] = hit[1]
         return out
 
     def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
