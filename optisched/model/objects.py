@@ -24,6 +24,7 @@ __all__ = [
     "ContainerImage",
     "ContainerPort",
     "DiskSource",
+    "ImageVolumeSource",
     "KubeObject",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -387,6 +388,14 @@ class DiskSource(_M):
     read_only: bool = False
 
 
+class ImageVolumeSource(_M):
+    """``volumes[].image``: an OCI image mounted as a volume (``ImageVolumeSource``); ImageLocality
+    counts ``reference`` since v1.36."""
+
+    reference: str = ""
+    pull_policy: str | None = None
+
+
 class Volume(_M):
     name: str = ""
     persistent_volume_claim: PVCSource | None = None
@@ -400,6 +409,7 @@ class Volume(_M):
     azure_disk: dict | None = None  # in-tree sources NodeVolumeLimits counts once migrated to CSI
     cinder: dict | None = None
     portworx_volume: dict | None = None
+    image: ImageVolumeSource | None = None
 
 
 class PodResourceClaim(_M):
