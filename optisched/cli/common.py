@@ -45,7 +45,7 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     config = load_config(profile) if profile else (cluster.config or default_config())
     version, note = chosen_version(kubernetes_version, cluster.kubernetes_version)
     config = for_version(config, version)
-    state = compile_cluster(cluster)
+    state = compile_cluster(cluster, version)
     warnings = input_warnings(state, config) + ([note] if note else [])
     for w in warnings:
         warn(w)

@@ -23,6 +23,7 @@ __all__ = [
     "Container",
     "ContainerImage",
     "ContainerPort",
+    "ContainerStatus",
     "DiskSource",
     "ImageVolumeSource",
     "KubeObject",
@@ -41,6 +42,7 @@ __all__ = [
     "PodAffinity",
     "PodAffinityTerm",
     "PodAntiAffinity",
+    "PodCondition",
     "PodDisruptionBudget",
     "PodResourceClaim",
     "PodResourceClaimStatus",
@@ -477,10 +479,38 @@ class PodSpec(_M):
         return None if v == "" else v
 
 
+class ContainerStatus(_M):
+    """``status.containerStatuses[]`` / ``initContainerStatuses[]``: what an in-place resize reads, the
+    resources the runtime reports (actuated) and those the kubelet allocated."""
+
+    name: str = ""
+    resources: ResourceRequirements | None = None
+    allocated_resources: ResourceList = Field(default_factory=dict)
+
+
+class PodCondition(_M):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
 class PodStatus(_M):
     phase: str = "Pending"
     nominated_node_name: str | None = None
     start_time: datetime | None = None
+    conditions: Annotated[list[PodCondition], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    container_statuses: Annotated[list[ContainerStatus], BeforeValidator(_none_as_empty)] = Field(
+        default_factory=list)
+    init_container_statuses: Annotated[list[ContainerStatus], BeforeValidator(_none_as_empty)] = Field(
+        default_factory=list)
+    # pod-level resources: actuated (``status.resources``) and allocated (``status.allocatedResources``)
+    resources: ResourceRequirements | None = None
+    allocated_resources: ResourceList = Field(default_factory=dict)
     resource_claim_statuses: Annotated[list[PodResourceClaimStatus], BeforeValidator(_none_as_empty)] = Field(
         default_factory=list)
 

@@ -21,7 +21,7 @@ from ortools.sat.python import cp_model
 from .. import collector
 from ..errors import InputError
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
-from ..model.state import ClusterState
+from ..model.state import ClusterState, for_release
 from ..options import check_weight
 from ..policy.eviction import EvictionPolicy, kept_notes
 from ..profile import SchedulerConfig
@@ -706,6 +706,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
                   explain: bool = True) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run; ``explain``:
     say why pods stay pending (probes in the time left)."""
+    state = for_release(state, config.kubernetes_version)
     with collector.paused():  # (millions of variables and terms: docs/optimal_trust.md)
         return _solve_optimal(state, config, options, progress, greedy, explain)
 
