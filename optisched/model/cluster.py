@@ -20,8 +20,8 @@ from .objects import (
 
 if TYPE_CHECKING:
     from ..profile import SchedulerConfig
-    from .storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
     from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+    from .storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
     from .storage_kinds import CSIStorageCapacity, VolumeAttachment
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "Cluster"]
