@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from builders import node, pod, state_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_optimal_score import config, score_model
 from test_rules import run_score
 
@@ -118,3 +120,24 @@ def test_cpsat_coefficients_follow_the_release(version: str) -> None:
     # 800 MiB on one node of three is 266 MiB: n1 scores only when the volume counts
     n1 = cv.arr_nodes.tolist().index(0)
     assert (got[n1] > 0) == (version == "1.36")
+
+
+IMAGES = ["a:1", "b:1", "c:1", "d:1"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(held=st.lists(st.sets(st.sampled_from(IMAGES)), min_size=1, max_size=4),
+       sizes=st.lists(st.integers(min_value=1, max_value=3000), min_size=len(IMAGES), max_size=len(IMAGES)),
+       containers=st.lists(st.sampled_from(IMAGES), min_size=1, max_size=3),
+       volumes=st.lists(st.sampled_from(IMAGES), max_size=3))
+def test_image_volumes_only_add_to_the_score(held, sizes, containers, volumes) -> None:
+    """Under 1.36 a node scores at least what it scores under 1.35, and the same when the pod has no image
+    volume: the volumes add to the sum, the threshold does not move."""
+    size = dict(zip(IMAGES, sizes))
+    nodes = [image_node(f"n{i}", *(([im], size[im]) for im in sorted(imgs))) for i, imgs in enumerate(held)]
+    objs = [*nodes, spec_pod(containers, volumes=tuple(volumes))]
+    old = run_score("ImageLocality", objs, profile=PROFILES["1.35"])
+    new = run_score("ImageLocality", objs, profile=PROFILES["1.36"])
+    assert all(new[n][0] >= old[n][0] for n in old)
+    if not volumes:
+        assert new == old

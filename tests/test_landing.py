@@ -46,6 +46,21 @@ def test_replay_re_creates_owned_movers_and_drops_bare_ones():
     assert "default/bare" not in landing.landed
 
 
+def test_the_replacement_of_a_pod_being_resized_requests_its_spec():
+    """The evicted pod held 3 CPUs while its resize down to 1 was in progress; the pod its controller
+    re-creates has no status, so it requests 1 CPU (and a 3-CPU pending pod now fits beside it)."""
+    objs = [node("n1", cpu="4"), node("n2", cpu="4"),
+            pod("owned").req(cpu="1").set("metadata.ownerReferences", OWNER).on("n1").status_resources(
+                "c0", {"cpu": "3"})]
+    state = state_of(*objs)
+    cpu = state.resource_col("cpu")
+    assert int(state.pod_requests[state.pod_index["default/owned"], cpu]) == 3000
+    node_of = state.pod_node.copy()
+    node_of[state.pod_index["default/owned"]] = state.node_index["n2"]
+    after = predict_landing(state, CFG, node_of).replay.state
+    assert int(after.pod_requests[after.pod_index["default/owned"], cpu]) == 1000
+
+
 def test_plan_file_carries_the_target_and_the_replay(tmp_path, capsys):
     src = tmp_path / "cluster.yaml"
     src.write_text(yaml.safe_dump_all([o.build() for o in _tight()]))

@@ -1,6 +1,8 @@
 """Effective requests as kube-scheduler computes them (resource.PodRequests, CalculateResource), per release."""
 import pytest
 from builders import node, pod, state_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 MI = 2**20
 
@@ -184,3 +186,49 @@ def test_a_container_resize_in_progress_changes_the_fit_in_both_releases(release
         state = state_of(node("n1", cpu="4"), before, pod("p").req(cpu="2"))
         res = GreedyScheduler(state, default_config(release)).run()
         assert (res.placements()["default/p"] == "n1") == lands
+
+
+MILLI = st.integers(min_value=0, max_value=8000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=MILLI, actuated=MILLI, allocated=MILLI, infeasible=st.booleans(), restartable=st.booleans())
+def test_a_resized_container_requests_the_largest_of_its_three_views(spec, actuated, allocated, infeasible,
+                                                                        restartable):
+    """In both releases: max(spec, actuated, allocated), the spec left out while the resize is infeasible,
+    for a regular container and a restartable init container alike."""
+    name = "restartable-init-1" if restartable else "container-1"
+    builder = (sidecar(cpu=f"{spec}m") if restartable else one(cpu=f"{spec}m")).status_resources(
+        name, {"cpu": f"{actuated}m"}, allocated={"cpu": f"{allocated}m"}, init=restartable)
+    if infeasible:
+        builder = builder.resize_pending()
+    want = max(actuated, allocated) if infeasible else max(spec, actuated, allocated)
+    for release in ("1.35", "1.36"):
+        assert requests_of(builder, release).get("cpu", 0) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=MILLI.filter(bool), actuated=MILLI, allocated=MILLI, infeasible=st.booleans())
+def test_pod_level_requests_follow_the_status_in_1_36_only(spec, actuated, allocated, infeasible):
+    builder = one(cpu="1m").pod_level(cpu=f"{spec}m").pod_status_resources({"cpu": f"{actuated}m"},
+                                                                          {"cpu": f"{allocated}m"})
+    if infeasible:
+        builder = builder.resize_pending()
+    assert requests_of(builder, "1.35")["cpu"] == spec
+    want = max(actuated, allocated) if infeasible else max(spec, actuated, allocated)
+    assert requests_of(builder, "1.36").get("cpu", 0) == want
+
+
+def test_a_pod_taken_off_its_node_by_a_replay_requests_its_spec_again():
+    """compare --replay unbinds running pods: a pod being resized comes back pending without its status,
+    as the pod its controller would re-create."""
+    from optisched.comparison.replay import prepare_replay
+
+    state = state_of(node("n1", cpu="4"), pod("r").req(cpu="1").on("n1").status_resources("c0", {"cpu": "3"})
+                     .resize_pending("Deferred"))
+    cpu = state.resource_col("cpu")
+    assert int(state.pod_requests[state.pod_index["default/r"], cpu]) == 3000
+    replay = prepare_replay(state.cluster, ["default-scheduler"])
+    row = replay.state.pod_index["default/r"]
+    assert int(replay.state.pod_requests[row, cpu]) == 1000
+    assert replay.state.pods[row].status.conditions == []

@@ -60,10 +60,8 @@ def _unbound(pod: Pod) -> Pod:
     """The pod as it was before binding: no node, phase Pending, not started, no container status (so no
     resize in progress)."""
     spec = pod.spec.model_copy(update={"node_name": None})
-    status = pod.status.model_copy(update={
-        "phase": "Pending", "nominated_node_name": None, "start_time": None, "container_statuses": [],
-        "init_container_statuses": [], "resources": None, "allocated_resources": {},
-        "conditions": [c for c in pod.status.conditions if c.type != "PodResizePending"]})
+    status = pod.status.without_resize().model_copy(update={"phase": "Pending", "nominated_node_name": None,
+                                                            "start_time": None})
     return pod.model_copy(update={"spec": spec, "status": status})
 
 

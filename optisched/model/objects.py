@@ -514,6 +514,13 @@ class PodStatus(_M):
     resource_claim_statuses: Annotated[list[PodResourceClaimStatus], BeforeValidator(_none_as_empty)] = Field(
         default_factory=list)
 
+    def without_resize(self) -> PodStatus:
+        """This status with no container statuses, pod-level resources or ``PodResizePending``: what a
+        pod pending again (re-created by its controller, or taken off its node) reports."""
+        return self.model_copy(update={
+            "container_statuses": [], "init_container_statuses": [], "resources": None, "allocated_resources": {},
+            "conditions": [c for c in self.conditions if c.type != "PodResizePending"]})
+
 
 class KubeObject(_M):
     """Common shape: ``apiVersion``, ``kind``, ``metadata``."""

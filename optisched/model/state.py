@@ -26,6 +26,8 @@ __all__ = [
     "LabelColumn",
     "compile_cluster",
     "for_release",
+    "resized",
+    "without_resize",
 ]
 
 CORE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
@@ -165,12 +167,10 @@ def _resources_key(pod: Pod) -> tuple:
         return (c.name, tuple(c.resources.requests.items()), tuple(c.resources.limits.items()), c.restart_policy)
 
     res = pod.spec.resources
-    st = pod.status
-    resized = any(s.resources is not None for s in (*st.container_statuses, *st.init_container_statuses))
     return (tuple(c_key(c) for c in pod.spec.containers), tuple(c_key(c) for c in pod.spec.init_containers),
             tuple(pod.spec.overhead.items()),
             (tuple(res.requests.items()), tuple(res.limits.items())) if res is not None else None,
-            pod.key if resized or st.resources is not None else None)
+            pod.key if resized(pod) else None)
 
 
 def _requests(pods: list[Pod], requests: PodRequests) -> tuple[list[dict[str, int]], list[tuple[int, int]]]:
@@ -225,3 +225,25 @@ def for_release(state: ClusterState, release: str) -> ClusterState:
     """``state`` with the requests kube-scheduler ``release`` computes: itself when it holds them, else
     compiled again (same rows); what an engine asks of a state its profile's release meets."""
     return state if state.release == release else compile_cluster(state.cluster, release)
+
+
+def resized(pod: Pod) -> bool:
+    """Whether the pod's status reports resources (an in-place resize the requests follow)."""
+    st = pod.status
+    return st.resources is not None or any(s.resources is not None
+                                           for s in (*st.container_statuses, *st.init_container_statuses))
+
+
+def without_resize(state: ClusterState, pods: list[Pod]) -> tuple[np.ndarray, np.ndarray]:
+    """The request and non-zero rows of ``pods`` (new pods: no resize in progress) in ``state``'s columns, as
+    its release computes them."""
+    calc = RELEASE_REQUESTS[state.release]
+    req = np.zeros((len(pods), len(state.resources)), dtype=np.int64)
+    nonzero = np.zeros((len(pods), 2), dtype=np.int64)
+    for i, pod in enumerate(pods):
+        for k, v in calc.requests(pod).items():
+            if k != "pods" and k in state.resources:  # a replacement requests no resource its spec did not
+                req[i, state.resource_col(k)] = v
+        nonzero[i] = calc.non_zero(pod)
+    req[:, state.resource_col("pods")] = 1
+    return req, nonzero
