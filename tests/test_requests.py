@@ -232,3 +232,22 @@ def test_a_pod_taken_off_its_node_by_a_replay_requests_its_spec_again():
     row = replay.state.pod_index["default/r"]
     assert int(replay.state.pod_requests[row, cpu]) == 1000
     assert replay.state.pods[row].status.conditions == []
+
+
+def test_optimal_mode_keeps_a_pod_being_resized_out_of_its_replica_set_s_class():
+    """Pods of one template form one class in the batch model, which counts them with one request: the
+    one being resized requests more, so it is a class of its own."""
+    from optisched.optimal.classes import build_batch
+    from optisched.profile import default_config
+
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": True}]
+    objs = [node("n1", cpu="8")] + [pod(n).req(cpu="1").set("metadata.ownerReferences", owner).on("n1")
+                                    for n in ("a", "b", "c")]
+    objs[2] = objs[2].status_resources("c0", {"cpu": "3"})
+    state = state_of(*objs)
+    batch = build_batch(state, default_config(), movable=True)
+    cpu = state.resource_col("cpu")
+    groups = sorted(sorted(state.pods[r].metadata.name for rows in c.running.values() for r in rows)
+                    for c in batch.classes)
+    assert groups == [["a", "c"], ["b"]]
+    assert sorted(int(state.pod_requests[c.rep, cpu]) for c in batch.classes) == [1000, 3000]
