@@ -71,9 +71,10 @@ def sidecar(**req: str):
 
 G = 10**9
 M = 10**6
-# v1.35.4 and v1.36.2 component-helpers/resource/helpers_test.go, TestPodResourceRequests, the rows with
-# UseStatusResources true (the scheduler always passes it: InPlacePodVerticalScaling is locked on), then
-# rows read from helpers.go: (name, pod, requests under 1.35, under 1.36)
+# v1.36.2 component-helpers/resource/helpers_test.go, TestPodResourceRequests, the rows with
+# UseStatusResources true (the scheduler always passes it: InPlacePodVerticalScaling is locked on; v1.35.4's
+# helpers.go differs only by the DRA claims, so they hold for both), then rows read from helpers.go:
+# (name, pod, requests under 1.35, under 1.36)
 RESIZE = [
     ("resized, infeasible",
      one(cpu="4").status_resources("container-1", {"cpu": "2"}).resize_pending(), {"cpu": 2000}, {"cpu": 2000}),
