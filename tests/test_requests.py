@@ -1,4 +1,5 @@
-"""Effective requests as kube-scheduler computes them (resource.PodRequests, CalculateResource), per release."""
+"""Effective requests as kube-scheduler computes them (resource.PodRequests, CalculateResource), per
+release."""
 import pytest
 from builders import node, pod, state_of
 from hypothesis import given, settings
@@ -66,7 +67,8 @@ def one(name: str = "container-1", **req: str):
 
 def sidecar(**req: str):
     return one("container-1", cpu="0").set("spec.initContainers", [
-        {"name": "restartable-init-1", "image": "init:1", "restartPolicy": "Always", "resources": {"requests": req}}])
+        {"name": "restartable-init-1", "image": "init:1", "restartPolicy": "Always",
+         "resources": {"requests": req}}])
 
 
 G = 10**9
@@ -77,7 +79,8 @@ M = 10**6
 # (name, pod, requests under 1.35, under 1.36)
 RESIZE = [
     ("resized, infeasible",
-     one(cpu="4").status_resources("container-1", {"cpu": "2"}).resize_pending(), {"cpu": 2000}, {"cpu": 2000}),
+     one(cpu="4").status_resources("container-1", {"cpu": "2"}).resize_pending(),
+     {"cpu": 2000}, {"cpu": 2000}),
     ("resized, infeasible & in-progress",
      one(cpu="6").status_resources("container-1", {"cpu": "2"}, allocated={"cpu": "4"}).resize_pending(),
      {"cpu": 4000}, {"cpu": 4000}),
@@ -93,14 +96,17 @@ RESIZE = [
      sidecar(cpu="4").status_resources("restartable-init-1", {"cpu": "2"}, init=True).resize_pending(),
      {"cpu": 2000}, {"cpu": 2000}),
     ("resized, restartable init container, no resize status",
-     sidecar(cpu="4").status_resources("restartable-init-1", {"cpu": "2"}, init=True), {"cpu": 4000}, {"cpu": 4000}),
+     sidecar(cpu="4").status_resources("restartable-init-1", {"cpu": "2"}, init=True),
+     {"cpu": 4000}, {"cpu": 4000}),
     # from helpers.go
     ("a resize up in progress: the actuated requests count while the spec is lower",
      one(cpu="1").status_resources("container-1", {"cpu": "3"}), {"cpu": 3000}, {"cpu": 3000}),
     ("allocated but not yet actuated counts too",
-     one(cpu="1").status_resources("container-1", {"cpu": "1"}, allocated={"cpu": "2"}), {"cpu": 2000}, {"cpu": 2000}),
+     one(cpu="1").status_resources("container-1", {"cpu": "1"}, allocated={"cpu": "2"}),
+     {"cpu": 2000}, {"cpu": 2000}),
     ("a status without resources leaves the spec alone (allocatedResources alone is not read)",
-     one(cpu="1").status_resources("container-1", None, allocated={"cpu": "3"}), {"cpu": 1000}, {"cpu": 1000}),
+     one(cpu="1").status_resources("container-1", None, allocated={"cpu": "3"}),
+     {"cpu": 1000}, {"cpu": 1000}),
     ("Deferred is not Infeasible: the spec stays in the maximum",
      one(cpu="4").status_resources("container-1", {"cpu": "2"}).resize_pending("Deferred"), {"cpu": 4000},
      {"cpu": 4000}),
@@ -108,7 +114,8 @@ RESIZE = [
      one(cpu="1").status_resources("other", {"cpu": "3"}), {"cpu": 1000}, {"cpu": 1000}),
     ("a regular init container's status is not read",
      one(cpu="100m").set("spec.initContainers", [{"name": "init-1", "image": "i", "resources": {
-         "requests": {"cpu": "1"}}}]).status_resources("init-1", {"cpu": "3"}, init=True), {"cpu": 1000}, {"cpu": 1000}),
+         "requests": {"cpu": "1"}}}]).status_resources("init-1", {"cpu": "3"}, init=True),
+     {"cpu": 1000}, {"cpu": 1000}),
     ("a resized sidecar is carried into the init containers after it",
      sidecar(cpu="1").status_resources("restartable-init-1", {"cpu": "2"}, init=True).set(
          "spec.initContainers", [{"name": "restartable-init-1", "image": "i", "restartPolicy": "Always",
@@ -122,7 +129,8 @@ RESIZE = [
      one(cpu="100m").pod_level(cpu="4", memory="1Gi").pod_status_resources({"cpu": "2"}).resize_pending(),
      {"cpu": 4000, "memory": 1024 * MI}, {"cpu": 2000}),
     ("pod-level: allocatedResources without status.resources is not read",
-     one(cpu="100m").pod_level(cpu="1").pod_status_resources(None, {"cpu": "3"}), {"cpu": 1000}, {"cpu": 1000}),
+     one(cpu="100m").pod_level(cpu="1").pod_status_resources(None, {"cpu": "3"}),
+     {"cpu": 1000}, {"cpu": 1000}),
     ("pod-level: a status resource the spec does not set at pod level is not added",
      one(cpu="100m", memory="64Mi").pod_level(cpu="1").pod_status_resources({"cpu": "1", "memory": "1Gi"}),
      {"cpu": 1000, "memory": 64 * MI}, {"cpu": 1000, "memory": 64 * MI}),
@@ -142,7 +150,8 @@ def test_non_zero_requests_of_a_resized_pod():
 
     p = Pod.model_validate(dict(pod("p").status_resources("c0", {"memory": "1Gi"})))
     assert RELEASE_REQUESTS["1.35"].non_zero(p) == (100, 1024 * MI)
-    lvl = Pod.model_validate(dict(one(cpu="100m").pod_level(memory="1Gi").pod_status_resources({"memory": "2Gi"})))
+    lvl = Pod.model_validate(dict(one(cpu="100m").pod_level(memory="1Gi")
+                                  .pod_status_resources({"memory": "2Gi"})))
     assert RELEASE_REQUESTS["1.35"].non_zero(lvl) == (100, 1024 * MI)
     assert RELEASE_REQUESTS["1.36"].non_zero(lvl) == (100, 2048 * MI)
 
@@ -155,10 +164,11 @@ def test_every_release_has_its_requests():
 
 
 def test_pods_of_one_template_share_requests_unless_one_is_resized():
-    state = state_of(node("n1"), pod("a").req(cpu="1"), pod("b").req(cpu="1").status_resources("c0", {"cpu": "2"}),
-                     pod("c").req(cpu="1"))
+    state = state_of(node("n1"), pod("a").req(cpu="1"),
+                     pod("b").req(cpu="1").status_resources("c0", {"cpu": "2"}), pod("c").req(cpu="1"))
     cpu = state.resource_col("cpu")
-    assert [int(state.pod_requests[state.pod_index[f"default/{n}"], cpu]) for n in "abc"] == [1000, 2000, 1000]
+    got = [int(state.pod_requests[state.pod_index[f"default/{n}"], cpu]) for n in "abc"]
+    assert got == [1000, 2000, 1000]
 
 
 @pytest.mark.parametrize(("release", "lands"), [("1.35", True), ("1.36", False)])

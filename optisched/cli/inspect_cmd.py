@@ -59,6 +59,6 @@ def print_effective(config, as_json: bool) -> None:  # type: ignore[no-untyped-d
     if as_json:
         common.print_json(doc)
         return
-    sys.stdout.write(f"# kube-scheduler {release(config.kubernetes_version).patch}: the effective configuration "
-                     f"({config.source})\n")
+    patch = release(config.kubernetes_version).patch
+    sys.stdout.write(f"# kube-scheduler {patch}: the effective configuration ({config.source})\n")
     sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))

@@ -518,7 +518,8 @@ class PodStatus(_M):
         """This status with no container statuses, pod-level resources or ``PodResizePending``: what a
         pod pending again (re-created by its controller, or taken off its node) reports."""
         return self.model_copy(update={
-            "container_statuses": [], "init_container_statuses": [], "resources": None, "allocated_resources": {},
+            "container_statuses": [], "init_container_statuses": [], "resources": None,
+            "allocated_resources": {},
             "conditions": [c for c in self.conditions if c.type != "PodResizePending"]})
 
 

@@ -13,10 +13,10 @@ and locked on since 1.35): a regular or restartable init container with a status
 ``resources`` requests the per-resource maximum of its spec, its actuated ``status.containerStatuses[]
 .resources.requests`` and its ``allocatedResources`` (``determineEffectiveRequests``); while the pod's
 ``PodResizePending`` condition says ``Infeasible``, the spec is left out of that maximum. The releases
-differ in the pod-level requests (:data:`RELEASE_REQUESTS`): 1.36 turns InPlacePodLevelResourcesVerticalScaling
-on by default (beta), so pod-level requests take the same maximum with ``status.resources.requests`` and
-``status.allocatedResources``; under 1.35 (alpha, off) the pod-level spec counts alone. 1.36's
-DRANodeAllocatableResources (alpha, off) adds nothing.
+differ in the pod-level requests (:data:`RELEASE_REQUESTS`): 1.36 turns
+InPlacePodLevelResourcesVerticalScaling on by default (beta), so pod-level requests take the same maximum
+with ``status.resources.requests`` and ``status.allocatedResources``; under 1.35 (alpha, off) the
+pod-level spec counts alone. 1.36's DRANodeAllocatableResources (alpha, off) adds nothing.
 """
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def resize_infeasible(pod: Pod) -> bool:
     return False
 
 
-def _effective(pod: Pod, spec: dict[str, int], actuated: dict[str, int], allocated: dict[str, int]) -> dict[str, int]:
+def _effective(pod: Pod, spec: dict[str, int], actuated: dict[str, int],
+               allocated: dict[str, int]) -> dict[str, int]:
     """``determineEffectiveRequests``: max(spec, actuated, allocated), without spec when infeasible."""
     out = {} if resize_infeasible(pod) else dict(spec)
     _max(out, actuated)
@@ -80,8 +81,9 @@ def _effective(pod: Pod, spec: dict[str, int], actuated: dict[str, int], allocat
 @dataclass(frozen=True)
 class PodRequests:
     """``resource.PodRequests`` with the options one release's scheduler passes it
-    (``PodInfo.CalculateResource``): ``pod_level_resize`` is ``InPlacePodLevelResourcesVerticalScalingEnabled``
-    (the gate's default in that release); status resources are always used (their gate is locked on)."""
+    (``PodInfo.CalculateResource``): ``pod_level_resize`` is
+    ``InPlacePodLevelResourcesVerticalScalingEnabled`` (the gate's default in that release); status
+    resources are always used (their gate is locked on)."""
 
     release: str
     pod_level_resize: bool
@@ -156,7 +158,8 @@ class PodRequests:
         else:
             non_missing = _NON_MISSING
         reqs = self.nanos(pod, non_missing) if non_missing else plain
-        return to_scheduler_units("cpu", reqs.get("cpu", 0)), to_scheduler_units("memory", reqs.get("memory", 0))
+        return (to_scheduler_units("cpu", reqs.get("cpu", 0)),
+                to_scheduler_units("memory", reqs.get("memory", 0)))
 
 
 RELEASE_REQUESTS: dict[str, PodRequests] = {

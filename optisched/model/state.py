@@ -164,7 +164,8 @@ def _resources_key(pod: Pod) -> tuple:
     """Everything effective requests depend on, hashable: pods of one template share it (a pod whose
     status reports resources, one being resized, gets a key of its own)."""
     def c_key(c):  # type: ignore[no-untyped-def]
-        return (c.name, tuple(c.resources.requests.items()), tuple(c.resources.limits.items()), c.restart_policy)
+        return (c.name, tuple(c.resources.requests.items()), tuple(c.resources.limits.items()),
+                c.restart_policy)
 
     res = pod.spec.resources
     return (tuple(c_key(c) for c in pod.spec.containers), tuple(c_key(c) for c in pod.spec.init_containers),

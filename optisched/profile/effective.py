@@ -10,6 +10,7 @@ defaults of the other enabled plugins, by name), the ``SetDefaults_*Args`` and t
 ``time.Duration.String``. Decoding the document again gives the same profiles: every point lists its
 plugins with ``disabled: [{name: "*"}]``, so nothing else is merged in.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,7 +22,6 @@ from .plugin_config import ARGS_PLUGINS
 from .releases import RELEASES
 
 __all__ = ["effective_document", "go_duration", "profile_document"]
-
 
 
 def _all() -> list[dict[str, str]]:
@@ -62,8 +62,10 @@ def _args(profile: Profile, name: str, raw: Any) -> dict[str, Any] | Any:
     out: dict[str, Any] = {"apiVersion": API_VERSION, "kind": f"{name}Args"}
     if name == "DefaultPreemption":
         p = profile.preemption
-        out |= {"minCandidateNodesPercentage": p.min_candidate_nodes_percentage,
-                "minCandidateNodesAbsolute": p.min_candidate_nodes_absolute}
+        out |= {
+            "minCandidateNodesPercentage": p.min_candidate_nodes_percentage,
+            "minCandidateNodesAbsolute": p.min_candidate_nodes_absolute,
+        }
     elif name == "DynamicResources":
         d = profile.dynamic_resources
         out["filterTimeout"] = go_duration(d.filter_timeout)
@@ -71,8 +73,10 @@ def _args(profile: Profile, name: str, raw: Any) -> dict[str, Any] | Any:
             out["bindingTimeout"] = go_duration(d.binding_timeout)
     elif name == "InterPodAffinity":
         a = profile.inter_pod_affinity
-        out |= {"hardPodAffinityWeight": a.hard_pod_affinity_weight,  # a set *int32 0 is kept
-                "ignorePreferredTermsOfExistingPods": a.ignore_preferred_terms_of_existing_pods}
+        out |= {
+            "hardPodAffinityWeight": a.hard_pod_affinity_weight,  # a set *int32 0 is kept
+            "ignorePreferredTermsOfExistingPods": a.ignore_preferred_terms_of_existing_pods,
+        }
     elif name == "NodeAffinity":
         if profile.node_affinity.added_affinity is not None:
             out["addedAffinity"] = profile.node_affinity.added_affinity
@@ -99,8 +103,9 @@ def _fit(profile: Profile) -> dict[str, Any]:
         out["ignoredResourceGroups"] = list(f.ignored_resource_groups)
     strategy: dict[str, Any] = {"type": str(f.strategy), "resources": _resources(f.resources)}
     if f.shape:
-        strategy["requestedToCapacityRatio"] = {"shape": [{"utilization": p.utilization, "score": p.score}
-                                                          for p in f.shape]}
+        strategy["requestedToCapacityRatio"] = {
+            "shape": [{"utilization": p.utilization, "score": p.score} for p in f.shape]
+        }
     out["scoringStrategy"] = strategy
     return out
 
@@ -113,11 +118,17 @@ def profile_document(profile: Profile) -> dict[str, Any]:
     """One ``profiles[]`` entry."""
     points = RELEASES[profile.kubernetes_version].extension_points
     plugins: dict[str, Any] = {
-        MULTI_POINT: {"enabled": _entries(profile.plugins[MULTI_POINT], profile.multipoint_weights),
-                      "disabled": _all()}}
+        MULTI_POINT: {
+            "enabled": _entries(profile.plugins[MULTI_POINT], profile.multipoint_weights),
+            "disabled": _all(),
+        }
+    }
     weighted = {"score": profile.score_weights, "placementScore": profile.placement_score_weights}
     for point in points:
-        plugins[point] = {"enabled": _entries(profile.plugins[point], weighted.get(point, {})), "disabled": _all()}
+        plugins[point] = {
+            "enabled": _entries(profile.plugins[point], weighted.get(point, {})),
+            "disabled": _all(),
+        }
     given = dict(profile.plugin_config)
     enabled = {n for names in profile.plugins.values() for n in names}
     names = [*given, *sorted(n for n in enabled if n in ARGS_PLUGINS and n not in given)]
@@ -135,7 +146,8 @@ def effective_document(config: SchedulerConfig) -> dict[str, Any]:
     initial = given.get("podInitialBackoffSeconds")
     maximum = given.get("podMaxBackoffSeconds")
     return {
-        "apiVersion": API_VERSION, "kind": KIND,
+        "apiVersion": API_VERSION,
+        "kind": KIND,
         "parallelism": config.parallelism,
         "percentageOfNodesToScore": config.percentage_of_nodes_to_score or 0,
         "podInitialBackoffSeconds": 1 if initial is None else initial,

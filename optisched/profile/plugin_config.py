@@ -203,13 +203,15 @@ def _dynamic_resources_args(r: FieldReader, a: Any, path: str, release: Release)
     a = r.obj(a, path, ("filterTimeout", "bindingTimeout", *_TYPE_META))
     args = dynamic_resources_defaults(release)
     if a.get("filterTimeout") is not None:
-        args = DynamicResourcesArgs(r.duration(a["filterTimeout"], f"{path}.filterTimeout", 0.0), args.binding_timeout)
+        timeout = r.duration(a["filterTimeout"], f"{path}.filterTimeout", 0.0)
+        args = DynamicResourcesArgs(timeout, args.binding_timeout)
     if a.get("bindingTimeout") is not None:
         if release.binding_timeout is None:
             raise r.fail(f"{path}.bindingTimeout", f"Forbidden: DRADeviceBindingConditions or "
                                                    f"DRAResourceClaimDeviceStatus feature gate is disabled "
                                                    f"(kube-scheduler {release.patch} refuses to start)")
-        args = DynamicResourcesArgs(args.filter_timeout, r.duration(a["bindingTimeout"], f"{path}.bindingTimeout", 1.0))
+        binding = r.duration(a["bindingTimeout"], f"{path}.bindingTimeout", 1.0)
+        args = DynamicResourcesArgs(args.filter_timeout, binding)
     return args
 
 

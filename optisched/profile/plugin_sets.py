@@ -134,10 +134,11 @@ def _plugin_set(r: FieldReader, raw: Any, path: str, point: str, release: Releas
 
 def decode_plugins(r: FieldReader, raw: Any, path: str, release: Release, extra: Mapping[str, frozenset[str]] = {}
                    ) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, int]], PluginSet]:
-    """(plugins per point incl. multiPoint, weights per weighted point (score, and placementScore where the
-    release has it; for multiPoint, the weights its merged entries give), the configured queueSort set): ``mergePlugins``, then ``NewFramework``'s expansion and
-    its queueSort/bind checks. ``extra``: the out-of-tree plugins optisched models (registered like kube's
-    out-of-tree plugins) and the points each extends."""
+    """(plugins per point incl. multiPoint, weights per weighted point (score, and placementScore where
+    the release has it; for multiPoint, the weights its merged entries give), the configured queueSort
+    set): ``mergePlugins``, then ``NewFramework``'s expansion and its queueSort/bind checks. ``extra``: the
+    out-of-tree plugins optisched models (registered like kube's out-of-tree plugins) and the points each
+    extends."""
     points = release.extension_points
     for key in raw if isinstance(raw, dict) else ():
         if key in PLACEMENT_POINTS and key not in points:  # strict decoding: not a field of this v1.Plugins
