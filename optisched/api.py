@@ -33,14 +33,15 @@ def _config(profile: SchedulerConfig | None, cluster: Cluster | ClusterState,
             kubernetes_version: str | None) -> SchedulerConfig:
     """``profile``, else the input's configuration, else the defaults; as ``kubernetes_version`` reads it
     (``"1.35"``, ``"v1.36.2"``, ...), else the release the input names (:func:`.profile.releases.chosen_version`),
-    else the one the configuration was decoded for."""
+    else the one ``profile`` was decoded for (the input's own configuration: the default release, as the
+    command line reads it)."""
     from .model.state import ClusterState
     from .profile import default_config, for_version
     from .profile.releases import chosen_version, parse_version
 
     found = cluster.cluster if isinstance(cluster, ClusterState) else cluster
     config = profile or found.config or default_config()
-    if kubernetes_version is None and found.kubernetes_version is None:
+    if kubernetes_version is None and found.kubernetes_version is None and profile is not None:
         return config
     asked = parse_version(kubernetes_version) if kubernetes_version is not None else None
     return for_version(config, chosen_version(asked, found.kubernetes_version)[0])

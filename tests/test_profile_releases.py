@@ -424,3 +424,18 @@ def test_inspect_refuses_a_1_36_profile_under_1_35_in_one_line(tmp_path, capsys)
     assert code == 0 and yaml.safe_load(out)["profiles"][0]["plugins"]["placementScore"]["enabled"] == [
         {"name": "PodGroupPodsCount", "weight": 3}
     ]
+
+
+def test_the_python_api_reads_a_dump_s_configuration_as_the_command_line_does(tmp_path) -> None:
+    """Nothing names a release: the input's configuration is read as 1.35 reads it, which refuses the
+    1.36 fields; ``kubernetes_version="1.36"`` accepts them."""
+    import optisched
+
+    path = tmp_path / "c.yaml"
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}}
+    path.write_text(yaml.safe_dump_all([PLACEMENT, node]))
+    cluster = load([str(path)])
+    with pytest.raises(InputError, match="has no placementGenerate"):
+        optisched.schedule(cluster)
+    assert optisched.schedule(cluster, kubernetes_version="1.36").placements() == {}
