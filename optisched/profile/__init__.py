@@ -31,10 +31,11 @@ from .args import (
 from .config import Profile, SchedulerConfig
 from .decode import default_config, for_version, load_config, parse_config
 from .defaults import NOT_MODELLED, SYSTEM_DEFAULT_CONSTRAINTS
+from .effective import effective_document
 
 __all__ = [
     "KUBE_VERSION", "NOT_MODELLED", "SYSTEM_DEFAULT_CONSTRAINTS", "BalancedAllocationArgs",
     "DefaultPreemptionArgs", "InterPodAffinityArgs", "NodeAffinityArgs", "NodeResourcesFitArgs",
     "PodTopologySpreadArgs", "Profile", "ResourceSpec", "SchedulerConfig", "ScoringStrategyType",
-    "UtilizationShapePoint", "default_config", "for_version", "load_config", "parse_config",
+    "UtilizationShapePoint", "default_config", "effective_document", "for_version", "load_config", "parse_config",
 ]
