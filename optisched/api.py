@@ -33,14 +33,15 @@ def _config(profile: SchedulerConfig | None, cluster: Cluster | ClusterState,
             kubernetes_version: str | None) -> SchedulerConfig:
     """``profile``, else the input's configuration, else the defaults; as ``kubernetes_version`` reads it
     (``"1.35"``, ``"v1.36.2"``, ...), else the release the input names (:func:`.profile.releases.chosen_version`),
-    else the one the configuration was decoded for."""
+    else the one ``profile`` was decoded for (the input's own configuration: the default release, as the
+    command line reads it)."""
     from .model.state import ClusterState
     from .profile import default_config, for_version
     from .profile.releases import chosen_version, parse_version
 
     found = cluster.cluster if isinstance(cluster, ClusterState) else cluster
     config = profile or found.config or default_config()
-    if kubernetes_version is None and found.kubernetes_version is None:
+    if kubernetes_version is None and found.kubernetes_version is None and profile is not None:
         return config
     asked = parse_version(kubernetes_version) if kubernetes_version is not None else None
     return for_version(config, chosen_version(asked, found.kubernetes_version)[0])
@@ -60,7 +61,7 @@ def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: 
         raise ValueError(f"schedule() is greedy mode; use solve(cluster, mode={mode!r})")
     config = _config(profile, cluster, kubernetes_version)
     options = GreedyOptions(tie_break=TieBreak(tie_break), seed=seed, requeue=requeue)
-    return GreedyScheduler(compile_cluster(cluster), config, options).run()
+    return GreedyScheduler(compile_cluster(cluster, config.kubernetes_version), config, options).run()
 
 
 def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "optimal",
@@ -90,7 +91,7 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
                              weights=parse_weights(weights),
                              eviction=EvictionPolicy.parse(evict if isinstance(evict, str) else ",".join(evict)),
                              deterministic=deterministic, stop_after=stop_after)
-    return solve_optimal(compile_cluster(cluster), config, options)
+    return solve_optimal(compile_cluster(cluster, config.kubernetes_version), config, options)
 
 
 def reschedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, goal: str | list[str] = "consolidate",
@@ -130,12 +131,13 @@ def compare(cluster: Cluster | ClusterState, profile: SchedulerConfig | None = N
     ``kubernetes_version``: as for :func:`schedule`."""
     from .comparison.pipeline import CompareOptions, run_comparison
     from .comparison.runs import placement_run
-    from .model.state import ClusterState, compile_cluster
+    from .model.state import ClusterState, compile_cluster, for_release
     from .optimal.options import parse_weights
     from .policy.eviction import EvictionPolicy
 
     state = cluster if isinstance(cluster, ClusterState) else compile_cluster(cluster)
     config = _config(profile, state, kubernetes_version)
+    state = for_release(state, config.kubernetes_version)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
                              movable=movable, objective=objective, weights=parse_weights(weights), replay=replay,
                              selector=selector, namespaces=tuple(namespaces),

@@ -57,13 +57,41 @@ class PodB(_Obj):
         self["spec"]["resources"] = {"requests": _names(res)}
         return self
 
+    def status_resources(self, container: str, requests: dict | None = None, allocated: dict | None = None,
+                         init: bool = False) -> PodB:
+        """A container status reporting actuated ``requests`` (``resources``; None: no ``resources``) and
+        ``allocated`` (``allocatedResources``), as during an in-place resize."""
+        cs: dict[str, Any] = {"name": container}
+        if requests is not None:
+            cs["resources"] = {"requests": _names(requests)}
+        if allocated is not None:
+            cs["allocatedResources"] = _names(allocated)
+        key = "initContainerStatuses" if init else "containerStatuses"
+        self.setdefault("status", {}).setdefault(key, []).append(cs)
+        return self
+
+    def pod_status_resources(self, requests: dict | None = None, allocated: dict | None = None) -> PodB:
+        """Pod-level actuated ``status.resources.requests`` and ``status.allocatedResources``."""
+        st = self.setdefault("status", {})
+        if requests is not None:
+            st["resources"] = {"requests": _names(requests)}
+        if allocated is not None:
+            st["allocatedResources"] = _names(allocated)
+        return self
+
+    def resize_pending(self, reason: str = "Infeasible") -> PodB:
+        """The ``PodResizePending`` condition the kubelet sets (reason ``Infeasible`` or ``Deferred``)."""
+        self.setdefault("status", {}).setdefault("conditions", []).append(
+            {"type": "PodResizePending", "status": "True", "reason": reason})
+        return self
+
     def label(self, **labels: str) -> PodB:
         self["metadata"]["labels"].update(labels)
         return self
 
     def on(self, node: str) -> PodB:
         self["spec"]["nodeName"] = node
-        self["status"] = {"phase": "Running"}
+        self.setdefault("status", {})["phase"] = "Running"
         return self
 
     def priority(self, value: int) -> PodB:

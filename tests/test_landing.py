@@ -46,6 +46,21 @@ def test_replay_re_creates_owned_movers_and_drops_bare_ones():
     assert "default/bare" not in landing.landed
 
 
+def test_the_replacement_of_a_pod_being_resized_requests_its_spec():
+    """The evicted pod held 3 CPUs while its resize down to 1 was in progress; the pod its controller
+    re-creates has no status, so it requests 1 CPU (and a 3-CPU pending pod now fits beside it)."""
+    objs = [node("n1", cpu="4"), node("n2", cpu="4"),
+            pod("owned").req(cpu="1").set("metadata.ownerReferences", OWNER).on("n1").status_resources(
+                "c0", {"cpu": "3"})]
+    state = state_of(*objs)
+    cpu = state.resource_col("cpu")
+    assert int(state.pod_requests[state.pod_index["default/owned"], cpu]) == 3000
+    node_of = state.pod_node.copy()
+    node_of[state.pod_index["default/owned"]] = state.node_index["n2"]
+    after = predict_landing(state, CFG, node_of).replay.state
+    assert int(after.pod_requests[after.pod_index["default/owned"], cpu]) == 1000
+
+
 def test_plan_file_carries_the_target_and_the_replay(tmp_path, capsys):
     src = tmp_path / "cluster.yaml"
     src.write_text(yaml.safe_dump_all([o.build() for o in _tight()]))
@@ -108,3 +123,19 @@ def test_the_state_after_evictions_is_the_recompiled_one_and_replays_the_same(ca
         assert np.array_equal(getattr(got, name)[:, :len(ref.resources)] if name == "pod_requests"
                               else getattr(got, name), getattr(ref, name)), name
     assert landing.replay.placements() == GreedyScheduler(ref, CFG, GreedyOptions(record=False)).run().placements()
+
+
+def test_a_plan_moving_a_pod_being_resized_predicts_its_replacement_by_its_spec():
+    """a holds 3 CPUs on n1 while its resize down to 1 is in progress; the plan empties n1 and moves a to
+    the 2-CPU n2, where its replacement (1 CPU, no status) lands."""
+    from optisched.reschedule import stage
+
+    state = state_of(node("n1", cpu="4"), node("n2", cpu="2"),
+                     pod("a").req(cpu="1").set("metadata.ownerReferences", OWNER).on("n1").status_resources(
+                         "c0", {"cpu": "3"}))
+    target = state.pod_node.copy()
+    target[state.pod_index["default/a"]] = state.node_index["n2"]
+    for incremental in (True, False):
+        staging = stage(state, CFG, target, {}, emptied=frozenset({"n1"}), incremental=incremental)
+        assert [[(m.key, m.target, m.predicted) for m in w.moves] for w in staging.waves] == [
+            [("default/a", "n2", "n2")]]

@@ -358,9 +358,6 @@ BAD = [
         "type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [
             {"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]}}}),
      f"{SS}.requestedToCapacityRatio.shape[1].utilization", "increasing order"),
-    ("shape with another strategy", args_doc(FIT, {"scoringStrategy": {
-        "type": "MostAllocated", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 1}]}}}),
-     f"{SS}.requestedToCapacityRatio", "must not be set"),
     ("resource group with a slash", args_doc(FIT, {"ignoredResourceGroups": ["example.com/x"]}),
      f"{ARGS_PATH}.ignoredResourceGroups[0]", "can't contain '/'"),
     ("ignored resource not a name", args_doc(FIT, {"ignoredResources": ["bad name!"]}),

@@ -42,14 +42,24 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
         raise InputError("no input: give CLUSTER files or folders, - for stdin, or --kubeconfig/--context")
     else:
         cluster = load_files(paths, max_input_size=max_input_size)
-    config = load_config(profile) if profile else (cluster.config or default_config())
     version, note = chosen_version(kubernetes_version, cluster.kubernetes_version)
+    config = load_config(profile, version) if profile else (cluster.config or default_config())
     config = for_version(config, version)
-    state = compile_cluster(cluster)
+    state = compile_cluster(cluster, version)
     warnings = input_warnings(state, config) + ([note] if note else [])
     for w in warnings:
         warn(w)
     return state, config, warnings
+
+
+def config_only(profile: Path | None, kubernetes_version: str | None):  # type: ignore[no-untyped-def]
+    """The configuration a run without input follows: ``profile`` (else the defaults) decoded for
+    ``kubernetes_version`` (else :data:`optisched.profile.releases.DEFAULT_VERSION`)."""
+    from ..profile import default_config, load_config
+    from ..profile.releases import chosen_version
+
+    version = chosen_version(kubernetes_version, None)[0]
+    return load_config(profile, version) if profile else default_config(version)
 
 
 def warn(line: str) -> None:

@@ -1,8 +1,18 @@
-"""``optisched inspect``: what the input holds, summarized (:mod:`optisched.cli.inspect`)."""
+"""``optisched inspect``: what the input holds, summarized (:mod:`optisched.cli.inspect`), or the effective
+scheduler configuration the run follows (``--effective-profile``)."""
 from __future__ import annotations
 
 from . import common
-from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt, VersionOpt
+from .options import (
+    ClusterArg,
+    ContextOpt,
+    EffectiveProfileOpt,
+    JsonOpt,
+    KubeconfigOpt,
+    MaxInputOpt,
+    ProfileOpt,
+    VersionOpt,
+)
 
 
 def inspect(
@@ -13,12 +23,19 @@ def inspect(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    effective_profile: EffectiveProfileOpt = False,
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
     from .inspect import kubelet_minors, summarize, version_warning
     from .render import render_inspect
 
+    if effective_profile and not (cluster or kubeconfig or context):
+        print_effective(common.config_only(profile, kubernetes_version), as_json)
+        return
     state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    if effective_profile:
+        print_effective(config, as_json)
+        return
     mismatch = version_warning(kubelet_minors(state), config.kubernetes_version)
     if mismatch:
         common.warn(mismatch)
@@ -27,3 +44,21 @@ def inspect(
         common.print_json(summary)
     else:
         render_inspect(common.out, summary)
+
+
+def print_effective(config, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """The effective configuration as YAML (JSON with ``--json``), headed by the release it follows."""
+    import sys
+
+    import yaml
+
+    from ..profile.effective import effective_document
+    from ..profile.releases import release
+
+    doc = effective_document(config)
+    if as_json:
+        common.print_json(doc)
+        return
+    patch = release(config.kubernetes_version).patch
+    sys.stdout.write(f"# kube-scheduler {patch}: the effective configuration ({config.source})\n")
+    sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))

@@ -94,6 +94,11 @@ MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest inpu
 VersionOpt = Annotated[str | None, typer.Option(
     "--kubernetes-version", callback=check_version,
     help="The kube-scheduler release whose rules to follow: 1.35 or 1.36 (default 1.35; docs/fidelity.md).")]
+EffectiveProfileOpt = Annotated[bool, typer.Option(
+    "--effective-profile",
+    help="Print the effective KubeSchedulerConfiguration of the release the run follows (every default "
+         "applied, plugins per extension point with weights, each plugin's args) as YAML instead of the "
+         "summary; CLUSTER is optional.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON (the table's numbers, in "
                                                      "scheduler units: millicores, bytes).")]
 ObjectiveOpt = Annotated[str | None, typer.Option(

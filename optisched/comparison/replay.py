@@ -57,9 +57,11 @@ class Replay:
 
 
 def _unbound(pod: Pod) -> Pod:
-    """The pod as it was before binding: no node, phase Pending, not started."""
+    """The pod as it was before binding: no node, phase Pending, not started, no container status (so no
+    resize in progress)."""
     spec = pod.spec.model_copy(update={"node_name": None})
-    status = pod.status.model_copy(update={"phase": "Pending", "nominated_node_name": None, "start_time": None})
+    status = pod.status.without_resize().model_copy(update={"phase": "Pending", "nominated_node_name": None,
+                                                            "start_time": None})
     return pod.model_copy(update={"spec": spec, "status": status})
 
 

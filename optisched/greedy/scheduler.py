@@ -20,7 +20,7 @@ import numpy as np
 from .. import interrupt
 from ..framework import Code, CycleState, FilterAborted, FilterResult, PodNotHandled, Status
 from ..model.snapshot import Snapshot
-from ..model.state import ClusterState
+from ..model.state import ClusterState, for_release
 from ..preemption.default_preemption import DefaultPreemption, PreemptionOutcome
 from ..preemption.pdb import PDBLedger
 from ..preemption.vector_dry_run import DryRuns, VectorPreemption
@@ -128,7 +128,7 @@ class GreedyScheduler:
     """kube-scheduler over a :class:`ClusterState`, one profile per ``schedulerName``."""
 
     def __init__(self, state: ClusterState, config: SchedulerConfig, options: GreedyOptions = GreedyOptions()):
-        self.state = state
+        self.state = state = for_release(state, config.kubernetes_version)
         self.config = config
         self.options = options
         self.snapshot = Snapshot(state)

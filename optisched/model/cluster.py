@@ -58,6 +58,8 @@ class Cluster:
     # the Kubernetes version the input names (a List's top-level ``kubernetesVersion``, which ``optisched
     # snapshot`` writes from the API server's /version), with where it was read; None: not named
     kubernetes_version: tuple[str, str] | None = None
+    # the minor release whose rules a compiled state follows (``compile_cluster``); None: not compiled
+    release: str | None = None
     skipped: Counter = field(default_factory=Counter)
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

@@ -124,6 +124,24 @@ def _version(cluster: Cluster, source: str, version: Any) -> None:
     cluster.kubernetes_version = (version, source)
 
 
+def _any_release_config(raw: dict, source: str):  # type: ignore[no-untyped-def]
+    """The configuration decoded for the default release, else for the first later one that accepts it
+    (a field only a later release has); the run decodes it again for the release it follows
+    (``profile.for_version``), whose error stands when that release refuses it."""
+    from ..profile import parse_config
+    from ..profile.releases import DEFAULT_VERSION, VERSIONS
+
+    try:
+        return parse_config(raw, source=source)
+    except InputError as first:
+        for version in VERSIONS[VERSIONS.index(DEFAULT_VERSION) + 1:]:
+            try:
+                return parse_config(raw, source=source, kubernetes_version=version)
+            except InputError:
+                continue
+        raise first from None
+
+
 def _add_object(cluster: Cluster, source: str, raw: Any, index: int, seen: set) -> None:
     if raw is None:
         return
@@ -142,11 +160,9 @@ def _add_object(cluster: Cluster, source: str, raw: Any, index: int, seen: set) 
             _add_object(cluster, source, item, i, seen)
         return
     if kind == "KubeSchedulerConfiguration":
-        from ..profile import parse_config
-
         if cluster.config is not None:
             raise InputError("a second KubeSchedulerConfiguration; give exactly one", source=source, obj=kind)
-        cluster.config = parse_config(raw, source=source)
+        cluster.config = _any_release_config(raw, source)
         return
     if kind not in _MODELS:
         cluster.skipped[kind] += 1

@@ -26,7 +26,9 @@ __all__ = [
     "ContainerPort",
     "ContainerRestartRule",
     "ContainerRestartRuleOnExitCodes",
+    "ContainerStatus",
     "DiskSource",
+    "ImageVolumeSource",
     "KubeObject",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -43,6 +45,7 @@ __all__ = [
     "PodAffinity",
     "PodAffinityTerm",
     "PodAntiAffinity",
+    "PodCondition",
     "PodDisruptionBudget",
     "PodResourceClaim",
     "PodResourceClaimStatus",
@@ -428,6 +431,14 @@ class DiskSource(_M):
     read_only: bool = False
 
 
+class ImageVolumeSource(_M):
+    """``volumes[].image``: an OCI image mounted as a volume (``ImageVolumeSource``); ImageLocality
+    counts ``reference`` since v1.36."""
+
+    reference: str = ""
+    pull_policy: str | None = None
+
+
 class Volume(_M):
     name: str = ""
     persistent_volume_claim: PVCSource | None = None
@@ -441,6 +452,7 @@ class Volume(_M):
     azure_disk: dict | None = None  # in-tree sources NodeVolumeLimits counts once migrated to CSI
     cinder: dict | None = None
     portworx_volume: dict | None = None
+    image: ImageVolumeSource | None = None
 
 
 class PodResourceClaim(_M):
@@ -554,12 +566,48 @@ class PodSpec(_M):
         return None if v == "" else v
 
 
+class ContainerStatus(_M):
+    """``status.containerStatuses[]`` / ``initContainerStatuses[]``: what an in-place resize reads, the
+    resources the runtime reports (actuated) and those the kubelet allocated."""
+
+    name: str = ""
+    resources: ResourceRequirements | None = None
+    allocated_resources: ResourceList = Field(default_factory=dict)
+
+
+class PodCondition(_M):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
 class PodStatus(_M):
     phase: str = "Pending"
     nominated_node_name: str | None = None
     start_time: datetime | None = None
+    conditions: Annotated[list[PodCondition], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    container_statuses: Annotated[list[ContainerStatus], BeforeValidator(_none_as_empty)] = Field(
+        default_factory=list)
+    init_container_statuses: Annotated[list[ContainerStatus], BeforeValidator(_none_as_empty)] = Field(
+        default_factory=list)
+    # pod-level resources: actuated (``status.resources``) and allocated (``status.allocatedResources``)
+    resources: ResourceRequirements | None = None
+    allocated_resources: ResourceList = Field(default_factory=dict)
     resource_claim_statuses: Annotated[list[PodResourceClaimStatus], BeforeValidator(_none_as_empty)] = Field(
         default_factory=list)
+
+    def without_resize(self) -> PodStatus:
+        """This status with no container statuses, pod-level resources or ``PodResizePending``: what a
+        pod pending again (re-created by its controller, or taken off its node) reports."""
+        return self.model_copy(update={
+            "container_statuses": [], "init_container_statuses": [], "resources": None,
+            "allocated_resources": {},
+            "conditions": [c for c in self.conditions if c.type != "PodResizePending"]})
 
 
 class KubeObject(_M):

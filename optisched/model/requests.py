@@ -1,24 +1,39 @@
-"""Effective pod requests, exactly as kube-scheduler v1.35 computes them.
+"""Effective pod requests, as kube-scheduler computes them in each release it is reproduced for.
 
-Follows ``k8s.io/component-helpers/resource.PodRequests`` (sum of containers;
-restartable init containers added and carried into later init containers; max
-with each init container; pod-level cpu/memory/hugepages requests replace the
-aggregate when set; overhead added), the API server's defaulting of requests
-from limits (``SetDefaults_Pod``), and the scheduler's non-zero requests used
-for scoring (``framework.calculateResource``: 100m CPU / 200 MiB memory for
+Follows ``k8s.io/component-helpers/resource.PodRequests`` (v1.35.4 and v1.36.2,
+``component-helpers/resource/helpers.go``: sum of containers; restartable init containers added and
+carried into later init containers; max with each init container; pod-level cpu/memory/hugepages
+requests replace the aggregate when set; overhead added), the API server's defaulting of requests from
+limits (``SetDefaults_Pod``), and the scheduler's non-zero requests used for scoring
+(``PodInfo.CalculateResource`` in ``pkg/scheduler/framework/types.go``: 100m CPU / 200 MiB memory for
 containers that do not set them).
+
+In-place resize (``UseStatusResources``, on in both releases: the InPlacePodVerticalScaling gate is GA
+and locked on since 1.35): a regular or restartable init container with a status that reports
+``resources`` requests the per-resource maximum of its spec, its actuated ``status.containerStatuses[]
+.resources.requests`` and its ``allocatedResources`` (``determineEffectiveRequests``); while the pod's
+``PodResizePending`` condition says ``Infeasible``, the spec is left out of that maximum. The releases
+differ in the pod-level requests (:data:`RELEASE_REQUESTS`): 1.36 turns
+InPlacePodLevelResourcesVerticalScaling on by default (beta), so pod-level requests take the same maximum
+with ``status.resources.requests`` and ``status.allocatedResources``; under 1.35 (alpha, off) the
+pod-level spec counts alone. 1.36's DRANodeAllocatableResources (alpha, off) adds nothing.
 """
 from __future__ import annotations
 
-from .objects import Container, Pod
+from dataclasses import dataclass
+
+from .objects import Container, ContainerStatus, Pod
 from .quantity import NANO, to_scheduler_units
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
+    "RELEASE_REQUESTS",
+    "PodRequests",
     "container_requests",
     "non_zero_requests",
     "pod_requests",
+    "requests_of",
 ]
 
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -40,37 +55,122 @@ def _add(into: dict[str, int], other: dict[str, int]) -> None:
 
 
 def _max(into: dict[str, int], other: dict[str, int]) -> None:
+    """``maxResourceList``: the greater of both for every resource of ``other``."""
     for k, v in other.items():
-        if v > into.get(k, 0) or k not in into:
-            into[k] = max(v, into.get(k, 0))
+        if k not in into or v > into[k]:
+            into[k] = v
 
 
-def _aggregate(pod: Pod, non_missing: dict[str, int] | None) -> dict[str, int]:
-    def reqs_of(c: Container) -> dict[str, int]:
-        r = container_requests(c)
-        if non_missing:
-            for k, v in non_missing.items():
-                r.setdefault(k, v)
-        return r
+def resize_infeasible(pod: Pod) -> bool:
+    """``IsPodResizeInfeasible``: the first ``PodResizePending`` condition has reason ``Infeasible``."""
+    for cond in pod.status.conditions:
+        if cond.type == "PodResizePending":
+            return cond.reason == "Infeasible"
+    return False
 
-    result: dict[str, int] = {}
-    for c in pod.spec.containers:
-        _add(result, reqs_of(c))
-    restartable: dict[str, int] = {}
-    init_max: dict[str, int] = {}
-    for c in pod.spec.init_containers:
-        r = reqs_of(c)
-        if c.restart_policy == "Always":
-            _add(result, r)
-            _add(restartable, r)
-            r = dict(restartable)
+
+def _effective(pod: Pod, spec: dict[str, int], actuated: dict[str, int],
+               allocated: dict[str, int]) -> dict[str, int]:
+    """``determineEffectiveRequests``: max(spec, actuated, allocated), without spec when infeasible."""
+    out = {} if resize_infeasible(pod) else dict(spec)
+    _max(out, actuated)
+    _max(out, allocated)
+    return out
+
+
+@dataclass(frozen=True)
+class PodRequests:
+    """``resource.PodRequests`` with the options one release's scheduler passes it
+    (``PodInfo.CalculateResource``): ``pod_level_resize`` is
+    ``InPlacePodLevelResourcesVerticalScalingEnabled`` (the gate's default in that release); status
+    resources are always used (their gate is locked on)."""
+
+    release: str
+    pod_level_resize: bool
+
+    def _container(self, pod: Pod, c: Container, statuses: dict[str, ContainerStatus]) -> dict[str, int]:
+        reqs = container_requests(c)
+        cs = statuses.get(c.name)
+        if cs is not None and cs.resources is not None:
+            return _effective(pod, reqs, cs.resources.requests, cs.allocated_resources)
+        return reqs
+
+    def _aggregate(self, pod: Pod, non_missing: dict[str, int] | None) -> dict[str, int]:
+        """``AggregateContainerRequests``."""
+        statuses = {s.name: s for s in pod.status.container_statuses}
+        statuses.update({s.name: s for s in pod.status.init_container_statuses})
+
+        def reqs_of(c: Container, status: bool) -> dict[str, int]:
+            r = self._container(pod, c, statuses) if status else container_requests(c)
+            if non_missing:
+                for k, v in non_missing.items():
+                    r.setdefault(k, v)
+            return r
+
+        result: dict[str, int] = {}
+        for c in pod.spec.containers:
+            _add(result, reqs_of(c, True))
+        restartable: dict[str, int] = {}
+        init_max: dict[str, int] = {}
+        for c in pod.spec.init_containers:
+            sidecar = c.restart_policy == "Always"
+            r = reqs_of(c, sidecar)  # only restartable init containers read their status
+            if sidecar:
+                _add(result, r)
+                _add(restartable, r)
+                r = dict(restartable)
+            else:
+                combined = dict(r)
+                _add(combined, restartable)
+                r = combined
+            _max(init_max, r)
+        _max(result, init_max)
+        return result
+
+    def _pod_level(self, pod: Pod) -> dict[str, int]:
+        """The pod-level requests that replace the aggregate (``IsPodLevelRequestsSet``), resized as the
+        release does."""
+        spec = _pod_level_requests(pod)
+        if not spec or not self.pod_level_resize or pod.status.resources is None:
+            return spec
+        eff = _effective(pod, spec, pod.status.resources.requests, pod.status.allocated_resources)
+        return {k: eff.get(k, 0) for k in spec}
+
+    def nanos(self, pod: Pod, non_missing: dict[str, int] | None = None) -> dict[str, int]:
+        reqs = self._aggregate(pod, non_missing)
+        reqs.update(self._pod_level(pod))
+        _add(reqs, pod.spec.overhead)
+        return reqs
+
+    def requests(self, pod: Pod) -> dict[str, int]:
+        """Effective requests in scheduler units (millicores for cpu, ``Value()`` for the rest)."""
+        return {k: to_scheduler_units(k, v) for k, v in self.nanos(pod).items()}
+
+    def non_zero(self, pod: Pod) -> tuple[int, int]:
+        """(milli-CPU, memory bytes) with the scoring defaults for containers that request neither.
+
+        As ``CalculateResource``/``getNonMissingContainerRequests``: with pod-level requests set, the
+        default applies only to a resource that neither level sets.
+        """
+        plain = self.nanos(pod)
+        if _pod_level_requests(pod):
+            non_missing = {k: v for k, v in _NON_MISSING.items() if k not in plain}
         else:
-            combined = dict(r)
-            _add(combined, restartable)
-            r = combined
-        _max(init_max, r)
-    _max(result, init_max)
-    return result
+            non_missing = _NON_MISSING
+        reqs = self.nanos(pod, non_missing) if non_missing else plain
+        return (to_scheduler_units("cpu", reqs.get("cpu", 0)),
+                to_scheduler_units("memory", reqs.get("memory", 0)))
+
+
+RELEASE_REQUESTS: dict[str, PodRequests] = {
+    "1.35": PodRequests("1.35", pod_level_resize=False),
+    "1.36": PodRequests("1.36", pod_level_resize=True),
+}
+"""The requests each reproduced release computes, by minor release."""
+
+
+def requests_of(release: str) -> PodRequests:
+    return RELEASE_REQUESTS[release]
 
 
 def _pod_level_requests(pod: Pod) -> dict[str, int]:
@@ -88,30 +188,11 @@ def _pod_level_supported(name: str) -> bool:
     return name in ("cpu", "memory") or name.startswith("hugepages-")
 
 
-def _nanos_requests(pod: Pod, non_missing: dict[str, int] | None) -> dict[str, int]:
-    reqs = _aggregate(pod, non_missing)
-    reqs.update(_pod_level_requests(pod))
-    _add(reqs, pod.spec.overhead)
-    return reqs
+def pod_requests(pod: Pod, release: str = "1.35") -> dict[str, int]:
+    """Effective requests of ``release`` in scheduler units (:meth:`PodRequests.requests`)."""
+    return RELEASE_REQUESTS[release].requests(pod)
 
 
-def pod_requests(pod: Pod) -> dict[str, int]:
-    """Effective requests in scheduler units (millicores for cpu, ``Value()`` for the rest)."""
-    return {k: to_scheduler_units(k, v) for k, v in _nanos_requests(pod, None).items()}
-
-
-def non_zero_requests(pod: Pod) -> tuple[int, int]:
-    """(milli-CPU, memory bytes) with the scoring defaults for containers that request neither.
-
-    As ``framework.calculateResource``/``getNonMissingContainerRequests``: with pod-level requests set,
-    the default applies only to a resource that neither level sets.
-    """
-    plain = _nanos_requests(pod, None)
-    res = pod.spec.resources
-    pod_level_set = res is not None and any(_pod_level_supported(k) for k in (*res.requests, *res.limits))
-    if pod_level_set:
-        non_missing = {k: v for k, v in _NON_MISSING.items() if k not in plain}
-    else:
-        non_missing = _NON_MISSING
-    reqs = _nanos_requests(pod, non_missing) if non_missing else plain
-    return to_scheduler_units("cpu", reqs.get("cpu", 0)), to_scheduler_units("memory", reqs.get("memory", 0))
+def non_zero_requests(pod: Pod, release: str = "1.35") -> tuple[int, int]:
+    """(milli-CPU, memory bytes) for scoring of ``release`` (:meth:`PodRequests.non_zero`)."""
+    return RELEASE_REQUESTS[release].non_zero(pod)

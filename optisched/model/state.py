@@ -6,7 +6,7 @@ read-only; engines place pods on a :class:`~optisched.model.snapshot.Snapshot`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -15,7 +15,7 @@ import numpy as np
 from .cluster import Cluster
 from .objects import Node, Pod, Taint
 from .quantity import to_scheduler_units
-from .requests import non_zero_requests, pod_requests
+from .requests import RELEASE_REQUESTS, PodRequests
 
 __all__ = [
     "CORE_RESOURCES",
@@ -25,12 +25,16 @@ __all__ = [
     "ClusterState",
     "LabelColumn",
     "compile_cluster",
+    "for_release",
+    "resized",
+    "without_resize",
 ]
 
 CORE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+DEFAULT_RELEASE = "1.35"  # profile.releases.DEFAULT_VERSION, which this layer does not import
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,11 @@ class ClusterState:
     @property
     def nodes(self) -> list[Node]:
         return self.cluster.nodes
+
+    @property
+    def release(self) -> str:
+        """The minor release whose requests the state holds (``compile_cluster``)."""
+        return self.cluster.release or DEFAULT_RELEASE
 
     @property
     def num_nodes(self) -> int:
@@ -152,35 +161,44 @@ def _resource_names(cluster: Cluster, pod_reqs: list[dict[str, int]]) -> list[st
 
 
 def _resources_key(pod: Pod) -> tuple:
-    """Everything effective requests depend on, hashable: pods of one template share it."""
+    """Everything effective requests depend on, hashable: pods of one template share it (a pod whose
+    status reports resources, one being resized, gets a key of its own)."""
     def c_key(c):  # type: ignore[no-untyped-def]
-        return (tuple(c.resources.requests.items()), tuple(c.resources.limits.items()), c.restart_policy)
+        return (c.name, tuple(c.resources.requests.items()), tuple(c.resources.limits.items()),
+                c.restart_policy)
 
     res = pod.spec.resources
     return (tuple(c_key(c) for c in pod.spec.containers), tuple(c_key(c) for c in pod.spec.init_containers),
             tuple(pod.spec.overhead.items()),
-            (tuple(res.requests.items()), tuple(res.limits.items())) if res is not None else None)
+            (tuple(res.requests.items()), tuple(res.limits.items())) if res is not None else None,
+            pod.key if resized(pod) else None)
 
 
-def _requests(pods: list[Pod]) -> tuple[list[dict[str, int]], list[tuple[int, int]]]:
+def _requests(pods: list[Pod], requests: PodRequests) -> tuple[list[dict[str, int]], list[tuple[int, int]]]:
     cache: dict[tuple, tuple[dict[str, int], tuple[int, int]]] = {}
     reqs, nonzero = [], []
     for p in pods:
         key = _resources_key(p)
         hit = cache.get(key)
         if hit is None:
-            hit = cache[key] = (pod_requests(p), non_zero_requests(p))
+            hit = cache[key] = (requests.requests(p), requests.non_zero(p))
         reqs.append(hit[0])
         nonzero.append(hit[1])
     return reqs, nonzero
 
 
-def compile_cluster(cluster: Cluster) -> ClusterState:
-    """Compile a loaded :class:`Cluster` into arrays (pods in phase Succeeded/Failed hold nothing)."""
+def compile_cluster(cluster: Cluster, release: str | None = None) -> ClusterState:
+    """Compile a loaded :class:`Cluster` into arrays (pods in phase Succeeded/Failed hold nothing), the
+    pods' requests as kube-scheduler ``release`` computes them (:data:`.requests.RELEASE_REQUESTS`).
+    ``release`` None: the one ``cluster.release`` names (a state compiled before, copied with other
+    objects), else 1.35; the state's cluster keeps it, so a state compiled again from it follows it too."""
+    release = release or cluster.release or DEFAULT_RELEASE
+    if cluster.release != release:
+        cluster = replace(cluster, release=release)
     node_names = [n.metadata.name for n in cluster.nodes]
     node_index = {n: i for i, n in enumerate(node_names)}
     pods = [p for p in cluster.pods if p.status.phase not in ("Succeeded", "Failed")]
-    reqs, nonzero_list = _requests(pods)
+    reqs, nonzero_list = _requests(pods, RELEASE_REQUESTS[release])
     resources = _resource_names(cluster, reqs)
     col = {r: i for i, r in enumerate(resources)}
     alloc = np.zeros((len(node_names), len(resources)), dtype=np.int64)
@@ -202,3 +220,31 @@ def compile_cluster(cluster: Cluster) -> ClusterState:
         pods=pods, pod_index={p.key: i for i, p in enumerate(pods)}, pod_requests=preq, pod_nonzero=nonzero,
         pod_node=pod_node, pod_priority=prio,
     )
+
+
+def for_release(state: ClusterState, release: str) -> ClusterState:
+    """``state`` with the requests kube-scheduler ``release`` computes: itself when it holds them, else
+    compiled again (same rows); what an engine asks of a state its profile's release meets."""
+    return state if state.release == release else compile_cluster(state.cluster, release)
+
+
+def resized(pod: Pod) -> bool:
+    """Whether the pod's status reports resources (an in-place resize the requests follow)."""
+    st = pod.status
+    return st.resources is not None or any(s.resources is not None
+                                           for s in (*st.container_statuses, *st.init_container_statuses))
+
+
+def without_resize(state: ClusterState, pods: list[Pod]) -> tuple[np.ndarray, np.ndarray]:
+    """The request and non-zero rows of ``pods`` (new pods: no resize in progress) in ``state``'s columns, as
+    its release computes them."""
+    calc = RELEASE_REQUESTS[state.release]
+    req = np.zeros((len(pods), len(state.resources)), dtype=np.int64)
+    nonzero = np.zeros((len(pods), 2), dtype=np.int64)
+    for i, pod in enumerate(pods):
+        for k, v in calc.requests(pod).items():
+            if k != "pods" and k in state.resources:  # a replacement requests no resource its spec did not
+                req[i, state.resource_col(k)] = v
+        nonzero[i] = calc.non_zero(pod)
+    req[:, state.resource_col("pods")] = 1
+    return req, nonzero

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..greedy.queue import sort_key, split_handled
 from ..model.objects import Pod, PreemptionPolicy
-from ..model.state import ClusterState
+from ..model.state import ClusterState, resized
 from ..plugins.gpu.share import DEMAND_ANNOTATIONS
 from ..policy.eviction import EvictionPolicy, Keep, Verdicts
 from ..profile import SchedulerConfig
@@ -38,6 +38,8 @@ def signature(pod: Pod) -> tuple:
     owner = next(((o.kind, o.name) for o in pod.metadata.owner_references if o.controller), None)
     # an ephemeral volume's claim is named after the pod, so such a pod is a class of its own
     own = pod.metadata.name if any(v.ephemeral is not None for v in pod.spec.volumes) else None
+    # a pod being resized in place requests more than its spec says: a class of its own too
+    own = pod.metadata.name if resized(pod) else own
     demand = tuple(pod.metadata.annotations.get(k) for k in DEMAND_ANNOTATIONS)  # GPU sharing reads these
     return (pod.metadata.namespace or "default", tuple(sorted(pod.metadata.labels.items())), owner,
             pod.metadata.deletion_timestamp is not None,

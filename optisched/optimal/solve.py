@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import collector
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
-from ..model.state import ClusterState
+from ..model.state import ClusterState, for_release
 from ..policy.eviction import kept_notes
 from ..profile import SchedulerConfig
 from .certify import answer, combine, finish, greedy_answer, greedy_only
@@ -80,6 +80,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
                   explain: bool = True) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run; ``explain``:
     say why pods stay pending (probes in the time left)."""
+    state = for_release(state, config.kubernetes_version)
     with collector.paused():  # (millions of variables and terms: docs/optimal_trust.md)
         return _solve_optimal(state, config, options, progress, greedy, explain)
 

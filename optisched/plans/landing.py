@@ -23,7 +23,7 @@ import numpy as np
 
 from ..greedy.scheduler import GreedyOptions, GreedyResult, GreedyScheduler
 from ..model.objects import Pod, PodStatus
-from ..model.state import ClusterState
+from ..model.state import ClusterState, resized, without_resize
 from ..profile import SchedulerConfig
 
 __all__ = ["Landing", "latest_created", "owned", "predict_landing", "replacement"]
@@ -78,9 +78,13 @@ def _after_evictions(state: ClusterState, node_of: np.ndarray, current: np.ndarr
         pods.append(replacement(state.pods[p], evicted_at, k))
     pod_node = current[rows].copy()
     pod_node[int(keep.sum()):] = -1
+    requests, nonzero = state.pod_requests[rows], state.pod_nonzero[rows]
+    fresh = [i for i in range(int(keep.sum()), len(rows)) if resized(state.pods[int(rows[i])])]
+    if fresh:  # a replacement of a pod being resized requests its spec
+        requests[fresh], nonzero[fresh] = without_resize(state, [pods[i] for i in fresh])
     after = replace(state, cluster=replace(state.cluster, pods=pods), pods=pods,
-                    pod_index=dict(zip(keys[rows].tolist(), range(len(rows)))), pod_requests=state.pod_requests[rows],
-                    pod_nonzero=state.pod_nonzero[rows], pod_node=pod_node, pod_priority=state.pod_priority[rows],
+                    pod_index=dict(zip(keys[rows].tolist(), range(len(rows)))), pod_requests=requests,
+                    pod_nonzero=nonzero, pod_node=pod_node, pod_priority=state.pod_priority[rows],
                     memo={})
     placed = [pods[i].key for i in np.flatnonzero(pod_node < 0).tolist()]
     return after, placed, rows

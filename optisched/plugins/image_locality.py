@@ -1,8 +1,14 @@
 """ImageLocality: favour nodes that already hold the pod's images, scaled by how widely they are spread.
 
-Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``: per container (init and
-regular) image present on the node, ``size * nodesHavingIt / allNodes`` (truncated); the sum is
-clamped to [23 MiB, 1000 MiB × containers] and mapped to 0..100. Not normalized.
+Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go`` (``sumImageScores``,
+``calculatePriority``): per image of the pod present on the node, ``size * nodesHavingIt / allNodes``
+(truncated); the sum is clamped to [23 MiB, 1000 MiB × containers] and mapped to 0..100. Not
+normalized. Which images the sum counts is the release's (:data:`POD_IMAGES`):
+
+* v1.35.4: the init and regular containers' images (:func:`container_images`);
+* v1.36.2: those and the image volumes' ``spec.volumes[].image.reference`` (:func:`images_with_volumes`,
+  no feature gate); the upper threshold still counts the containers only, so an image volume can lift
+  a pod's score where 1.35 gives none.
 
 The batch objective is EXACT: the score depends only on the pod and the node (images do not move), so
 each arrival earns the plugin's weighted score on its node.
@@ -16,15 +22,26 @@ import numpy as np
 from ..framework import MAX_NODE_SCORE, CycleState, Fidelity, Plugin, Status
 from ..model.snapshot import Snapshot
 from ..optimal.score_terms import encode_static
+from ..profile.releases import DEFAULT_VERSION
 from . import names
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..model.objects import Pod
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
     from ..optimal.tiers import Linear
 
-__all__ = ["MAX_CONTAINER_THRESHOLD", "MIN_THRESHOLD", "ImageLocality", "normalized_image_name"]
+__all__ = [
+    "MAX_CONTAINER_THRESHOLD",
+    "MIN_THRESHOLD",
+    "POD_IMAGES",
+    "ImageLocality",
+    "container_images",
+    "images_with_volumes",
+    "normalized_image_name",
+]
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -38,15 +55,31 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
+def container_images(pod: Pod) -> list[str]:
+    """v1.35.4's ``sumImageScores``: the init containers' images, then the regular containers'."""
+    return [c.image for c in (*pod.spec.init_containers, *pod.spec.containers)]
+
+
+def images_with_volumes(pod: Pod) -> list[str]:
+    """v1.36.2's ``sumImageScores``: the containers' images, then each image volume's reference."""
+    return [*container_images(pod), *(v.image.reference for v in pod.spec.volumes if v.image is not None)]
+
+
+POD_IMAGES: dict[str, Callable[[Pod], list[str]]] = {"1.35": container_images, "1.36": images_with_volumes}
+"""The images each release's raw score counts, by minor release."""
+
+
 class ImageLocality(Plugin):
     name = names.IMAGE_LOCALITY
     points = frozenset({"score"})
 
     @staticmethod
     def score_key(pod: Pod) -> tuple:
-        return tuple(c.image for c in (*pod.spec.init_containers, *pod.spec.containers)),
+        # every release's images: a key that tells apart what any variant reads
+        return tuple(images_with_volumes(pod)), len(pod.spec.init_containers) + len(pod.spec.containers)
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
+        self.pod_images = POD_IMAGES[getattr(profile, "kubernetes_version", DEFAULT_VERSION)]
         state = snapshot.state
         n = state.num_nodes
         sizes: dict[str, np.ndarray] = {}
@@ -66,13 +99,12 @@ class ImageLocality(Plugin):
 
     def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
         pod = cycle.pod_obj
-        containers = [*pod.spec.init_containers, *pod.spec.containers]
         total = np.zeros(len(nodes), dtype=np.int64)
-        for c in containers:
-            s = self.scaled.get(normalized_image_name(c.image))
+        for image in self.pod_images(pod):
+            s = self.scaled.get(normalized_image_name(image))
             if s is not None:
                 total += s[nodes]
-        max_threshold = MAX_CONTAINER_THRESHOLD * len(containers)
+        max_threshold = MAX_CONTAINER_THRESHOLD * (len(pod.spec.init_containers) + len(pod.spec.containers))
         total = np.clip(total, MIN_THRESHOLD, max_threshold)
         return MAX_NODE_SCORE * (total - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 

@@ -1,6 +1,7 @@
-"""The plugins' argument types with kube-scheduler v1.35's defaults
-(``pkg/scheduler/apis/config/v1/defaults.go``, ``SetDefaults_*Args``): what a profile holds once its
-``pluginConfig`` is decoded."""
+"""The plugins' argument types with kube-scheduler's defaults (``pkg/scheduler/apis/config/v1/defaults.go``,
+``SetDefaults_*Args``, the same code in v1.35.4 and v1.36.2; where a default hangs on a feature gate, the
+release's :class:`.defaults.Release` says which): what a profile holds once its ``pluginConfig`` is
+decoded."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,9 +10,18 @@ from enum import StrEnum
 from .defaults import DEFAULT_RESOURCES, SYSTEM_DEFAULT_CONSTRAINTS
 
 __all__ = [
-    "DEFAULT_SPECS", "BalancedAllocationArgs", "DefaultPreemptionArgs", "InterPodAffinityArgs",
-    "NodeAffinityArgs", "NodeResourcesFitArgs", "PodTopologySpreadArgs", "ResourceSpec", "ScoringStrategyType",
+    "DEFAULT_SPECS",
+    "BalancedAllocationArgs",
+    "DefaultPreemptionArgs",
+    "DynamicResourcesArgs",
+    "InterPodAffinityArgs",
+    "NodeAffinityArgs",
+    "NodeResourcesFitArgs",
+    "PodTopologySpreadArgs",
+    "ResourceSpec",
+    "ScoringStrategyType",
     "UtilizationShapePoint",
+    "VolumeBindingArgs",
 ]
 
 
@@ -92,3 +102,21 @@ class DefaultPreemptionArgs:
     min_candidate_nodes_percentage: int = 10
     min_candidate_nodes_absolute: int = 100
 
+
+
+@dataclass(frozen=True)
+class VolumeBindingArgs:
+    """Defaults: ``SetDefaults_VolumeBindingArgs`` (600 s; no ``shape``: StorageCapacityScoring is off in
+    both releases). Not read by the engines (binding is instant here)."""
+
+    bind_timeout_seconds: int = 600
+
+
+@dataclass(frozen=True)
+class DynamicResourcesArgs:
+    """Defaults: ``SetDefaults_DynamicResourcesArgs``: ``filterTimeout`` 10 s (DRASchedulerFilterTimeout is
+    beta and on in both releases), ``bindingTimeout`` 10 m where the release's gates set it (seconds;
+    None: unset). Not read by the engines (DynamicResources' timeouts do not apply to a snapshot)."""
+
+    filter_timeout: float = 10.0
+    binding_timeout: float | None = None

@@ -8,10 +8,12 @@ from typing import Any
 from .args import (
     BalancedAllocationArgs,
     DefaultPreemptionArgs,
+    DynamicResourcesArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
     NodeResourcesFitArgs,
     PodTopologySpreadArgs,
+    VolumeBindingArgs,
 )
 
 __all__ = ["FrozenMap", "Profile", "SchedulerConfig"]
@@ -59,8 +61,16 @@ class Profile:
     inter_pod_affinity: InterPodAffinityArgs = field(default_factory=InterPodAffinityArgs)
     node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
     preemption: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
+    volume_binding: VolumeBindingArgs = field(default_factory=VolumeBindingArgs)
+    dynamic_resources: DynamicResourcesArgs = field(default_factory=DynamicResourcesArgs)
     not_modelled: tuple[str, ...] = ()
     kubernetes_version: str = "1.35"  # the minor release whose rules the plugins follow (.releases)
+    # placementScore's weights (v1.36; empty before), as score_weights is score's
+    placement_score_weights: Mapping[str, int] = field(default_factory=lambda: FrozenMap({}))
+    # the weights the merged multiPoint entries give (those that set one)
+    multipoint_weights: Mapping[str, int] = field(default_factory=lambda: FrozenMap({}))
+    # the pluginConfig entries as written, in order: (plugin name, raw args)
+    plugin_config: tuple[tuple[str, Any], ...] = field(default=(), compare=False, hash=False)
 
     def enabled(self, point: str, plugin: str) -> bool:
         return plugin in self.plugins.get(point, ())

@@ -58,13 +58,16 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool, release: Release) 
     pct = _percentage(r, raw.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore")
     plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins", release,
                                                   _out_of_tree(release))
-    args, raw_args = decode_plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig")
+    args, raw_args = decode_plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig", release)
     enabled = {n for names in plugins.values() for n in names}
     # REGISTRY also holds the out-of-tree rules optisched models (GPU sharing, the FGD policies)
     not_modelled = tuple(sorted(n for n in enabled
                                 if n in release.not_modelled or (n not in release.in_tree and n not in REGISTRY)))
-    profile = Profile(name, FrozenMap(plugins), FrozenMap(weights), pct, not_modelled=not_modelled,
-                      kubernetes_version=release.minor, **args)
+    profile = Profile(name, FrozenMap(plugins), FrozenMap(weights["score"]), pct, not_modelled=not_modelled,
+                      kubernetes_version=release.minor,
+                      placement_score_weights=FrozenMap(weights.get("placementScore", {})),
+                      multipoint_weights=FrozenMap(weights["multiPoint"]),
+                      plugin_config=tuple(raw_args.items()), **args)
     return _Parsed(profile, queue_sort, raw_args)
 
 

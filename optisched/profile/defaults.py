@@ -27,6 +27,7 @@ __all__ = [
     "KIND",
     "MULTI_POINT",
     "NOT_MODELLED",
+    "PLACEMENT_POINTS",
     "REMOVED_PLUGINS",
     "SYSTEM_DEFAULT_CONSTRAINTS",
     "UNMODELLED_POINTS",
@@ -43,6 +44,8 @@ DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))  # 
 EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
                     "reserve", "permit", "preBind", "bind", "postBind")
 MULTI_POINT = "multiPoint"
+# v1.36's v1.Plugins adds the pod-group points after multiPoint (kube-scheduler/config/v1/types.go)
+PLACEMENT_POINTS = ("placementGenerate", "placementScore")
 
 # getDefaultPlugins().MultiPoint.Enabled: (name, weight), None where the default sets no weight.
 DEFAULT_MULTIPOINT: tuple[tuple[str, int | None], ...] = (
@@ -112,3 +115,12 @@ class Release:
     in_tree: frozenset[str]
     unmodelled_points: dict[str, frozenset[str]]
     not_modelled: frozenset[str]
+    # the extension points of its v1.Plugins (a field beyond them fails its strict decoding)
+    extension_points: tuple[str, ...] = EXTENSION_POINTS
+    # DynamicResourcesArgs.bindingTimeout's default in seconds (SetDefaults_DynamicResourcesArgs, on when
+    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are); None: those gates are off by
+    # default and ValidateDynamicResourcesArgs forbids the field
+    binding_timeout: float | None = None
+    # ValidateNodeResourcesFitArgs requires scoringStrategy.requestedToCapacityRatio exactly when the type
+    # is RequestedToCapacityRatio (v1.36); before, a ratio given with another type is ignored
+    strict_ratio_params: bool = False

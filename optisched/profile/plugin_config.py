@@ -1,6 +1,7 @@
-"""``.profiles[*].pluginConfig``: each plugin's args decoded, defaulted and validated as kube-scheduler
-v1.35 does (``pkg/scheduler/apis/config/v1/defaults.go``;
-``pkg/scheduler/apis/config/validation/validation_pluginargs.go``)."""
+"""``.profiles[*].pluginConfig``: each plugin's args decoded, defaulted and validated as the release's
+kube-scheduler does (``pkg/scheduler/apis/config/v1/defaults.go``;
+``pkg/scheduler/apis/config/validation/validation_pluginargs.go``; where v1.35.4 and v1.36.2 differ, the
+:class:`.defaults.Release` says how)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +10,7 @@ from .args import (
     DEFAULT_SPECS,
     BalancedAllocationArgs,
     DefaultPreemptionArgs,
+    DynamicResourcesArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
     NodeResourcesFitArgs,
@@ -16,11 +18,12 @@ from .args import (
     ResourceSpec,
     ScoringStrategyType,
     UtilizationShapePoint,
+    VolumeBindingArgs,
 )
-from .defaults import API_VERSION, REMOVED_PLUGINS
+from .defaults import API_VERSION, REMOVED_PLUGINS, Release
 from .reader import FieldReader
 
-__all__ = ["decode_plugin_configs"]
+__all__ = ["ARGS_PLUGINS", "decode_plugin_configs", "dynamic_resources_defaults"]
 
 _TYPE_META = ("apiVersion", "kind")
 
@@ -63,7 +66,7 @@ def _shape(r: FieldReader, raw: Any, path: str) -> tuple[UtilizationShapePoint, 
     return tuple(points)
 
 
-def _fit_args(r: FieldReader, a: Any, path: str) -> NodeResourcesFitArgs:
+def _fit_args(r: FieldReader, a: Any, path: str, release: Release) -> NodeResourcesFitArgs:
     a = r.obj(a, path, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy", *_TYPE_META))
     ignored = tuple(r.qualified_name(x, f"{path}.ignoredResources[{i}]")
                     for i, x in enumerate(r.seq(a.get("ignoredResources"), f"{path}.ignoredResources")))
@@ -81,15 +84,15 @@ def _fit_args(r: FieldReader, a: Any, path: str) -> NodeResourcesFitArgs:
     rtcr, rp = ss.get("requestedToCapacityRatio"), f"{sp}.requestedToCapacityRatio"
     shape: tuple[UtilizationShapePoint, ...] = ()
     if strategy is ScoringStrategyType.RequestedToCapacityRatio:
-        if rtcr is None:
+        if rtcr is None:  # v1.36's validation; v1.35.4's NewFit dereferences the missing ratio and crashes
             raise r.fail(rp, "required when type is RequestedToCapacityRatio")
         shape = _shape(r, rtcr, rp)
-    elif rtcr is not None:
+    elif rtcr is not None and release.strict_ratio_params:
         raise r.fail(rp, "must not be set when type is not RequestedToCapacityRatio")
     return NodeResourcesFitArgs(ignored, groups, strategy, resources, shape)
 
 
-def _balanced_args(r: FieldReader, a: Any, path: str) -> BalancedAllocationArgs:
+def _balanced_args(r: FieldReader, a: Any, path: str, release: Release) -> BalancedAllocationArgs:
     a = r.obj(a, path, ("resources", *_TYPE_META))
     return BalancedAllocationArgs(_resources(r, a.get("resources"), f"{path}.resources", only_one=True))
 
@@ -98,7 +101,7 @@ _CONSTRAINT_FIELDS = ("maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelec
                       "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys")
 
 
-def _spread_args(r: FieldReader, a: Any, path: str) -> PodTopologySpreadArgs:
+def _spread_args(r: FieldReader, a: Any, path: str, release: Release) -> PodTopologySpreadArgs:
     """``ValidatePodTopologySpreadArgs``."""
     a = r.obj(a, path, ("defaultConstraints", "defaultingType", *_TYPE_META))
     dtype = r.choice(a.get("defaultingType") or "System", f"{path}.defaultingType", ("System", "List"))
@@ -121,7 +124,7 @@ def _spread_args(r: FieldReader, a: Any, path: str) -> PodTopologySpreadArgs:
     return PodTopologySpreadArgs(tuple(dict(c) for c in raw), dtype)
 
 
-def _inter_pod_affinity_args(r: FieldReader, a: Any, path: str) -> InterPodAffinityArgs:
+def _inter_pod_affinity_args(r: FieldReader, a: Any, path: str, release: Release) -> InterPodAffinityArgs:
     a = r.obj(a, path, ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods", *_TYPE_META))
     w = a.get("hardPodAffinityWeight")
     ignore = a.get("ignorePreferredTermsOfExistingPods")
@@ -134,7 +137,7 @@ _NODE_AFFINITY_FIELDS = ("requiredDuringSchedulingIgnoredDuringExecution",
                          "preferredDuringSchedulingIgnoredDuringExecution")
 
 
-def _node_affinity_args(r: FieldReader, a: Any, path: str) -> NodeAffinityArgs:
+def _node_affinity_args(r: FieldReader, a: Any, path: str, release: Release) -> NodeAffinityArgs:
     """``ValidateNodeAffinityArgs``, shallowly: the addedAffinity must be a valid NodeAffinity."""
     from pydantic import ValidationError
 
@@ -167,7 +170,7 @@ def _check_added_terms(r: FieldReader, spec: Any, path: str) -> None:
             raise r.fail(f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference", err)
 
 
-def _preemption_args(r: FieldReader, a: Any, path: str) -> DefaultPreemptionArgs:
+def _preemption_args(r: FieldReader, a: Any, path: str, release: Release) -> DefaultPreemptionArgs:
     a = r.obj(a, path, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute", *_TYPE_META))
     pct, absolute = a.get("minCandidateNodesPercentage"), a.get("minCandidateNodesAbsolute")
     pct = r.integer(10 if pct is None else pct, f"{path}.minCandidateNodesPercentage", 0, 100)
@@ -178,33 +181,49 @@ def _preemption_args(r: FieldReader, a: Any, path: str) -> DefaultPreemptionArgs
     return DefaultPreemptionArgs(pct, absolute)
 
 
-def _volume_binding_args(r: FieldReader, a: Any, path: str) -> None:
-    """Checked only: binding is instant here, so ``bindTimeoutSeconds`` changes nothing; StorageCapacityScoring
-    is off in v1.35, so ``shape`` is refused."""
+def _volume_binding_args(r: FieldReader, a: Any, path: str, release: Release) -> VolumeBindingArgs:
+    """Binding is instant here, so ``bindTimeoutSeconds`` changes nothing; StorageCapacityScoring is off in
+    both releases, so ``shape`` is refused."""
     a = r.obj(a, path, ("bindTimeoutSeconds", "shape", *_TYPE_META))
-    if a.get("bindTimeoutSeconds") is not None:
-        r.integer(a["bindTimeoutSeconds"], f"{path}.bindTimeoutSeconds", 0, 2**63 - 1)
     if a.get("shape") is not None:
         raise r.fail(f"{path}.shape", "unexpected field: the StorageCapacityScoring feature gate is off")
+    if a.get("bindTimeoutSeconds") is None:
+        return VolumeBindingArgs()
+    return VolumeBindingArgs(r.integer(a["bindTimeoutSeconds"], f"{path}.bindTimeoutSeconds", 0, 2**63 - 1))
 
 
-def _dynamic_resources_args(r: FieldReader, a: Any, path: str) -> None:
-    """Checked only (not modelled): ``filterTimeout`` >= 0, ``bindingTimeout`` >= 1s."""
+def dynamic_resources_defaults(release: Release) -> DynamicResourcesArgs:
+    """``SetDefaults_DynamicResourcesArgs`` of an empty args object under the release's default gates."""
+    return DynamicResourcesArgs(binding_timeout=release.binding_timeout)
+
+
+def _dynamic_resources_args(r: FieldReader, a: Any, path: str, release: Release) -> DynamicResourcesArgs:
+    """``ValidateDynamicResourcesArgs`` (not modelled): ``filterTimeout`` >= 0; ``bindingTimeout`` >= 1s
+    where DRADeviceBindingConditions is on (v1.36), forbidden where it is off (v1.35)."""
     a = r.obj(a, path, ("filterTimeout", "bindingTimeout", *_TYPE_META))
-    for name, minimum in (("filterTimeout", 0.0), ("bindingTimeout", 1.0)):
-        if a.get(name) is not None:
-            r.duration(a[name], f"{path}.{name}", minimum)
+    args = dynamic_resources_defaults(release)
+    if a.get("filterTimeout") is not None:
+        timeout = r.duration(a["filterTimeout"], f"{path}.filterTimeout", 0.0)
+        args = DynamicResourcesArgs(timeout, args.binding_timeout)
+    if a.get("bindingTimeout") is not None:
+        if release.binding_timeout is None:
+            raise r.fail(f"{path}.bindingTimeout", f"Forbidden: DRADeviceBindingConditions or "
+                                                   f"DRAResourceClaimDeviceStatus feature gate is disabled "
+                                                   f"(kube-scheduler {release.patch} refuses to start)")
+        binding = r.duration(a["bindingTimeout"], f"{path}.bindingTimeout", 1.0)
+        args = DynamicResourcesArgs(args.filter_timeout, binding)
+    return args
 
 
-_ARGS: dict[str, tuple[str | None, Any]] = {
+_ARGS: dict[str, tuple[str, Any]] = {
     "NodeResourcesFit": ("fit", _fit_args),
     "NodeResourcesBalancedAllocation": ("balanced", _balanced_args),
     "PodTopologySpread": ("spread", _spread_args),
     "InterPodAffinity": ("inter_pod_affinity", _inter_pod_affinity_args),
     "NodeAffinity": ("node_affinity", _node_affinity_args),
     "DefaultPreemption": ("preemption", _preemption_args),
-    "VolumeBinding": (None, _volume_binding_args),
-    "DynamicResources": (None, _dynamic_resources_args),
+    "VolumeBinding": ("volume_binding", _volume_binding_args),
+    "DynamicResources": ("dynamic_resources", _dynamic_resources_args),
 }
 
 
@@ -218,9 +237,10 @@ def _type_meta(r: FieldReader, args: Any, path: str, plugin: str) -> None:
         raise r.fail(f"{path}.kind", f"args for plugin {plugin} must be of kind {plugin}Args, got {args['kind']!r}")
 
 
-def decode_plugin_configs(r: FieldReader, raw: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(Profile fields of parsed args, raw args by plugin name)."""
-    parsed: dict[str, Any] = {}
+def decode_plugin_configs(r: FieldReader, raw: Any, path: str, release: Release
+                          ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(Profile fields of parsed args, raw args by plugin name in the order given)."""
+    parsed: dict[str, Any] = {"dynamic_resources": dynamic_resources_defaults(release)}
     raw_args: dict[str, Any] = {}
     for i, pc in enumerate(r.seq(raw, path)):
         p = f"{path}[{i}]"
@@ -234,8 +254,9 @@ def decode_plugin_configs(r: FieldReader, raw: Any, path: str) -> tuple[dict[str
         if name in _ARGS:
             attr, parse = _ARGS[name]
             _type_meta(r, pc.get("args"), f"{p}.args", name)
-            value = parse(r, pc.get("args"), f"{p}.args")
-            if attr:
-                parsed[attr] = value
+            parsed[attr] = parse(r, pc.get("args"), f"{p}.args", release)
     return parsed, raw_args
 
+
+ARGS_PLUGINS = frozenset(_ARGS)
+"""The plugins with an args kind (``<Plugin>Args``, ``kube-scheduler/config/v1/register.go``)."""

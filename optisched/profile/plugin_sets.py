@@ -16,8 +16,8 @@ from typing import Any
 from ..registry import plugin_points
 from .defaults import (
     API_VERSION,
-    EXTENSION_POINTS,
     MULTI_POINT,
+    PLACEMENT_POINTS,
     REMOVED_PLUGINS,
     Release,
 )
@@ -91,7 +91,8 @@ def expand_point(point: str, explicit: PluginSet, multipoint: tuple[Entry, ...],
 
 
 def score_weights(score: PluginSet, multipoint: tuple[Entry, ...], enabled: tuple[str, ...]) -> dict[str, int]:
-    """``getScoreWeights``: the first weight given in score.enabled then multiPoint.enabled; 0/unset is 1."""
+    """``getScoreWeights``: the first weight given in score.enabled (or placementScore.enabled) then
+    multiPoint.enabled; 0/unset is 1."""
     weights: dict[str, int] = {}
     for name, weight in score.enabled + multipoint:
         if name in enabled and name not in weights:
@@ -132,18 +133,28 @@ def _plugin_set(r: FieldReader, raw: Any, path: str, point: str, release: Releas
 
 
 def decode_plugins(r: FieldReader, raw: Any, path: str, release: Release, extra: Mapping[str, frozenset[str]] = {}
-                   ) -> tuple[dict[str, tuple[str, ...]], dict[str, int], PluginSet]:
-    """(plugins per point incl. multiPoint, score weights, the configured queueSort set): ``mergePlugins``,
-    then ``NewFramework``'s expansion and its queueSort/bind checks. ``extra``: the out-of-tree plugins
-    optisched models (registered like kube's out-of-tree plugins) and the points each extends."""
-    raw = r.obj(raw, path, (*EXTENSION_POINTS, MULTI_POINT))
-    custom = {p: _plugin_set(r, raw.get(p), f"{path}.{p}", p, release, extra) for p in (MULTI_POINT, *EXTENSION_POINTS)}
+                   ) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, int]], PluginSet]:
+    """(plugins per point incl. multiPoint, weights per weighted point (score, and placementScore where
+    the release has it; for multiPoint, the weights its merged entries give), the configured queueSort
+    set): ``mergePlugins``, then ``NewFramework``'s expansion and its queueSort/bind checks. ``extra``: the
+    out-of-tree plugins optisched models (registered like kube's out-of-tree plugins) and the points each
+    extends."""
+    points = release.extension_points
+    for key in raw if isinstance(raw, dict) else ():
+        if key in PLACEMENT_POINTS and key not in points:  # strict decoding: not a field of this v1.Plugins
+            raise r.fail(f"{path}.{key}", f"unknown field: kube-scheduler {release.patch} decodes its "
+                                          f"configuration strictly and has no {key} (added in v1.36)")
+    raw = r.obj(raw, path, (*points, MULTI_POINT))
+    custom = {p: _plugin_set(r, raw.get(p), f"{path}.{p}", p, release, extra) for p in (MULTI_POINT, *points)}
     multipoint = merge_plugin_set(PluginSet(release.multipoint), custom[MULTI_POINT]).enabled
-    lists = {p: expand_point(p, custom[p], multipoint, release) for p in EXTENSION_POINTS}
+    lists = {p: expand_point(p, custom[p], multipoint, release) for p in points}
     lists[MULTI_POINT] = tuple(n for n, _ in multipoint)
     if len(lists["queueSort"]) != 1:
         raise r.fail(f"{path}.queueSort", f"exactly one queueSort plugin must be enabled, got "
                                           f"{len(lists['queueSort'])}: {', '.join(lists['queueSort']) or 'none'}")
     if not lists["bind"]:
         raise r.fail(f"{path}.bind", "at least one bind plugin must be enabled")
-    return lists, score_weights(custom["score"], multipoint, lists["score"]), custom["queueSort"]
+    weights: dict[str, dict[str, int]] = {p: score_weights(custom[p], multipoint, lists[p])
+                                          for p in ("score", "placementScore") if p in points}
+    weights[MULTI_POINT] = {name: w for name, w in multipoint if w is not None}
+    return lists, weights, custom["queueSort"]

@@ -85,7 +85,7 @@ class FieldReader:
                                   "then up to 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric)")
         return v
 
-    def duration(self, v: Any, path: str, minimum: float) -> None:
+    def duration(self, v: Any, path: str, minimum: float) -> float:
         """A Go ``time.Duration`` string (``metav1.Duration``) of at least ``minimum`` seconds."""
         text = v if isinstance(v, str) else ""
         body = text.lstrip("+-")
@@ -95,4 +95,5 @@ class FieldReader:
         seconds = sum(float(a) * _UNIT_SECONDS[u] for a, u in parts) * (-1 if text.startswith("-") else 1)
         if seconds < minimum:
             raise self.fail(path, f"{v!r} must be at least {minimum:g}s")
+        return seconds
 

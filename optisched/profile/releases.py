@@ -8,7 +8,13 @@ defaults to (:class:`.defaults.Release`).
   is off and the plugin, which a profile may still name, does nothing:
   :mod:`optisched.plugins.node_declared_features`); rules that changed
   (``NodeResourcesBalancedAllocation``'s score) keep each release's variant in their plugin, verified
-  against the traces of ``cases-v1.36/``.
+  against the traces of ``cases-v1.36/``. Its configuration
+  (``pkg/scheduler/apis/config/v1/defaults.go``, ``kube-scheduler/config/v1/types.go``,
+  ``validation/validation_pluginargs.go``) adds the ``placementGenerate`` and ``placementScore``
+  plugin sets, empty by default (TopologyAwareWorkloadScheduling, which would enable
+  ``TopologyPlacementGenerator`` and ``PodGroupPodsCount`` there, is alpha and off), defaults
+  ``DynamicResourcesArgs.bindingTimeout`` to 10m (DRADeviceBindingConditions is beta and on), and
+  refuses a ``requestedToCapacityRatio`` given with another scoring type.
 
 A release is named by its minor version (``1.36``); ``v1.36.2`` and ``1.36.2`` name the same one.
 """
@@ -16,16 +22,30 @@ from __future__ import annotations
 
 import re
 
-from .defaults import DEFAULT_MULTIPOINT, IN_TREE, NOT_MODELLED, UNMODELLED_POINTS, Release
+from .defaults import (
+    DEFAULT_MULTIPOINT,
+    EXTENSION_POINTS,
+    IN_TREE,
+    NOT_MODELLED,
+    PLACEMENT_POINTS,
+    UNMODELLED_POINTS,
+    Release,
+)
 
 __all__ = ["DEFAULT_VERSION", "RELEASES", "VERSIONS", "at_least", "chosen_version", "parse_version", "release"]
 
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
+# v1.36's pod-group placement plugins (NewInTreeRegistry), off by default
+PLACEMENT_PLUGINS = {"TopologyPlacementGenerator": frozenset({"placementGenerate"}),
+                     "PodGroupPodsCount": frozenset({"placementScore"})}
 
 RELEASES: dict[str, Release] = {
     "1.35": Release("1.35", "v1.35.4", DEFAULT_MULTIPOINT, IN_TREE, UNMODELLED_POINTS, NOT_MODELLED),
-    "1.36": Release("1.36", "v1.36.2", (*DEFAULT_MULTIPOINT, (NODE_DECLARED_FEATURES, None)), IN_TREE,
-                    UNMODELLED_POINTS, NOT_MODELLED),
+    "1.36": Release("1.36", "v1.36.2", (*DEFAULT_MULTIPOINT, (NODE_DECLARED_FEATURES, None)),
+                    IN_TREE | {*PLACEMENT_PLUGINS}, {**UNMODELLED_POINTS, **PLACEMENT_PLUGINS},
+                    NOT_MODELLED | {*PLACEMENT_PLUGINS},
+                    extension_points=(*EXTENSION_POINTS, *PLACEMENT_POINTS), binding_timeout=600.0,
+                    strict_ratio_params=True),
 }
 VERSIONS = tuple(RELEASES)
 # the version a run assumes when nothing names one

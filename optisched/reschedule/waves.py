@@ -35,7 +35,7 @@ from typing import Protocol
 import numpy as np
 
 from ..model.objects import cordoned as cordoned_nodes
-from ..model.state import ClusterState, compile_cluster
+from ..model.state import ClusterState, compile_cluster, resized
 from ..preemption.pdb import PDBLedger
 from ..profile import SchedulerConfig
 from .cycles import CycleReport, resolve_cycle
@@ -227,6 +227,8 @@ def stage(state: ClusterState, config: SchedulerConfig, target: np.ndarray, reas
     ledger = PDBLedger(state, (current >= 0).tolist())
     caps = _workload_caps(state, budgets.max_unavailable_per_workload)
     base = cordon(state, emptied | idle)
+    # the live cluster keeps each row's requests, and a resized pod's replacement requests its spec
+    incremental = incremental and not any(resized(p) for p in state.pods)
     live = LiveCluster(base, config) if incremental and remaining else None
     gone = np.zeros(len(state.pods), dtype=bool)
     requeued: tuple[int, ...] = ()  # pods preempted by a kept wave, re-created by their controllers

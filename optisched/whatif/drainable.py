@@ -38,7 +38,8 @@ def _without(state: ClusterState, nodes: set[str], evicted: set[str], keep_pendi
     for p in state.pods:
         if p.key in evicted:
             if p.metadata.owner_references:
-                pods.append(p.model_copy(update={"spec": p.spec.model_copy(update={"node_name": None})}))
+                pods.append(p.model_copy(update={"spec": p.spec.model_copy(update={"node_name": None}),
+                                                 "status": p.status.without_resize()}))
         elif p.spec.node_name or keep_pending:
             pods.append(p)
     return compile_cluster(replace(cluster, nodes=node_objs, pods=pods))

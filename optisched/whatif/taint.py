@@ -101,7 +101,8 @@ def optimal_replacements(r: TaintReplay, config: SchedulerConfig, time_limit: fl
     """Optimal mode's best placement of the deleted pods' replacements on the tainted cluster (bare pods are
     gone; every other pod stays): what the best re-placement would be, beside the replay's."""
     gone = {r.tainted.pods[p].key for p in r.gone}
-    pods = [p.model_copy(update={"spec": p.spec.model_copy(update={"node_name": None})}) if p.key in gone else p
+    pods = [p.model_copy(update={"spec": p.spec.model_copy(update={"node_name": None}),
+                                 "status": p.status.without_resize()}) if p.key in gone else p
             for p in r.tainted.pods if p.key not in gone or p.metadata.owner_references]
     sub = compile_cluster(replace(r.tainted.cluster, pods=pods))
     placed = solve_optimal(sub, config, OptimalOptions(time_limit=time_limit)).placements()
