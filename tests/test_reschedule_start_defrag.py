@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optisched.optimal.check import check_placement
+from optisched.optimal.tier_key import TierKey
 from optisched.policy.eviction import EvictionPolicy
 from optisched.profile import default_config
 from optisched.reschedule import plan_reschedule
@@ -68,7 +69,7 @@ def test_the_tier_is_offered_the_defragmentation_and_says_so():
     state = state_of(*gpu_nodes(2, 3, 3), big())
     starts = GoalStarts(state, default_config(), [Goal.FIT_PENDING], EvictionPolicy(),
                         EvictionPolicy().verdicts(state).may_leave)
-    start = starts.start("placed[priority=0]", state.pod_node, np.ones(len(state.pods), dtype=bool))
+    start = starts.start(TierKey.parse("placed[priority=0]"), state.pod_node, np.ones(len(state.pods), dtype=bool))
     assert start is not None and _moves(state, start) == {"big": "g1", "h10": "g2", "h11": "g3"}
     assert starts.lines() == [("start of fit-pending: 1 of 1 unplaced pod(s) of priority 0 placed, kube-scheduler's "
                                "preemption and defragmentation (1 pod(s) placed by moving pods of any priority) "
@@ -138,7 +139,7 @@ def test_nothing_moves_when_nothing_can_make_room(objs):
     assert np.array_equal(out, state.pod_node) and defragmented == []
     starts = GoalStarts(state, default_config(), [Goal.FIT_PENDING], EvictionPolicy(),
                         EvictionPolicy().verdicts(state).may_leave)
-    assert starts.start("placed[priority=0]", state.pod_node, np.ones(len(state.pods), dtype=bool)) is None
+    assert starts.start(TierKey.parse("placed[priority=0]"), state.pod_node, np.ones(len(state.pods), dtype=bool)) is None
 
 
 def replica(k: int):  # type: ignore[no-untyped-def]

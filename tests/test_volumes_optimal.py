@@ -26,7 +26,7 @@ def solve_checked(state, config, **options):  # type: ignore[no-untyped-def]
     greedy filter."""
     from unittest import mock
 
-    import optisched.optimal.solve as solve_module
+    import optisched.optimal.certify as certify_module
 
     seen: list = []
 
@@ -35,7 +35,7 @@ def solve_checked(state, config, **options):  # type: ignore[no-untyped-def]
         seen.append(out)
         return out
 
-    with mock.patch.object(solve_module, "check_answer", spy):
+    with mock.patch.object(certify_module, "check_answer", spy):
         result = solve_optimal(state, config, OptimalOptions(time_limit=10, workers=1, **options))
     assert all(v == [] for v in seen), seen
     return result

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ...model.snapshot import Snapshot
     from ...optimal.classes import PodClass
     from ...optimal.model import BatchModel
+    from ...optimal.tiers import Linear
 
 __all__ = ["CANNOT_ALLOCATE", "FIRST_AVAILABLE_MAX", "NOT_AVAILABLE", "DynamicResources"]
 
@@ -401,6 +402,32 @@ class DynamicResources(Plugin):
         return out
 
     # ------------------------------------------------------------------ CP-SAT side
+    score_fidelity = Fidelity.SURROGATE
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """Per arrival, the greedy score against the fixed pods' claims: the ``firstAvailable`` rank of
+        the allocation the node would give the class's pod, normalized over the nodes the class may use
+        (SURROGATE: kube scores against the devices the batch's earlier pods took, and normalizes over
+        the nodes feasible then)."""
+        from ...optimal.score_terms import SCORE_SCALE, add_arrival_scores
+
+        for c in classes:
+            nodes = np.flatnonzero(model.allowed[c.index])
+            cycle = CycleState(c.rep, model.snapshot, model.cycle(c).profile)
+            if len(nodes) == 0 or not self.pre_filter(cycle).ok:
+                continue
+            st: _State | None = cycle.data.get(self.name)
+            if st is None or not st.to_allocate:
+                continue
+            try:
+                fits = nodes[self.filter(cycle, nodes).code == 0]
+                raw = self.score(cycle, fits)
+            except (FilterAborted, PodNotHandled):
+                continue
+            per_node = np.zeros(model.state.num_nodes, dtype=np.int64)
+            per_node[fits] = self.normalize(cycle, raw)
+            add_arrival_scores(model, c, per_node, SCORE_SCALE * weight, objective)
+
     filter_fidelity = Fidelity.RELAXED
 
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
