@@ -233,3 +233,28 @@ def test_a_single_pod_fits_in_optimal_mode_exactly_where_greedy_mode_places_it(o
         _, greedy, _ = run([*others, p])
         state, res = solve([*others, p], seconds=5)
         assert (res.node_of[state.pending] >= 0).tolist() == (greedy.snapshot.node_of[state.pending] >= 0).tolist()
+
+
+def test_an_evicted_pods_replacement_gets_a_new_claim_and_its_old_gpu_is_free():
+    """A replay of evictions (reschedule, drain): the ReplicaSet's new pod does not inherit the claim the
+    garbage collector deleted with the old one; it is allocated anew, and the old device is free."""
+    from optisched.plans.landing import predict_landing
+
+    web, its_claim = bound_with_gpu("web", "n1", "gpu-0")
+    web["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-rs",
+                                           "uid": "uid-rs", "controller": True}]
+    objects = [node("n1"), node("n2"), gpus("n1", 1), gpus("n2", 1), device_class(), template(), web, its_claim,
+               pod("next", created=9)]
+    state = compile_cluster(cluster_from_objects(objects))
+    target = state.pod_node.copy()
+    row = state.pod_index["ml/web"]
+    target[row] = state.node_index["n2"]
+    landing = predict_landing(state, default_config(), target)
+    assert landing.landed["ml/web"] is not None
+    placed = landing.replay.placements()
+    assert placed["ml/next"] is not None and placed["ml/next"] != placed["ml/web"]  # both GPUs are usable
+    from optisched.plugins.dynamicresources.claims import claim_book
+
+    book = claim_book(landing.replay.snapshot)
+    assert "ml/web-gpu-abcde" not in book.claims  # deleted with the evicted pod
+    assert len(book.allocated_devices) == 2
