@@ -18,7 +18,7 @@ from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.optimal.solve import OptimalOptions, solve_optimal
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "adding-a-rule.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
+BLOCKS = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.DOTALL)
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def registered(monkeypatch):
     module = types.ModuleType("optisched.plugins.exclusive_pods")
     exec(compile(BLOCKS[0], str(PAGE), "exec"), module.__dict__)  # noqa: S102 - the page's own code
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    line = dict(eval("{" + BLOCKS[1].strip().rstrip(",") + "}"))  # noqa: S307 - the page's own line
+    line = dict(eval("{" + BLOCKS[1].strip().rstrip(",") + "}"))
     monkeypatch.setitem(registry.REGISTRY, "ExclusivePods", line["ExclusivePods"])
     registry.plugin_points.cache_clear()
     yield module
