@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..registry import plugin_points
+from ..registry import REGISTRY, plugin_points
 from .defaults import (
     API_VERSION,
     MULTI_POINT,
@@ -60,9 +60,10 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
 
 
 def implements(plugin: str, point: str, release: Release) -> bool:
-    """Whether an in-tree plugin of ``release`` implements ``point`` (its class's ``points``, or for one
-    optisched does not model, the release's table; unknown plugins: unknown, so never expanded)."""
-    if plugin not in release.in_tree:
+    """Whether a registered plugin implements ``point``: its class's ``points`` (a plugin of ``release``
+    optisched does not model: the release's table). ``expandMultiPointPlugins`` expands every plugin of
+    the registry it is given, out-of-tree ones too; unknown plugins: unknown, so never expanded."""
+    if plugin not in release.in_tree and plugin not in REGISTRY:
         return False
     return point in (release.unmodelled_points.get(plugin) or plugin_points(plugin))
 

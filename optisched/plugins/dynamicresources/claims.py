@@ -18,6 +18,9 @@ What optisched assumes where no controller runs:
   Filter found on its node) and reserved for it.
 - **Deletion of a pod** (a preemption victim) removes it from its claims' ``reservedFor``; a claim left
   reserved for nobody is deallocated, its devices free for the next cycle.
+- **An evicted pod's replacement** (a pending pod whose uid owns claims its status does not name: a replay
+  of evictions re-creates owned pods without their status) does not inherit its predecessor's claims:
+  those were deleted with that pod, and the replacement gets new ones from its templates.
 """
 from __future__ import annotations
 
@@ -99,7 +102,10 @@ class ClaimBook:
         self.state = state
         cluster = state.cluster
         self.claims: dict[str, Claim] = {}
+        gone = _left_with_their_pod(state)
         for c in cluster.resource_claims:
+            if c.key in gone:
+                continue
             alloc = c.status.allocation
             claim = Claim(c, None, [r.uid or f"{c.metadata.namespace}/{r.name}" for r in c.status.reserved_for])
             claim.set_allocation(alloc)
@@ -241,6 +247,22 @@ class ClaimBook:
         claim.set_allocation(None)
         claim.reserved_for.clear()
         self._masks.pop(claim.key, None)
+
+
+def _left_with_their_pod(state: ClusterState) -> set[str]:
+    """Claims a pod made from a template whose pod is pending now without naming them: the pod was
+    evicted and its controller made a new one (a replay's replacement, :mod:`optisched.plans.landing`), so
+    the garbage collector deleted the claim with its owner and its devices are free."""
+    pending = {p.metadata.uid: p for i, p in enumerate(state.pods)
+               if p.metadata.uid and state.pod_node[i] < 0}
+    gone = set()
+    for c in state.cluster.resource_claims:
+        owner = next((r for r in c.metadata.owner_references if r.controller and r.kind == "Pod"), None)
+        pod = pending.get(owner.uid) if owner is not None else None
+        if pod is not None and not any(s.resource_claim_name == c.metadata.name
+                                       for s in pod.status.resource_claim_statuses):
+            gone.add(c.key)
+    return gone
 
 
 def claim_book(snapshot: Snapshot) -> ClaimBook:

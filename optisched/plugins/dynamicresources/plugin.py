@@ -25,7 +25,8 @@ consumable capacity, binding conditions and partitionable devices off). Its poin
 
 CP-SAT side (RELAXED): a pod may use only the nodes where its claims can be allocated against the
 claims allocated before the batch (the greedy verdict over every node); the devices the batch's pods take
-from each other are not encoded yet.
+from each other are counted per node for plain ``exactly`` requests (:meth:`encode_filter`), and checked
+by the re-check for the rest.
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ from ...framework import (
     Status,
     default_normalize,
 )
-from ...model.dra import AllocationResult, Device, DeviceClass, ResourceClaim
+from ...model.dra import ALLOCATION_MODE_ALL, AllocationResult, Device, DeviceClass, ResourceClaim
 from .. import names
 from .claims import Claim, ClaimBook, ClaimNotReady, claim_book
 
@@ -435,7 +436,98 @@ class DynamicResources(Plugin):
         model.restrict_by_filter(self, classes)
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
-        """Devices two pods of the batch both count on are not encoded (RELAXED)."""
+        """The devices the batch's pods take from each other, per node, for the classes whose claims to
+        allocate ask only ``exactly`` requests (ExactCount or All, no adminAccess, no constraints, no
+        claim shared with another pod): each request of a class needs ``count`` free matching devices per
+        pod the batch puts on the node (All: every matching device), and no device serves two. Devices
+        that match the same requests are interchangeable, so they are counted per such group: an exact
+        transportation problem, which the allocator's complete search then realizes. Other classes
+        (firstAvailable, matchAttribute, adminAccess, shared claims) stay RELAXED: the re-check allocates
+        their devices."""
+        from ortools.sat.python import cp_model
+
+        demands: dict[int, list[tuple[list[str], str, int]]] = {}
+        for c in classes:
+            spec = self._exact_demands(c.rep, model.cycle(c).profile)
+            if spec:
+                demands[c.index] = spec
+        if not demands:
+            return
+        allocated = self.book.allocated_devices
+        for n, terms in model.each(enumerate(model.node_arrivals()), model.CHECK_EVERY):
+            terms = [t for t in terms if t[0].index in demands]
+            if not terms:
+                continue
+            cands = self._free_candidates(n, allocated)
+            if cands is None:
+                continue
+            rows: list[tuple[Any, int, tuple[bool, ...]]] = []  # (arrival variable, devices per pod, matches)
+            for c, v, _ in terms:
+                for exprs, mode, count in demands[c.index]:
+                    match = self._matching(cands, exprs)
+                    if match is None:
+                        break
+                    rows.append((v, sum(match) if mode == ALLOCATION_MODE_ALL else count, match))
+            groups: dict[tuple[bool, ...], int] = {}
+            for i in range(len(cands)):
+                sig = tuple(m[i] for _, _, m in rows)
+                groups[sig] = groups.get(sig, 0) + 1
+            use: dict[tuple[bool, ...], list[Any]] = {g: [] for g in groups}
+            for j, (v, k, _) in enumerate(rows):
+                zs = []
+                for g, size in groups.items():
+                    if g[j]:
+                        z = model.cp.new_int_var(0, size, f"dra{n}_{j}_{len(use[g])}")
+                        zs.append(z)
+                        use[g].append(z)
+                model.cp.add(cp_model.LinearExpr.sum(zs) == k * v)
+            for g, size in groups.items():
+                if len(use[g]) > 1:
+                    model.cp.add(cp_model.LinearExpr.sum(use[g]) <= size)
+
+    def _exact_demands(self, pod: int, profile: object) -> list[tuple[list[str], str, int]] | None:
+        """The pod's requests as (selector expressions, mode, count) when every claim it allocates asks
+        only plain ``exactly`` requests; None otherwise (or when it allocates nothing)."""
+        cycle = CycleState(pod, self.snapshot, profile)  # type: ignore[arg-type]
+        if not self.pre_filter(cycle).ok:
+            return None
+        st: _State | None = cycle.data.get(self.name)
+        if st is None or not st.to_allocate:
+            return None
+        out = []
+        for claim in st.to_allocate:
+            if claim.obj.spec.devices.constraints or (not claim.generated and self._claim_shared(claim)):
+                return None
+            for req in claim.obj.spec.devices.requests:
+                ex = req.exactly
+                if ex is None or ex.admin_access:
+                    return None
+                cls = self.classes[ex.device_class_name]
+                exprs = [sel.cel.expression for sel in (*cls.spec.selectors, *ex.selectors) if sel.cel is not None]
+                out.append((exprs, ex.allocation_mode, ex.count))
+        return out
+
+    def _claim_shared(self, claim: Claim) -> bool:
+        """Whether more than one pod names this claim."""
+        users = sum(1 for entries in self.book.entries if not isinstance(entries, str)
+                    for _, key in entries if key == claim.key)
+        return users > 1
+
+    def _free_candidates(self, node: int, allocated: AbstractSet[str]) -> list[tuple[Any, int]] | None:
+        """The devices of the node's usable pools that no claim holds, in the allocator's order; None when
+        the node's pools cannot be read (an unmodelled field: left RELAXED)."""
+        try:
+            pools = self.allocator.index.pools(self.state.nodes[node])
+        except (ValueError, NotImplementedError):
+            return None
+        return [(cand, di) for pool in pools if not pool.incomplete and not pool.invalid
+                for cand, di in self.allocator.candidates(pool) if cand.id not in allocated]
+
+    def _matching(self, cands: list[tuple[Any, int]], exprs: list[str]) -> tuple[bool, ...] | None:
+        try:
+            return tuple(all(self.allocator.selector_matches(e, cand, di) for e in exprs) for cand, di in cands)
+        except Exception:  # noqa: BLE001 - a CEL error: the Filter already refused such nodes
+            return None
 
 
 def _first_available_score(claims: Sequence[ResourceClaim], results: Sequence[AllocationResult]) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.greedy.select import TieBreak
@@ -156,3 +158,103 @@ def test_the_recheck_refuses_an_answer_that_gives_one_gpu_to_two_pods():
     one_each = both_on_one.copy()
     one_each[rows[1]] = 1
     assert check_placement(state, default_config(), one_each) == []
+
+
+def solve(objects: list[dict], seconds: float = 10.0):
+    from optisched.optimal.solve import OptimalOptions, solve_optimal
+
+    state = compile_cluster(cluster_from_objects(objects))
+    res = solve_optimal(state, default_config(), OptimalOptions(time_limit=seconds, seed=1))
+    return state, res
+
+
+def test_optimal_mode_counts_the_gpus_the_batch_takes_from_each_other():
+    """Two GPUs, three pods asking one each: the answer places two and passes the re-check, the devices
+    counted in the model rather than refused afterwards."""
+    state, res = solve([node("n1"), gpus("n1", 2), device_class(), template(),
+                        pod("a", created=1), pod("b", created=2), pod("c", created=3)])
+    assert res.violations == [] and res.certificate.source == "solver"  # not greedy's placement kept
+    assert int((res.node_of[state.pending] >= 0).sum()) == 2
+
+
+def test_optimal_mode_puts_the_picky_pod_where_only_it_fits():
+    """An a100 on one node, an l4 on the other, a pod taking any GPU and one only an a100: the solver's
+    answer (not greedy's, kept as a fallback) gives each pod a device it may use."""
+    a100_only = device_class("gpu-a100", f'device.driver == "{DRIVER}" && '
+                                         f'device.attributes["{DRIVER}"].model == "a100"')
+    objects = [node("n1"), node("n2"), gpus("n1", 1, model="a100"), gpus("n2", 1, model="l4"),
+               device_class(), a100_only, template(), template("a100", cls="gpu-a100"),
+               pod("any", created=1), pod("picky", claim_template="a100", created=2)]
+    _, greedy, _ = run(objects)
+    state, res = solve(objects)
+    assert res.violations == [] and res.certificate.source == "solver"
+    assert int((res.node_of[state.pending] >= 0).sum()) == 2
+    assert int((res.node_of[state.pending] >= 0).sum()) >= sum(
+        1 for p in greedy.state.pending if greedy.snapshot.node_of[p] >= 0)
+
+
+@st.composite
+def dra_clusters(draw):
+    n_nodes = draw(st.integers(1, 3))
+    objects = [device_class(), device_class("gpu-a100", f'device.driver == "{DRIVER}" && '
+                                                        f'device.attributes["{DRIVER}"].model == "a100"'),
+               template(), template("a100", cls="gpu-a100"), template("two", count=2)]
+    for i in range(n_nodes):
+        objects.append(node(f"n{i}", cpu=str(draw(st.integers(1, 4)))))
+        count = draw(st.integers(0, 3))
+        if count:
+            objects.append(gpus(f"n{i}", count, model=draw(st.sampled_from(["a100", "l4"]))))
+    for j in range(draw(st.integers(1, 5))):
+        objects.append(pod(f"p{j}", claim_template=draw(st.sampled_from(["one-gpu", "a100", "two", None])),
+                           priority=draw(st.sampled_from([0, 100])), created=j))
+    return objects
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dra_clusters())
+def test_optimal_answers_with_devices_pass_the_recheck_and_place_at_least_greedys_count(objects):
+    """On generated DRA clusters: every answer passes the re-check (its devices allocated pod by pod), and
+    places at least greedy mode's count at every priority level."""
+    _, greedy, _ = run(objects)
+    state, res = solve(objects, seconds=5)
+    assert res.violations == []
+    for level in (0, 100):
+        rows = [p for p in state.pending if state.pod_priority[p] == level]
+        assert sum(res.node_of[p] >= 0 for p in rows) >= sum(greedy.snapshot.node_of[p] >= 0 for p in rows)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dra_clusters())
+def test_a_single_pod_fits_in_optimal_mode_exactly_where_greedy_mode_places_it(objects):
+    """One pending pod at a time: optimal mode places it iff kube-scheduler does (the same nodes allowed)."""
+    pending = [o for o in objects if o["kind"] == "Pod"]
+    others = [o for o in objects if o["kind"] != "Pod"]
+    for p in pending:
+        _, greedy, _ = run([*others, p])
+        state, res = solve([*others, p], seconds=5)
+        assert (res.node_of[state.pending] >= 0).tolist() == (greedy.snapshot.node_of[state.pending] >= 0).tolist()
+
+
+def test_an_evicted_pods_replacement_gets_a_new_claim_and_its_old_gpu_is_free():
+    """A replay of evictions (reschedule, drain): the ReplicaSet's new pod does not inherit the claim the
+    garbage collector deleted with the old one; it is allocated anew, and the old device is free."""
+    from optisched.plans.landing import predict_landing
+
+    web, its_claim = bound_with_gpu("web", "n1", "gpu-0")
+    web["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-rs",
+                                           "uid": "uid-rs", "controller": True}]
+    objects = [node("n1"), node("n2"), gpus("n1", 1), gpus("n2", 1), device_class(), template(), web, its_claim,
+               pod("next", created=9)]
+    state = compile_cluster(cluster_from_objects(objects))
+    target = state.pod_node.copy()
+    row = state.pod_index["ml/web"]
+    target[row] = state.node_index["n2"]
+    landing = predict_landing(state, default_config(), target)
+    assert landing.landed["ml/web"] is not None
+    placed = landing.replay.placements()
+    assert placed["ml/next"] is not None and placed["ml/next"] != placed["ml/web"]  # both GPUs are usable
+    from optisched.plugins.dynamicresources.claims import claim_book
+
+    book = claim_book(landing.replay.snapshot)
+    assert "ml/web-gpu-abcde" not in book.claims  # deleted with the evicted pod
+    assert len(book.allocated_devices) == 2
