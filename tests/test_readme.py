@@ -30,6 +30,8 @@ RESOURCE_KINDS = {
     "csinodes": "CSINode", "csidrivers": "CSIDriver", "csistoragecapacities": "CSIStorageCapacity",
     "volumeattachments": "VolumeAttachment", "deviceclasses": "DeviceClass", "resourceslices": "ResourceSlice",
     "resourceclaims": "ResourceClaim", "resourceclaimtemplates": "ResourceClaimTemplate",
+    "workloads.scheduling.k8s.io": "Workload", "podgroups.scheduling.k8s.io": "PodGroup",
+    "podgroups.scheduling.x-k8s.io": "PodGroup", "topologies.kueue.x-k8s.io": "Topology",
 }
 
 
@@ -63,8 +65,9 @@ def test_own_placements_snippet_measures_mine_beside_greedy_and_optimal(in_a_clo
 
 
 def kubectl_dump_kinds() -> set[str]:
-    line = next(b for b in BASH_BLOCKS if b.startswith("kubectl get "))
-    resources = line.split()[2].split(",")
+    """The kinds the README's kubectl dumps name (the main one, and the one for pod groups' objects)."""
+    lines = [line for b in BASH_BLOCKS for line in b.splitlines() if line.startswith("kubectl get ")]
+    resources = [r for line in lines for r in line.split()[2].split(",")]
     unknown = [r for r in resources if r not in RESOURCE_KINDS]
     assert not unknown, f"README's kubectl dump names resources this test cannot map to kinds: {unknown}"
     return {RESOURCE_KINDS[r] for r in resources}

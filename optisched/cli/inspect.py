@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..model.gangs import groups
 from ..model.pdb import budget_views
 from ..model.state import ZONE_LABEL, ClusterState
 from ..profile import SchedulerConfig
@@ -89,6 +90,7 @@ def summarize(state: ClusterState, config: SchedulerConfig) -> dict[str, Any]:
                     "scoringStrategy": {"type": str(profile.fit.strategy),
                                         "resources": {r.name: r.weight for r in profile.fit.resources}},
                     "profiles": [p.scheduler_name for p in config.profiles]},
+        "groups": [g.to_dict(state) for g in groups(state)],
         "pendingPods": pending,
         "skippedKinds": dict(cluster.skipped),
         "warnings": input_warnings(state, config) + ([mismatch] if mismatch else []),

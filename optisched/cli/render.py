@@ -61,6 +61,21 @@ def render_inspect(console: Console, s: dict[str, Any]) -> None:
             t.add_row(safe_text(b["pdb"]), str(b["pods"]), str(b["currentHealthy"]), str(b["desiredHealthy"]),
                       str(b["disruptionsAllowed"]))
         console.print(t)
+    if s.get("groups"):
+        t = Table(title="Pod groups (all or nothing from their minimum on)")
+        _name_column(t, "group")
+        for c in ("members", "bound", "minimum"):
+            t.add_column(c, justify="right")
+        t.add_column("topology")
+        for g in s["groups"][:200]:
+            topo = (f"required {g['requiredTopology']}" if g.get("requiredTopology") else
+                    f"preferred {g['preferredTopology']}" if g.get("preferredTopology") else "")
+            size = f"{g['members']} of {g['declaredSize']}" if "declaredSize" in g else str(g["members"])
+            t.add_row(safe_text(g["group"] + (f" ({g['missing']})" if g.get("missing") else "")), size,
+                      str(g["bound"]), str(g["minimum"]), safe_text(topo))
+        if len(s["groups"]) > 200:
+            t.caption = f"first 200 of {len(s['groups'])}; --json lists all"
+        console.print(t)
     if s["pendingPods"]:
         t = Table(title="Pending pods (effective requests)")
         _name_column(t, "pod")

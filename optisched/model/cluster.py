@@ -21,6 +21,7 @@ from .objects import (
 if TYPE_CHECKING:
     from ..profile import SchedulerConfig
     from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+    from .gangs import PodGroup, Topology, Workload
     from .storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
     from .storage_kinds import CSIStorageCapacity, VolumeAttachment
 
@@ -54,6 +55,9 @@ class Cluster:
     resource_slices: list[ResourceSlice] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
     resource_claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
+    pod_groups: list[PodGroup] = field(default_factory=list)
+    topologies: list[Topology] = field(default_factory=list)
     config: SchedulerConfig | None = None
     # the Kubernetes version the input names (a List's top-level ``kubernetesVersion``, which ``optisched
     # snapshot`` writes from the API server's /version), with where it was read; None: not named

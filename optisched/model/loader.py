@@ -22,6 +22,7 @@ from .bounded import DEFAULT_MAX_INPUT, Input, open_input
 from .cluster import Cluster, resolve_priority
 from .documents import load_documents, read_source, validation_message
 from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from .gangs import PodGroup, Topology, Workload
 from .names import check_object_name
 from .objects import (
     Namespace,
@@ -69,9 +70,13 @@ _MODELS: dict[str, tuple[type[BaseModel], tuple[str, ...], str]] = {
     "ResourceSlice": (ResourceSlice, ("resource.k8s.io/v1",), "resource_slices"),
     "ResourceClaim": (ResourceClaim, ("resource.k8s.io/v1",), "resource_claims"),
     "ResourceClaimTemplate": (ResourceClaimTemplate, ("resource.k8s.io/v1",), "resource_claim_templates"),
+    "Workload": (Workload, ("scheduling.k8s.io/v1alpha1", "scheduling.k8s.io/v1alpha2"), "workloads"),
+    "PodGroup": (PodGroup, ("scheduling.k8s.io/v1alpha2", "scheduling.x-k8s.io/v1alpha1"), "pod_groups"),
+    "Topology": (Topology, ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1"),
+                 "topologies"),
 }
 _NAMESPACED = {"Pod", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-               "PersistentVolumeClaim", "CSIStorageCapacity", "ResourceClaim", "ResourceClaimTemplate"}
+               "PersistentVolumeClaim", "CSIStorageCapacity", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup"}
 _SUFFIXES = (".yaml", ".yml", ".json")
 _ATTRS = tuple(attr for _, _, attr in _MODELS.values())
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

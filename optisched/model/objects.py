@@ -49,6 +49,7 @@ __all__ = [
     "PodDisruptionBudget",
     "PodResourceClaim",
     "PodResourceClaimStatus",
+    "PodSchedulingGroup",
     "PreemptionPolicy",
     "PreferredSchedulingTerm",
     "PriorityClass",
@@ -64,6 +65,7 @@ __all__ = [
     "TopologySpreadConstraint",
     "Volume",
     "WeightedPodAffinityTerm",
+    "WorkloadReference",
 ]
 
 
@@ -495,6 +497,20 @@ def _default_host_ports(container: Any) -> Any:
     return {**container, "ports": out}
 
 
+class WorkloadReference(_M):
+    """``spec.workloadRef`` (1.35, GenericWorkload): the Workload and pod group a pod belongs to."""
+
+    name: str = Field(min_length=1)
+    pod_group: str = Field(min_length=1)
+    pod_group_replica_key: str | None = None
+
+
+class PodSchedulingGroup(_M):
+    """``spec.schedulingGroup`` (1.36, GenericWorkload): the PodGroup a pod belongs to."""
+
+    pod_group_name: str | None = None
+
+
 class PodSpec(_M):
     node_name: str | None = None
     scheduler_name: str = "default-scheduler"
@@ -512,6 +528,8 @@ class PodSpec(_M):
     volumes: Annotated[list[Volume], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     resource_claims: Annotated[list[PodResourceClaim], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
     scheduling_gates: Annotated[list[dict], BeforeValidator(_none_as_empty)] = Field(default_factory=list)
+    workload_ref: WorkloadReference | None = None
+    scheduling_group: PodSchedulingGroup | None = None
     host_network: bool = False
     host_users: bool | None = None  # unset means true: the pod shares the host's user namespace
 
