@@ -153,3 +153,14 @@ def test_generated_name_is_the_pod_entry_and_five_characters():
     name = generated_name(p, "gpu")
     assert name.startswith("web-gpu-") and len(name) == 13
     assert set(name[-5:]) <= set("bcdfghjklmnpqrstvwxz2456789")
+
+
+def test_a_device_allocated_with_admin_access_is_not_in_use():
+    """``foreachAllocatedDevice`` (allocateddevices.go of v1.35.4) skips admin-access results: another claim
+    may get the device; freeing the admin claim frees nothing the others hold."""
+    admin = claim("admin", allocated=["gpu-0", "gpu-1"], reserved=["a"])
+    admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    b, _ = book(admin, pod("a", [{"name": "x", "resourceClaimName": "admin"}], node="n1"))
+    assert b.claims["ml/admin"].devices == ("gpu.example.com/n1/gpu-0", "gpu.example.com/n1/gpu-1")
+    assert b.allocated_devices == {"gpu.example.com/n1/gpu-1"}
+    assert b.delete(0) == ["ml/admin"] and not b.allocated_devices
