@@ -234,7 +234,8 @@ class Points:
 
 def points(objects: list[dict], pod_key: str = f"{NS}/{POD}") -> Points:
     """PreEnqueue; PreFilter; Filter on every node; PostFilter when no node passes, else Score and
-    NormalizeScore over the passing nodes (upstream's ``testPlugin``)."""
+    NormalizeScore over the passing nodes (upstream's ``testPlugin``, which scores only when two or more
+    pass: the one-node rows' scores here are computeScore's answer, never compared with upstream's)."""
     state = compile_cluster(cluster_from_objects(objects))
     snapshot = Snapshot(state)
     profile = default_config().profiles[0]
@@ -246,10 +247,7 @@ def points(objects: list[dict], pod_key: str = f"{NS}/{POD}") -> Points:
     cycle = CycleState(row, snapshot, profile)
     status = plugin.pre_filter(cycle)
     out.prefilter = (status.code.label, status.reasons)
-    if status.code == Code.SKIP:
-        out.postfilter = plugin.post_filter(cycle)
-        return out
-    if not status.ok:
+    if not status.ok:  # Skip as well: upstream's table calls PostFilter for the pod without claims too
         out.postfilter = plugin.post_filter(cycle)
         return out
     nodes = np.arange(state.num_nodes, dtype=np.int64)
@@ -548,7 +546,8 @@ def test_single_claim_prioritized_list_scoring():
     bound(r, alloc=allocation(result(request="req-1/subreq-1")))
 
 
-def four(node_name: str, n: int) -> dict:
+def instances(node_name: str, n: int) -> dict:
+    """A slice of ``instance-1`` ... ``instance-n`` on the node."""
     return resource_slice(node_name, *(device(f"instance-{i}") for i in range(1, n + 1)))
 
 
@@ -558,7 +557,8 @@ def test_multiple_claims_prioritized_list_scoring():
     claim2 = pending_claim(first_available(1, sub("subreq-1", 4), sub("subreq-2", 3), sub("subreq-3", 2),
                                            sub("subreq-4", 1)), name=CLAIM2)
     objects = [node(NODE), node(NODE2), node(NODE3), pending_claim(first_available(1, sub("subreq-1"))),
-               claim2, device_class(), four(NODE, 4), four(NODE2, 2), four(NODE3, 1), POD_WITH_TWO_CLAIM_NAMES]
+               claim2, device_class(), instances(NODE, 4), instances(NODE2, 2), instances(NODE3, 1),
+               POD_WITH_TWO_CLAIM_NAMES]
     got = points(objects)
     assert got.filter == {NODE3: (UU, ["cannot allocate all claims"])}
     assert got.scores == {NODE: 15, NODE2: 13} and got.normalized == {NODE: 100, NODE2: 86}
@@ -572,7 +572,7 @@ def test_multiple_requests_prioritized_list_scoring():
     objects = [node(NODE), node(NODE2), node(NODE3),
                pending_claim(first_available(1, sub("subreq-1", 2), sub("subreq-2", 1)),
                              first_available(2, sub("subreq-1", 2), sub("subreq-2", 1))),
-               device_class(), four(NODE, 4), four(NODE2, 3), four(NODE3, 2), POD_WITH_CLAIM_NAME]
+               device_class(), instances(NODE, 4), instances(NODE2, 3), instances(NODE3, 2), POD_WITH_CLAIM_NAME]
     got = points(objects)
     assert got.scores == {NODE: 16, NODE2: 15, NODE3: 14}
     assert got.normalized == {NODE: 100, NODE2: 93, NODE3: 87}
