@@ -572,7 +572,8 @@ def test_multiple_requests_prioritized_list_scoring():
     objects = [node(NODE), node(NODE2), node(NODE3),
                pending_claim(first_available(1, sub("subreq-1", 2), sub("subreq-2", 1)),
                              first_available(2, sub("subreq-1", 2), sub("subreq-2", 1))),
-               device_class(), instances(NODE, 4), instances(NODE2, 3), instances(NODE3, 2), POD_WITH_CLAIM_NAME]
+               device_class(), instances(NODE, 4), instances(NODE2, 3), instances(NODE3, 2),
+               POD_WITH_CLAIM_NAME]
     got = points(objects)
     assert got.scores == {NODE: 16, NODE2: 15, NODE3: 14}
     assert got.normalized == {NODE: 100, NODE2: 93, NODE3: 87}
