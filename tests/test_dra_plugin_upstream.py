@@ -24,10 +24,12 @@ names; here the device is the one optisched's canonical walk picks (docs/dra.md)
 | ``TestIsSchedulableAfterClaimChange``, ``TestIsSchedulableAfterPodChange`` | all | 0 | all (queueing
   hints on claim and pod events; a run changes claims only by binding and deletion, docs/dra.md) |
 
-Rows that hold for v1.35.4 as v1.36.2 states them, unless the row says otherwise: ``empty`` (1.35's
-PostFilter message), ``wrong-claim`` (1.35 writes "pod"), ``CEL-runtime-error-for-one-of-three-nodes`` (1.35
-aborts the cycle), ``claim-with-request-with-unknown-device-class`` (1.35's code) and
-``mix-of-allocated-and-unallocated-claims`` (1.35's ``computeScore`` fails) assert 1.35's outcome.
+Upstream's ``verify`` compares a failing status by its message alone; the codes asserted here are those
+the code returns. Rows hold for v1.35.4 as v1.36.2 states them, except where the row says otherwise:
+``empty`` (the PostFilter message the row leaves out), ``wrong-claim`` (1.35 writes "pod"),
+``CEL-runtime-error-for-one-of-three-nodes`` (1.35 aborts the cycle),
+``claim-with-request-with-unknown-device-class`` (the code) and ``mix-of-allocated-and-unallocated-claims``
+(1.35's ``computeScore`` fails); those assert 1.35's outcome.
 ``tainted-device-disabled`` asserts that optisched declines the pod (a declared limit), where upstream
 allocates. The in-flight rows take upstream's in-flight claim as one an earlier pod of the run allocated.
 
@@ -306,7 +308,8 @@ def bound(r: Run, name: str = CLAIM, alloc: dict | None = None) -> None:
 
 # ---------------------------------------------------------------------------------------- TestPlugin
 def test_empty():
-    """PreFilter Skip. PostFilter: v1.35.4 says ``no new claims to deallocate`` (v1.36.2 gives no message)."""
+    """PreFilter Skip; PostFilter ``no new claims to deallocate`` (v1.36.2's row writes no message: its
+    ``verify`` compares a failing status by message containment only, so the row accepts any)."""
     objects = [node(NODE), pod()]
     objects[-1]["spec"].pop("resourceClaims")
     got = points(objects)
@@ -475,8 +478,8 @@ def test_cel_runtime_error_aborts_the_cycle(objects, error):
 @pytest.mark.parametrize("objects, reason", [
     ([node(NODE), pending_claim(), POD_WITH_CLAIM_NAME],
      f"request req-1: device class {CLASS} does not exist"),
-    # v1.36.2's row wants code Unschedulable; v1.35.4's validateDeviceClass returns statusUnschedulable,
-    # which is UnschedulableAndUnresolvable (as for missing-class)
+    # v1.36.2's row writes code Unschedulable, but its verify compares a failing status by message only;
+    # validateDeviceClass returns statusUnschedulable, UnschedulableAndUnresolvable (as for missing-class)
     ([node(NODE), claim(CLAIM, exact(1, "does-not-exist"), owner=None), POD_WITH_CLAIM_NAME],
      "request req-1: device class does-not-exist does not exist"),
     ([node(NODE), claim(CLAIM, first_available(1, sub("subreq-1", cls="does-not-exist")), owner=None),
