@@ -3,6 +3,8 @@ gets, and what binding and deletion do to them (optisched.plugins.dynamicresourc
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.model.dra import POD_CLAIM_NAME_ANNOTATION, AllocationResult
@@ -153,3 +155,35 @@ def test_generated_name_is_the_pod_entry_and_five_characters():
     name = generated_name(p, "gpu")
     assert name.startswith("web-gpu-") and len(name) == 13
     assert set(name[-5:]) <= set("bcdfghjklmnpqrstvwxz2456789")
+
+
+def test_a_device_allocated_with_admin_access_is_not_in_use():
+    """``foreachAllocatedDevice`` (allocateddevices.go of v1.35.4) skips admin-access results: another claim
+    may get the device; freeing the admin claim frees nothing the others hold."""
+    admin = claim("admin", allocated=["gpu-0", "gpu-1"], reserved=["a"])
+    admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    b, _ = book(admin, pod("a", [{"name": "x", "resourceClaimName": "admin"}], node="n1"))
+    assert b.claims["ml/admin"].devices == ("gpu.example.com/n1/gpu-0", "gpu.example.com/n1/gpu-1")
+    assert b.allocated_devices == {"gpu.example.com/n1/gpu-1"}
+    assert b.delete(0) == ["ml/admin"] and not b.allocated_devices
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=3),
+                min_size=1, max_size=4), st.lists(st.integers(0, 3), max_size=4))
+def test_devices_in_use_are_the_non_admin_results_of_the_allocated_claims(claims, deletions):
+    """Whatever claims hold, with or without admin access, and whichever pods are deleted, the devices in use
+    are those some allocated claim holds without admin access."""
+    objects: list[dict] = []
+    for i, results in enumerate(claims):
+        c = claim(f"c{i}", allocated=[f"gpu-{d}" for d, _ in results], reserved=[f"p{i}"])
+        for r, (_, admin) in zip(c["status"]["allocation"]["devices"]["results"], results):
+            r["adminAccess"] = admin
+        objects += [c, pod(f"p{i}", [{"name": "x", "resourceClaimName": f"c{i}"}], node="n1")]
+    b, keys = book(*objects)
+    deleted = {i for i in deletions if i < len(claims)}
+    for i in sorted(deleted):
+        b.delete(keys.index(f"ml/p{i}"))
+    want = {f"gpu.example.com/n1/gpu-{d}" for i, results in enumerate(claims) if i not in deleted
+            for d, admin in results if not admin}
+    assert set(b.allocated_devices) == want

@@ -69,6 +69,7 @@ class Claim:
     reserved_for: list[str] = field(default_factory=list)
     generated: bool = False
     devices: tuple[str, ...] = ()  # the allocated device ids (``driver/pool/device``)
+    held: tuple[str, ...] = ()  # those the allocation takes from others: all but the admin-access ones
 
     @property
     def key(self) -> str:
@@ -83,7 +84,11 @@ class Claim:
 
     def set_allocation(self, allocation: AllocationResult | None) -> None:
         self.allocation = allocation
-        self.devices = tuple(r.id for r in allocation.devices.results) if allocation is not None else ()
+        results = allocation.devices.results if allocation is not None else []
+        self.devices = tuple(r.id for r in results)
+        # a device allocated with admin access is not considered allocated (``foreachAllocatedDevice``,
+        # allocateddevices.go of v1.35.4): another claim may still get it
+        self.held = tuple(r.id for r in results if not r.admin_access)
 
 
 def pod_ref(pod: Pod) -> str:
@@ -186,8 +191,8 @@ class ClaimBook:
     # ------------------------------------------------------------------ devices in use
     def _count(self, claim: Claim, sign: int) -> None:
         if hasattr(self, "changed_pools"):
-            self.changed_pools.extend(dict.fromkeys(d.rsplit("/", 1)[0] for d in claim.devices))
-        for d in claim.devices:
+            self.changed_pools.extend(dict.fromkeys(d.rsplit("/", 1)[0] for d in claim.held))
+        for d in claim.held:
             n = self._in_use.get(d, 0) + sign
             if n:
                 self._in_use[d] = n
