@@ -42,7 +42,8 @@ def run():
 
 def test_same_seed_same_bytes_and_other_seeds_differ():
     assert text(cluster()) == text(cluster())
-    assert text(cluster(GenerateSpec(nodes=30, gpu_fraction=0.3, load=0.5, pending_fraction=0.8, seed=3))) != text(cluster())
+    other = GenerateSpec(nodes=30, gpu_fraction=0.3, load=0.5, pending_fraction=0.8, seed=3)
+    assert text(cluster(other)) != text(cluster())
 
 
 def test_without_dra_the_cluster_keeps_its_bytes():
@@ -54,7 +55,8 @@ def test_without_dra_the_cluster_keeps_its_bytes():
 
 def test_gpu_nodes_publish_4_or_8_devices_with_attributes_and_memory(run):
     objs, state, _ = run
-    gpu_nodes = {o["metadata"]["name"] for o in objs if o["kind"] == "Node" and o["metadata"]["labels"]["pool"] == "gpu"}
+    gpu_nodes = {o["metadata"]["name"] for o in objs
+                 if o["kind"] == "Node" and o["metadata"]["labels"]["pool"] == "gpu"}
     slices = [o for o in objs if o["kind"] == "ResourceSlice" and o["spec"]["driver"] == GPU_DRIVER]
     assert {s["spec"]["nodeName"] for s in slices} == gpu_nodes and len(slices) == len(gpu_nodes) > 0
     for s in slices:
@@ -62,9 +64,11 @@ def test_gpu_nodes_publish_4_or_8_devices_with_attributes_and_memory(run):
         assert len(devices) in (4, 8)
         for d in devices:
             assert set(d["attributes"]) == {"model", "productName", "index", "driverVersion"}
-            assert "version" in d["attributes"]["driverVersion"] and d["capacity"]["memory"]["value"].endswith("Gi")
+            assert "version" in d["attributes"]["driverVersion"]
+            assert d["capacity"]["memory"]["value"].endswith("Gi")
     assert any(o["kind"] == "ResourceSlice" and o["spec"]["driver"] == "nic.example.com" for o in objs)
-    assert "nvidia.com/gpu" not in state.resources or not state.allocatable[:, state.resource_col("nvidia.com/gpu")].any()
+    assert "nvidia.com/gpu" not in state.resources or \
+        not state.allocatable[:, state.resource_col("nvidia.com/gpu")].any()
 
 
 def test_bound_pods_hold_their_devices_and_none_is_given_twice(run):
@@ -76,7 +80,8 @@ def test_bound_pods_hold_their_devices_and_none_is_given_twice(run):
     assert held and max(held.values()) == 1
     for o in objs:
         if o["kind"] == "ResourceClaim" and "allocation" in o.get("status", {}):
-            node = o["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+            term = o["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]
+            node = term["matchFields"][0]["values"][0]
             assert all(r["pool"] == node for r in o["status"]["allocation"]["devices"]["results"])
     for p in range(len(state.pods)):
         if state.pods[p].spec.resource_claims and result.snapshot.node_of[p] >= 0:
@@ -100,9 +105,9 @@ def test_greedy_places_pending_pods_with_devices_from_the_trace(run):
             for d in alloc["devices"]:
                 assert got.setdefault(d, key) == key, f"{d} given to {got[d]} and {key}"
     assert placed >= 3
-    before = {d for o in objs if o["kind"] == "ResourceClaim"
-              for d in (f"{r['driver']}/{r['pool']}/{r['device']}"
-                        for r in o.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []))}
+    results = [r for o in objs if o["kind"] == "ResourceClaim"
+               for r in o.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])]
+    before = {f"{r['driver']}/{r['pool']}/{r['device']}" for r in results}
     assert before and not before & set(got)
 
 
@@ -119,7 +124,8 @@ def test_the_shared_claim_serves_both_its_pods_on_one_node(run):
 
 def test_templates_cover_counts_all_first_available_and_match_attribute(run):
     objs, _, _ = run
-    specs = {o["metadata"]["name"]: o["spec"]["spec"]["devices"] for o in objs if o["kind"] == "ResourceClaimTemplate"}
+    specs = {o["metadata"]["name"]: o["spec"]["spec"]["devices"] for o in objs
+             if o["kind"] == "ResourceClaimTemplate"}
     exact = [r["exactly"] for d in specs.values() for r in d["requests"] if "exactly" in r]
     assert {e.get("count") for e in exact if e["allocationMode"] == "ExactCount"} >= {1, 2}
     assert any(e["allocationMode"] == "All" for e in exact)

@@ -51,7 +51,8 @@ def test_the_packed_answer_is_settled_to_devices_and_strands_none():
                                              "default/train-0": "gpu-2"})
     held, refused = settled_devices(state, default_config(), packed.node_of)
     assert refused == []
-    assert held == {f"{DRIVER}/gpu-1/gpu-0", f"{DRIVER}/gpu-1/gpu-1"} | {f"{DRIVER}/gpu-2/gpu-{i}" for i in range(4)}
+    assert held == {f"{DRIVER}/gpu-1/gpu-{i}" for i in range(2)} | {f"{DRIVER}/gpu-2/gpu-{i}"
+                                                                  for i in range(4)}
     use = m.device_usage(state, packed.node_of, held)
     assert use.allocated.tolist() == [2, 4] and use.stranded.sum() == 0
 
@@ -97,7 +98,8 @@ def test_compare_shows_devices_per_run_and_per_node(tmp_path):
     assert rows["DRA devices stranded (free, no pending claim fits)"] == {"greedy": 6, "packed": 0}
     assert rows["DRA devices free"] == {"greedy": 6, "packed": 2}
     nodes = c.nodes.set_index(["run", "node"])
-    assert nodes.loc[("packed", "gpu-2"), "DRA allocated"] == 4 and nodes.loc[("greedy", "gpu-1"), "DRA stranded"] == 3
+    assert nodes.loc[("packed", "gpu-2"), "DRA allocated"] == 4
+    assert nodes.loc[("greedy", "gpu-1"), "DRA stranded"] == 3
     assert json.loads(json.dumps(c.to_json()))["summary"]["DRA devices allocated (of 8)"] == {"greedy": 2,
                                                                                              "packed": 6}
     written = write_report(c, tmp_path / "r")
@@ -130,7 +132,8 @@ def test_settled_devices_are_counted_once_and_never_exceed_what_a_node_publishes
     use = m.device_usage(state, node_of, held)
     assert use.published.tolist() == per_node
     assert int(use.allocated.sum()) == len(held) <= sum(per_node)
-    assert (use.allocated <= use.published).all() and (use.stranded <= use.free).all() and (use.free >= 0).all()
+    assert (use.allocated <= use.published).all() and (use.free >= 0).all()
+    assert (use.stranded <= use.free).all()
     refused_keys = {v.pod for v in refused}
     placed_ok = [p for p in range(len(wants)) if node_of[p] >= 0 and state.pods[p].key not in refused_keys]
     assert len(held) == sum(wants[p] for p in placed_ok)

@@ -24,8 +24,9 @@ def generate(
     volumes: Annotated[bool, typer.Option(help="Give StatefulSets claims on zonal and local PVs "
                                                "(WaitForFirstConsumer classes, CSINode limits).")] = False,
     csi_limit: Annotated[int, typer.Option(min=0, help="With --volumes: CSI volumes each node attaches.")] = 25,
-    dra: Annotated[bool, typer.Option(help="Publish the GPU nodes' GPUs (and some NICs) as DRA ResourceSlices "
-                                           "and give GPU pods ResourceClaims instead of nvidia.com/gpu.")] = False,
+    dra: Annotated[bool, typer.Option(help="Publish the GPU nodes' GPUs (and some NICs) as DRA "
+                                           "ResourceSlices and give GPU pods ResourceClaims instead of "
+                                           "nvidia.com/gpu.")] = False,
 ) -> None:
     """Write a seeded synthetic cluster (same seed, same bytes)."""
     from ..datasets.dra import add_dra

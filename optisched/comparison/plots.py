@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from ..model.state import ClusterState
     from .runs import PlacementRun
 
-__all__ = ["Compared", "plot_budgets", "plot_devices", "plot_fragmentation", "plot_placed_by_priority", "plot_spread",
+__all__ = ["Compared", "plot_budgets", "plot_devices", "plot_fragmentation", "plot_placed_by_priority",
+           "plot_spread",
            "plot_utilization"]
 
 P = ParamSpec("P")

@@ -101,7 +101,8 @@ def _device_rows(runs: list[PlacementRun], devices: dict[str, m.DeviceUsage],
     use = [devices[r.name] for r in runs]
     return [(f"DRA devices allocated (of {total})", "int", [int(u.allocated.sum()) for u in use]),
             ("DRA devices free", "int", [int(u.free.sum()) for u in use]),
-            ("DRA devices stranded (free, no pending claim fits)", "int", [int(u.stranded.sum()) for u in use]),
+            ("DRA devices stranded (free, no pending claim fits)", "int",
+             [int(u.stranded.sum()) for u in use]),
             ("DRA device fragmentation (FGD, devices)", "float", [frag[r.name].amount for r in runs])]
 
 
@@ -175,7 +176,8 @@ def _gap(tier: dict[str, Any]) -> float | str | None:
 
 def summary_table(state: ClusterState, runs: list[PlacementRun], workload: m.Workload,
                   spread: pd.DataFrame, devices: dict[str, m.DeviceUsage] | None = None,
-                  device_frag: dict[str, m.GpuFragmentation] | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
+                  device_frag: dict[str, m.GpuFragmentation] | None = None
+                  ) -> tuple[pd.DataFrame, dict[str, str]]:
     """One column per run, one row per metric; and each row's format. ``spread`` is :func:`spread_table`;
     ``devices`` and ``device_frag`` (by run name) add the DRA device rows."""
     rows = [("mode", "text", [r.mode for r in runs])]

@@ -50,11 +50,11 @@ TEMPLATES: dict[str, dict] = {
     "all-gpus": {"requests": [_exact("gpus", GPU_DRIVER, None)]},
     "big-memory-gpu": {"requests": [_exact("gpu", "gpu-40gi")]},
     "prioritized": {"requests": [{"name": "gpu", "firstAvailable": [
-        {"name": m, "deviceClassName": f"gpu-{m}", "allocationMode": "ExactCount", "count": 1}
-        for m in ("h100", "a100")] + [{"name": "any", "deviceClassName": GPU_DRIVER, "allocationMode": "ExactCount",
-                                       "count": 1}]}]},
+        {"name": name, "deviceClassName": cls, "allocationMode": "ExactCount", "count": 1}
+        for name, cls in (("h100", "gpu-h100"), ("a100", "gpu-a100"), ("any", GPU_DRIVER))]}]},
     "matched-pair": {"requests": [_exact("gpus", GPU_DRIVER, 2)],
-                     "constraints": [{"requests": ["gpus"], "matchAttribute": f"{GPU_DRIVER}/driverVersion"}]},
+                     "constraints": [{"requests": ["gpus"],
+                                      "matchAttribute": f"{GPU_DRIVER}/driverVersion"}]},
     "gpu-and-nic": {"requests": [_exact("gpu", GPU_DRIVER), _exact("nic", NIC_DRIVER)]},
 }
 # the templates a workload asking for this many GPUs picks from
@@ -73,14 +73,15 @@ class _Node:
 
 
 def _slice(node: str, driver: str, devices: list[dict], suffix: str) -> dict:
+    pool = {"name": node, "generation": 1, "resourceSliceCount": 1}
     return {"apiVersion": API, "kind": "ResourceSlice", "metadata": {"name": f"{node}-{driver}-{suffix}"},
-            "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1,
-                                                                  "resourceSliceCount": 1}, "devices": devices}}
+            "spec": {"driver": driver, "nodeName": node, "pool": pool, "devices": devices}}
 
 
 def _gpus(node: _Node) -> list[dict]:
     product, memory, _ = MODELS[node.model]
-    return [{"name": f"gpu-{i}", "attributes": {"model": {"string": node.model}, "productName": {"string": product},
+    return [{"name": f"gpu-{i}", "attributes": {"model": {"string": node.model},
+                                               "productName": {"string": product},
                                                "index": {"int": i}, "driverVersion": {"version": v}},
              "capacity": {"memory": {"value": memory}}} for i, v in enumerate(node.versions)]
 
@@ -101,8 +102,8 @@ def _take(node: _Node, template: str) -> list[tuple[str, str, str]] | None:
         by_version: dict[str, list[int]] = {}
         for i in gpus:
             by_version.setdefault(node.versions[i], []).append(i)
-        first = next((ids for v, ids in sorted(by_version.items(), key=lambda kv: min(kv[1])) if len(ids) >= 2), [])
-        picked, req = first[:2], "gpus"
+        pairs = [ids for ids in sorted(by_version.values(), key=min) if len(ids) >= 2]
+        picked, req = (pairs[0][:2] if pairs else []), "gpus"
     else:
         want = {"two-gpu": 2, "four-gpu": 4}.get(template, 1)
         if template == "big-memory-gpu" and node.model not in BIG_MEMORY:
@@ -153,12 +154,12 @@ class _Dra:
 
     def claim(self, pod: dict, template: str, node: str, devices: list[tuple[str, str, str]]) -> dict:
         meta = pod["metadata"]
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"],
+                 "controller": True, "blockOwnerDeletion": True}
         return {"apiVersion": API, "kind": "ResourceClaim", "metadata": {
-                    "name": f"{meta['name']}-gpu-{self.suffix()}", "namespace": meta["namespace"], "uid": self.uid(),
-                    "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
-                    "labels": {"claim-template": template},
-                    "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"],
-                                         "controller": True, "blockOwnerDeletion": True}]},
+                    "name": f"{meta['name']}-gpu-{self.suffix()}", "namespace": meta["namespace"],
+                    "uid": self.uid(), "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
+                    "labels": {"claim-template": template}, "ownerReferences": [owner]},
                 "spec": {"devices": TEMPLATES[template]},
                 "status": {"allocation": {
                     "devices": {"results": [{"request": r, "driver": d, "pool": node, "device": dev}
@@ -208,20 +209,25 @@ class _Dra:
                  "metadata": {"name": f"{app}-{h}-{self.suffix()}", "namespace": namespace, "uid": self.uid(),
                               "labels": dict(labels), "creationTimestamp": f"2025-01-28T23:59:5{k}Z",
                               "ownerReferences": [owner]},
-                 "spec": {"containers": [{"name": "main", "image": "registry.example/infer:1.0", "resources": {
+                 "spec": {"containers": [{"name": "main", "image": "registry.example/infer:1.0",
+                                          "resources": {
                      "requests": {"cpu": "1000m", "memory": "4096Mi"}, "claims": [{"name": "gpu"}]}}],
                      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                     "priorityClassName": "high", "resourceClaims": [{"name": "gpu", "resourceClaimName": SHARED_CLAIM}]},
+                     "priorityClassName": "high",
+                     "resourceClaims": [{"name": "gpu", "resourceClaimName": SHARED_CLAIM}]},
                  "status": {"phase": "Pending"}} for k in range(2)]
         return [claim, rs, *pods]
 
     def run(self) -> list[dict]:
         nodes = self.nodes()
         self.out += [{"apiVersion": API, "kind": "DeviceClass", "metadata": {"name": name},
-                      "spec": {"selectors": [{"cel": {"expression": expr}}]}} for name, expr in CLASSES.items()]
+                      "spec": {"selectors": [{"cel": {"expression": expr}}]}}
+                     for name, expr in CLASSES.items()]
         namespaces = [o["metadata"]["name"] for o in self.objs if o["kind"] == "Namespace"]
-        self.out += [{"apiVersion": API, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": ns},
-                      "spec": {"metadata": {"labels": {"claim-template": name}}, "spec": {"devices": devices}}}
+        self.out += [{"apiVersion": API, "kind": "ResourceClaimTemplate",
+                      "metadata": {"name": name, "namespace": ns},
+                      "spec": {"metadata": {"labels": {"claim-template": name}},
+                               "spec": {"devices": devices}}}
                      for ns in namespaces for name, devices in TEMPLATES.items()]
         self.pods(nodes)
         if nodes:

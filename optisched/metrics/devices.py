@@ -82,7 +82,8 @@ def device_workload(state: ClusterState) -> DeviceWorkload:
         except ClaimNotReady:
             claims = []
         spec = state.pods[p].spec
-        mkey = repr((spec.tolerations, spec.node_selector, spec.affinity.node_affinity if spec.affinity else None))
+        affinity = spec.affinity.node_affinity if spec.affinity else None
+        mkey = repr((spec.tolerations, spec.node_selector, affinity))
         mask = masks.get(mkey)
         if mask is None:
             mask = masks[mkey] = _static_mask(state, state.pods[p])
@@ -93,7 +94,8 @@ def device_workload(state: ClusterState) -> DeviceWorkload:
         group_of[p] = entry[4]
     r, n = len(state.resources), state.num_nodes
     if not groups:
-        return DeviceWorkload(Workload(np.zeros((0, r), np.int64), np.zeros(0), np.zeros((0, n), bool)), [], {})
+        empty = Workload(np.zeros((0, r), np.int64), np.zeros(0), np.zeros((0, n), bool))
+        return DeviceWorkload(empty, [], {})
     counts = np.array([g[3] for g in groups.values()], dtype=np.float64)
     shapes = Workload(np.array([g[0] for g in groups.values()], dtype=np.int64), counts / counts.sum(),
                       np.array([g[1] for g in groups.values()], dtype=bool))
@@ -108,7 +110,7 @@ class DeviceUsage:
     published: np.ndarray
     allocated: np.ndarray
     stranded: np.ndarray
-    usable: np.ndarray  # bool [G, N]: device workload group g can use node n (False for groups without claims)
+    usable: np.ndarray  # bool [G, N]: workload group g can use node n (False for groups without claims)
 
     @property
     def free(self) -> np.ndarray:

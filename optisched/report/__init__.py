@@ -97,9 +97,10 @@ def _plots(c: Comparison) -> dict[str, tuple[str, Figure, str]]:
     }
     if c.devices:
         plots["DRA devices"] = ("devices.png", c.plot_devices(),
-                                ("Per node publishing DRA devices (ResourceSlices of its own): devices some claim "
-                                 "holds (solid), free ones a pending pod's claims can be allocated on (light) and "
-                                 "stranded ones (hatched: free, and no pending pod with claims fits there)."))
+                                ("Per node publishing DRA devices (ResourceSlices of its own): devices some "
+                                 "claim holds (solid), free ones a pending pod's claims can be allocated on "
+                                 "(light) and stranded ones (hatched: free, and no pod left pending with "
+                                 "claims fits there)."))
     if c.spread:
         plots["Topology spread"] = ("spread.png", c.plot_spread(),
                                     ("Matching pods per topology domain for the pods' spread constraints, worst "
