@@ -8,6 +8,8 @@ from collections import Counter
 
 import pytest
 from builders import run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optisched.datasets.dra import GPU_DRIVER, SHARED_CLAIM, add_dra
 from optisched.datasets.generate import GenerateSpec, dump, generate
@@ -15,6 +17,7 @@ from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.greedy.select import TieBreak
 from optisched.greedy.trace import trace_of
 from optisched.model.loader import cluster_from_objects
+from optisched.model.snapshot import Snapshot
 from optisched.model.state import compile_cluster
 from optisched.plugins.dynamicresources.claims import claim_book
 from optisched.profile import default_config
@@ -143,3 +146,23 @@ def test_cli_writes_the_same_cluster_and_schedule_reads_it(tmp_path, capsys):
     assert out.read_text() == text(cluster())
     code, stdout, _ = run_cli(["schedule", str(out), "--json"], capsys)
     assert code == 0 and json.loads(stdout)
+
+
+@settings(max_examples=15, deadline=None)
+@given(nodes=st.integers(5, 40), gpu_fraction=st.sampled_from([0.1, 0.3, 0.6]),
+       pending=st.sampled_from([0.2, 0.5, 0.9]), seed=st.integers(0, 10_000))
+def test_any_generated_dra_cluster_loads_and_holds_each_device_once(nodes, gpu_fraction, pending, seed):
+    """Whatever the size and seed: the cluster loads, every bound pod with claims holds devices on its own
+    node through claims that exist, and no device is in two claims."""
+    spec = GenerateSpec(nodes=nodes, gpu_fraction=gpu_fraction, pending_fraction=pending, seed=seed)
+    objs = cluster(spec)
+    state = compile_cluster(cluster_from_objects(objs))
+    book = claim_book(Snapshot(state))
+    held = Counter(d for c in book.claims.values() for d in c.devices)
+    assert not held or max(held.values()) == 1
+    for p in range(len(state.pods)):
+        if state.pods[p].spec.resource_claims and state.pod_node[p] >= 0:
+            assert book.not_ready(p) is None
+            for _, claim in book.claims_of(p):
+                assert claim is not None and claim.devices
+                assert {d.split("/")[1] for d in claim.devices} == {state.node_names[state.pod_node[p]]}
