@@ -45,3 +45,17 @@ def test_unknown_mode_is_refused():
         optisched.schedule(cluster, mode="quantum")
     with pytest.raises(ValueError, match="not available"):
         optisched.solve(cluster, mode="quantum")
+
+
+def test_dra_example_strands_gpus_one_per_node():
+    """Each infer pod's claim gets the first GPU of its node; train-0's claim stays unallocated, and three
+    GPUs stay free on each node."""
+    from optisched.plugins.dynamicresources.claims import claim_book
+
+    res = optisched.schedule(optisched.load([str(EXAMPLES / "dra-stranded-gpus.yaml")]))
+    book = claim_book(res.snapshot)
+    devices = {res.state.pods[p].key: [d for _, c in book.claims_of(p) if c for d in c.devices]
+               for p in range(len(res.state.pods))}
+    assert devices == {"default/infer-0": ["gpu.example.com/gpu-1/gpu-0"],
+                       "default/infer-1": ["gpu.example.com/gpu-2/gpu-0"], "default/train-0": []}
+    assert sorted(book.allocated_devices) == ["gpu.example.com/gpu-1/gpu-0", "gpu.example.com/gpu-2/gpu-0"]

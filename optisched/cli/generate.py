@@ -24,8 +24,12 @@ def generate(
     volumes: Annotated[bool, typer.Option(help="Give StatefulSets claims on zonal and local PVs "
                                                "(WaitForFirstConsumer classes, CSINode limits).")] = False,
     csi_limit: Annotated[int, typer.Option(min=0, help="With --volumes: CSI volumes each node attaches.")] = 25,
+    dra: Annotated[bool, typer.Option(help="Publish the GPU nodes' GPUs (and some NICs) as DRA "
+                                           "ResourceSlices and give GPU pods ResourceClaims instead of "
+                                           "nvidia.com/gpu.")] = False,
 ) -> None:
     """Write a seeded synthetic cluster (same seed, same bytes)."""
+    from ..datasets.dra import add_dra
     from ..datasets.generate import GenerateSpec, dump
     from ..datasets.generate import generate as gen
     from ..datasets.storage import VolumeSpec, add_volumes
@@ -36,6 +40,8 @@ def generate(
     objs = gen(spec)
     if volumes:
         objs = add_volumes(objs, VolumeSpec(csi_limit=csi_limit), seed)
+    if dra:
+        objs = add_dra(objs, seed)
     fmt = "json" if output.suffix == ".json" else "yaml"
     if str(output) == "-":
         dump(objs, sys.stdout, fmt)

@@ -43,6 +43,9 @@ class Comparison:
     nodes: pd.DataFrame
     spread_skews: pd.DataFrame
     formats: dict[str, str] = field(default_factory=dict)  # summary row -> format (see tables.format_value)
+    # run name -> its DRA devices per node (:mod:`optisched.metrics.devices`); empty without DRA devices
+    devices: dict[str, m.DeviceUsage] = field(default_factory=dict)
+    device_fragmentation: dict[str, m.GpuFragmentation] = field(default_factory=dict)
 
     def plot_utilization(self) -> Figure:
         from .plots import plot_utilization
@@ -63,6 +66,11 @@ class Comparison:
         from .plots import plot_budgets
 
         return plot_budgets(self)
+
+    def plot_devices(self) -> Figure:
+        from .plots import plot_devices
+
+        return plot_devices(self)
 
     def plot_spread(self) -> Figure:
         from .plots import plot_spread
@@ -115,6 +123,28 @@ def build_comparison(state: ClusterState, config: SchedulerConfig | None, runs: 
     skews = np.array([[m.spread_skew(state, r.node_of, sd) for r in runs] for sd in spread],
                      dtype=np.int64).reshape(len(spread), len(runs))
     skew_table = spread_table(spread, runs, skews)
-    summary, formats = summary_table(state, runs, wl, skew_table)
+    devices, frag = _devices(state, config, runs)
+    summary, formats = summary_table(state, runs, wl, skew_table, devices, frag)
     return Comparison(state, config, list(runs), wl, spread, summary, pods_table(state, runs),
-                      nodes_table(state, runs, wl), skew_table, formats)
+                      nodes_table(state, runs, wl, devices), skew_table, formats, devices, frag)
+
+
+def _devices(state: ClusterState, config: SchedulerConfig | None,
+             runs: list[PlacementRun]) -> tuple[dict[str, m.DeviceUsage], dict[str, m.GpuFragmentation]]:
+    """Each run's DRA devices per node, and their FGD fragmentation; none when no node publishes a device.
+    A run that does not know its devices (an optimal answer, a given placement) has them settled from its
+    placement as the optimal re-check does (:func:`optisched.optimal.check.settled_devices`)."""
+    if not m.published_devices(state):
+        return {}, {}
+    from ..optimal.check import settled_devices
+    from ..profile import default_config
+
+    work = m.device_workload(state)
+    usage, frag = {}, {}
+    for r in runs:
+        held = r.devices
+        if held is None:
+            held, _ = settled_devices(state, config if config is not None else default_config(), r.node_of)
+        usage[r.name] = m.device_usage(state, r.node_of, held, work)
+        frag[r.name] = m.device_fragmentation(state, usage[r.name], work)
+    return usage, frag

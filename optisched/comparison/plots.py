@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from ..model.state import ClusterState
     from .runs import PlacementRun
 
-__all__ = ["Compared", "plot_budgets", "plot_fragmentation", "plot_placed_by_priority", "plot_spread",
+__all__ = ["Compared", "plot_budgets", "plot_devices", "plot_fragmentation", "plot_placed_by_priority",
+           "plot_spread",
            "plot_utilization"]
 
 P = ParamSpec("P")
@@ -54,6 +55,8 @@ class Compared(Protocol):
     workload: m.Workload
     spread: list[m.SpreadDomains]
     spread_skews: pd.DataFrame
+    devices: dict[str, m.DeviceUsage]
+    device_fragmentation: dict[str, m.GpuFragmentation]
 
 
 def _figure(rows: int, cols: int, width: float, height: float) -> tuple[Figure, np.ndarray]:
@@ -191,6 +194,42 @@ def plot_fragmentation(c: Compared) -> Figure:
         ax.set_title(f"free {res} per node\nfragmented share: " + ", ".join(shares), fontsize=10)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
         _legend(ax)
+    return fig
+
+
+@literal_text
+def plot_devices(c: Compared) -> Figure:
+    """Per node publishing DRA devices, each run's devices split into allocated (solid), free that some
+    pending claim can use (light) and stranded (hatched): :mod:`optisched.metrics.devices`."""
+    fig, axes = _figure(1, 1, 10, 3.2)
+    ax = axes[0]
+    if not c.devices:
+        _empty(ax, "no node publishes DRA devices")
+        return fig
+    first = c.devices[c.runs[0].name]
+    nodes = np.flatnonzero(first.published > 0)
+    if len(nodes) > MAX_BARS:  # the nodes with the most stranded devices in any run
+        most = np.max([c.devices[r.name].stranded[nodes] for r in c.runs], axis=0)
+        nodes = np.sort(nodes[np.argsort(-most, kind="stable")[:MAX_BARS]])
+    x = np.arange(len(nodes))
+    offsets, bar = _group_offsets(len(c.runs))
+    totals = []
+    for i, run in enumerate(c.runs):
+        use = c.devices[run.name]
+        held, stranded = use.allocated[nodes], use.stranded[nodes]
+        usable = use.free[nodes] - stranded
+        ax.bar(x + offsets[i], held, bar, color=_colour(i), label=f"{run.name}: allocated")
+        ax.bar(x + offsets[i], usable, bar, bottom=held, color=_colour(i), alpha=0.3,
+               label=f"{run.name}: free, usable")
+        ax.bar(x + offsets[i], stranded, bar, bottom=held + usable, color="white", edgecolor=_colour(i),
+               hatch="///", label=f"{run.name}: stranded")
+        totals.append(f"{run.name} {int(use.allocated.sum())} allocated, {int(use.stranded.sum())} stranded")
+    ax.set_xticks(x, [c.state.node_names[n] for n in nodes], rotation=45 if len(nodes) > 8 else 0,
+                  ha="right" if len(nodes) > 8 else "center", fontsize=8)
+    ax.set_ylabel("DRA devices")
+    ax.set_title("DRA devices per node: " + "; ".join(totals), fontsize=10)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _legend(ax)
     return fig
 
 

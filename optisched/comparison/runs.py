@@ -37,6 +37,9 @@ class PlacementRun:
     pod_scores: dict[int, dict[str, int]] = field(default_factory=dict)  # pod row -> plugin -> weighted score
     # PodDisruptionBudgets the run uses (pdb_model.BudgetUse.to_dict); None: every departure a preemption victim
     budgets: list[dict] | None = None
+    # DRA devices (``driver/pool/device``) the claims hold after the run; None: not known (settled from
+    # ``node_of`` when compared, :func:`optisched.optimal.check.settled_devices`)
+    devices: frozenset[str] | None = None
 
     def budget_rows(self, state: ClusterState) -> list[dict]:
         """Per budget: allowed, used by moves, broken by preemption (greedy mode's departures are victims)."""
@@ -60,8 +63,13 @@ class PlacementRun:
                 i = int(hit[0])
                 scores[rec.pod] = {plugin: int(w[i]) for plugin, w in rec.scores.weighted.items()}
         scores = {p: s for p, s in scores.items() if node_of[p] >= 0}
+        devices = None
+        if result.state.cluster.resource_slices:
+            from ..plugins.dynamicresources.claims import claim_book
+
+            devices = frozenset(claim_book(result.snapshot).allocated_devices)
         return cls(name, "greedy", node_of, float(seconds), dict(result.unschedulable),
-                   not_handled=dict(result.skipped), pod_scores=scores)
+                   not_handled=dict(result.skipped), pod_scores=scores, devices=devices)
 
 
 def run_greedy(state: ClusterState, config: SchedulerConfig, name: str = "greedy",

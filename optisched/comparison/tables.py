@@ -92,6 +92,20 @@ def _resource_rows(state: ClusterState, runs: list[PlacementRun], workload: m.Wo
     return rows
 
 
+def _device_rows(runs: list[PlacementRun], devices: dict[str, m.DeviceUsage],
+                 frag: dict[str, m.GpuFragmentation]) -> Rows:
+    """DRA devices of node-local ResourceSlices: allocated, free, stranded and FGD's fragmentation."""
+    if not devices:
+        return []
+    total = int(next(iter(devices.values())).published.sum())
+    use = [devices[r.name] for r in runs]
+    return [(f"DRA devices allocated (of {total})", "int", [int(u.allocated.sum()) for u in use]),
+            ("DRA devices free", "int", [int(u.free.sum()) for u in use]),
+            ("DRA devices stranded (free, no pending claim fits)", "int",
+             [int(u.stranded.sum()) for u in use]),
+            ("DRA device fragmentation (FGD, devices)", "float", [frag[r.name].amount for r in runs])]
+
+
 SUMMARY_SPREAD = 5  # the summary names this many constraints, worst first; spread_table has all
 
 
@@ -161,10 +175,14 @@ def _gap(tier: dict[str, Any]) -> float | str | None:
 
 
 def summary_table(state: ClusterState, runs: list[PlacementRun], workload: m.Workload,
-                  spread: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
-    """One column per run, one row per metric; and each row's format. ``spread`` is :func:`spread_table`."""
+                  spread: pd.DataFrame, devices: dict[str, m.DeviceUsage] | None = None,
+                  device_frag: dict[str, m.GpuFragmentation] | None = None
+                  ) -> tuple[pd.DataFrame, dict[str, str]]:
+    """One column per run, one row per metric; and each row's format. ``spread`` is :func:`spread_table`;
+    ``devices`` and ``device_frag`` (by run name) add the DRA device rows."""
     rows = [("mode", "text", [r.mode for r in runs])]
     rows += _placement_rows(state, runs) + _resource_rows(state, runs, workload)
+    rows += _device_rows(runs, devices or {}, device_frag or {})
     rows += _disruption_rows(state, runs, spread) + _run_rows(runs)
     frame = pd.DataFrame([vals for _, _, vals in rows], index=[label for label, _, _ in rows],
                          columns=[r.name for r in runs], dtype=object)
@@ -229,10 +247,12 @@ def _shape_text(state: ClusterState, shape: np.ndarray) -> str:
                      if v and r != "pods")
 
 
-def nodes_table(state: ClusterState, runs: list[PlacementRun], workload: m.Workload) -> pd.DataFrame:
+def nodes_table(state: ClusterState, runs: list[PlacementRun], workload: m.Workload,
+                devices: dict[str, m.DeviceUsage] | None = None) -> pd.DataFrame:
     """One row per run and node: pods, utilization, free and fragmented free per resource, the largest
-    workload shape that still fits and how many copies of it. ``expected fragmented:nvidia.com/gpu`` is
-    FGD's per-node GPU fragmentation."""
+    workload shape that still fits and how many copies of it; with ``devices`` (by run name) the DRA
+    devices published, allocated, free and stranded. ``expected fragmented:nvidia.com/gpu`` is FGD's
+    per-node GPU fragmentation."""
     shown = shown_resources(state)
     cols = [state.resource_col(r) for r in shown]
     zone = state.label(ZONE_LABEL)
@@ -257,5 +277,9 @@ def nodes_table(state: ClusterState, runs: list[PlacementRun], workload: m.Workl
         data["largest fitting shape"] = [_shape_text(state, workload.shapes[b]) if b >= 0 else None for b in best]
         data["copies of it"] = [int(m.copies_that_fit(free[n:n + 1], workload.shapes[b])[0]) if b >= 0 else 0
                                 for n, b in enumerate(best)]
+        if devices:
+            use = devices[r.name]
+            data |= {"DRA devices": use.published, "DRA allocated": use.allocated, "DRA free": use.free,
+                     "DRA stranded": use.stranded}
         frames.append(pd.DataFrame(data))
     return pd.concat(frames, ignore_index=True)

@@ -6,6 +6,14 @@ giving each pod's node row after a run (-1 = not placed); see :mod:`optisched.co
 from __future__ import annotations
 
 from .cost import COST_KEY, hourly_cost, node_costs
+from .devices import (
+    DeviceUsage,
+    DeviceWorkload,
+    device_fragmentation,
+    device_usage,
+    device_workload,
+    published_devices,
+)
 from .disruption import PDBViolation, evicted, moved, pdb_violations
 from .fragmentation import (
     GPU,
@@ -36,6 +44,8 @@ from .spread import SpreadDomains, domain_counts, spread_constraints, spread_ske
 __all__ = [
     "COST_KEY",
     "GPU",
+    "DeviceUsage",
+    "DeviceWorkload",
     "GpuFragmentation",
     "PDBViolation",
     "SpreadDomains",
@@ -43,6 +53,9 @@ __all__ = [
     "Workload",
     "allocation_ratio",
     "copies_that_fit",
+    "device_fragmentation",
+    "device_usage",
+    "device_workload",
     "domain_counts",
     "evicted",
     "expected_fragmentation",
@@ -59,6 +72,7 @@ __all__ = [
     "nodes_used",
     "pdb_violations",
     "pods_per_node",
+    "published_devices",
     "requested_per_node",
     "spread_constraints",
     "spread_skew",

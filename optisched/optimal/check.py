@@ -26,7 +26,8 @@ from ..model.snapshot import Snapshot
 from ..model.state import ClusterState
 from ..profile import SchedulerConfig
 
-__all__ = ["Violation", "check_answer", "check_budgets", "check_in_order", "check_placement", "checked_rows"]
+__all__ = ["Violation", "check_answer", "check_budgets", "check_in_order", "check_placement", "checked_rows",
+           "settled_devices"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,24 @@ def _settle(frameworks: dict[str, Framework], snap: Snapshot, rows: list[int], n
                 out += [Violation(state.pods[p].key, state.node_names[int(node_of[p])], rule.name, reasons)
                         for p, reasons in rule.settle(mine, node_of)]
     return out
+
+
+def settled_devices(state: ClusterState, config: SchedulerConfig,
+                    node_of: np.ndarray) -> tuple[frozenset[str], list[Violation]]:
+    """The devices (``driver/pool/device``) the claims hold once ``node_of`` is in place: the final cluster
+    as :func:`check_placement` builds it, the input's pods that ``node_of`` evicts deleted (their claims
+    reserved for nobody freed), and the moved and placed pods' claims allocated by :func:`_settle`; with
+    the pods whose claims cannot be allocated so."""
+    from ..plugins.dynamicresources.claims import claim_book
+
+    snap = _final_snapshot(state, node_of)
+    book = claim_book(snap)
+    for p in np.flatnonzero((state.pod_node >= 0) & (node_of < 0)).tolist():
+        book.delete(p)
+    frameworks = {p.scheduler_name: Framework(snap, p) for p in config.profiles}
+    moved = (node_of >= 0) & (node_of != state.pod_node)
+    refused = _settle(frameworks, snap, np.flatnonzero(moved).tolist(), node_of)
+    return frozenset(book.allocated_devices), refused
 
 
 def checked_rows(state: ClusterState, node_of: np.ndarray, signature_of: np.ndarray,

@@ -32,7 +32,7 @@ __all__ = ["REPORT_FILES", "check_report_dir", "claim_report_dir", "csv_file", "
 DPI = 100
 MANIFEST = ".optisched-report"
 REPORT_FILES = ("report.html", "summary.json", "pods.csv", "nodes.csv", "spread.csv", "placed-by-priority.png",
-                "utilization.png", "fragmentation.png", "spread.png", "budgets.png")
+                "utilization.png", "fragmentation.png", "devices.png", "spread.png", "budgets.png")
 
 
 def _owned(out: Path) -> set[str]:
@@ -95,6 +95,12 @@ def _plots(c: Comparison) -> dict[str, tuple[str, Figure, str]]:
                                             ("Free capacity per node; hatched: the part no pending pod shape "
                                             "can use (fragmented).")),
     }
+    if c.devices:
+        plots["DRA devices"] = ("devices.png", c.plot_devices(),
+                                ("Per node publishing DRA devices (ResourceSlices of its own): devices some "
+                                 "claim holds (solid), free ones a pending pod's claims can be allocated on "
+                                 "(light) and stranded ones (hatched: free, and no pod left pending with "
+                                 "claims fits there)."))
     if c.spread:
         plots["Topology spread"] = ("spread.png", c.plot_spread(),
                                     ("Matching pods per topology domain for the pods' spread constraints, worst "

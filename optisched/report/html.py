@@ -45,6 +45,17 @@ DEFINITIONS = [
      "disruptionsAllowed.")),
 ]
 
+DEVICE_DEFINITIONS = [
+    ("DRA devices", ("devices the ResourceSlices of a node's own publish (newest pool generation); "
+     "allocated: held by some ResourceClaim after the run (for an answer not reached cycle by cycle, "
+     "allocated pod by pod as the optimal re-check does).")),
+    ("DRA devices stranded", ("free devices on nodes where none of the pods the run leaves pending with "
+     "claims can go: allowed there, fitting in the free cpu and memory, and its claims allocatable by the "
+     "structured allocator against the devices in use. Zero when no pod with claims is left pending.")),
+    ("DRA device fragmentation (FGD)", ("free devices × the share of the input's pending pods that cannot "
+     "use them (no claim for a new device, or not allowed, not fitting or not allocatable there).")),
+]
+
 
 def _tier_terms(c: Comparison) -> list[tuple[str, str]]:
     """The certificate rows' terms ("placed at priority N: objective"), with what each tier counts."""
@@ -165,7 +176,8 @@ def render_html(c: Comparison, plots: Mapping[str, tuple[bytes, str]], files: li
     parts += _disruption(c)
     parts += [f"<h2>Pods placed differently from {_e(c.runs[0].name)}</h2>", _pods(c)]
     parts += ["<h2>Nodes</h2>", _nodes(c)]
+    terms = DEFINITIONS + (DEVICE_DEFINITIONS if c.devices else []) + _tier_terms(c)
     parts.append("<h2>Definitions</h2><dl class=\"defs\">" +
-                 "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in DEFINITIONS + _tier_terms(c)) + "</dl>")
+                 "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in terms) + "</dl>")
     parts.append('<p class="note">Files: ' + ", ".join(f'<a href="{_e(f)}">{_e(f)}</a>' for f in files) + "</p>")
     return page(f"optisched: {title}", parts)

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from ...optimal.model import BatchModel
     from ...optimal.tiers import Linear
 
-__all__ = ["CANNOT_ALLOCATE", "FIRST_AVAILABLE_MAX", "NOT_AVAILABLE", "DynamicResources"]
+__all__ = ["CANNOT_ALLOCATE", "FIRST_AVAILABLE_MAX", "NOT_AVAILABLE", "DynamicResources", "new_allocator"]
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -96,6 +96,14 @@ class _Selectors:
             return bool(program.matches(view[0]))
         except self._not_handled as e:
             raise NotImplementedError(f"CEL selector {expression!r}: {e}") from None
+
+
+def new_allocator(classes: dict[str, DeviceClass], slices: Sequence[Any]) -> Any:
+    """The structured allocator over ``slices`` with the plugin's CEL view (each expression compiled once,
+    each device's view built once): what the Filter calls, for readers that ask it the same question."""
+    from .allocator import Allocator
+
+    return Allocator(classes, slices, _Selectors())
 
 
 @dataclass
@@ -166,9 +174,7 @@ class DynamicResources(Plugin):
     @property
     def allocator(self) -> Any:
         if self._allocator is None:
-            from .allocator import Allocator
-
-            self._allocator = Allocator(self.classes, self.state.cluster.resource_slices, _Selectors())
+            self._allocator = new_allocator(self.classes, self.state.cluster.resource_slices)
         return self._allocator
 
     # ------------------------------------------------------------------ PreEnqueue
