@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_dra_plugin import DRIVER, device_class, gpus, node, pod, template
+from test_dynamic_resources import DRIVER, device_class, gpus, node, pod, template
 
 import optisched
 from optisched import metrics as m

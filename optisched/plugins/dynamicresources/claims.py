@@ -264,8 +264,9 @@ def _left_with_their_pod(state: ClusterState) -> set[str]:
     for c in state.cluster.resource_claims:
         owner = next((r for r in c.metadata.owner_references if r.controller and r.kind == "Pod"), None)
         pod = pending.get(owner.uid) if owner is not None else None
-        if pod is not None and not any(s.resource_claim_name == c.metadata.name
-                                       for s in pod.status.resource_claim_statuses):
+        named = {s.resource_claim_name for s in pod.status.resource_claim_statuses} if pod is not None else set()
+        named |= {e.resource_claim_name for e in pod.spec.resource_claims} if pod is not None else set()
+        if pod is not None and c.metadata.name not in named:
             gone.add(c.key)
     return gone
 
