@@ -5,8 +5,8 @@ defaults to (:class:`.defaults.Release`).
   conformance traces of ``cases/``;
 * 1.36: kubernetes v1.36.2: the same default plugins with ``NodeDeclaredFeatures`` appended (its gate is
   on by default, ``applyFeatureGates`` appends it before DynamicResources is inserted; in 1.35 the gate
-  is off and the plugin, which a profile may still name, does nothing:
-  :mod:`optisched.plugins.node_declared_features`); rules that changed
+  is off by default and the plugin, which a profile may still name, does nothing unless the gate is
+  turned on: :mod:`optisched.plugins.node_declared_features`, :func:`default_multipoint`); rules that changed
   (``NodeResourcesBalancedAllocation``'s score) keep each release's variant in their plugin, verified
   against the traces of ``cases-v1.36/``. Its configuration
   (``pkg/scheduler/apis/config/v1/defaults.go``, ``kube-scheduler/config/v1/types.go``,
@@ -31,8 +31,10 @@ from .defaults import (
     UNMODELLED_POINTS,
     Release,
 )
+from .gates import FeatureGates
 
-__all__ = ["DEFAULT_VERSION", "RELEASES", "VERSIONS", "at_least", "chosen_version", "parse_version", "release"]
+__all__ = ["DEFAULT_VERSION", "RELEASES", "VERSIONS", "at_least", "chosen_version", "default_multipoint",
+           "parse_version", "release"]
 
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 # v1.36's pod-group placement plugins (NewInTreeRegistry), off by default
@@ -41,7 +43,7 @@ PLACEMENT_PLUGINS = {"TopologyPlacementGenerator": frozenset({"placementGenerate
 
 RELEASES: dict[str, Release] = {
     "1.35": Release("1.35", "v1.35.4", DEFAULT_MULTIPOINT, IN_TREE, UNMODELLED_POINTS, NOT_MODELLED),
-    "1.36": Release("1.36", "v1.36.2", (*DEFAULT_MULTIPOINT, (NODE_DECLARED_FEATURES, None)),
+    "1.36": Release("1.36", "v1.36.2", DEFAULT_MULTIPOINT,
                     IN_TREE | {*PLACEMENT_PLUGINS}, {**UNMODELLED_POINTS, **PLACEMENT_PLUGINS},
                     NOT_MODELLED | {*PLACEMENT_PLUGINS},
                     extension_points=(*EXTENSION_POINTS, *PLACEMENT_POINTS), binding_timeout=600.0,
@@ -61,6 +63,14 @@ def parse_version(text: str) -> str:
     if minor not in RELEASES:
         raise ValueError(f"{text!r} is not a Kubernetes version optisched reproduces; versions: {', '.join(VERSIONS)}")
     return minor
+
+
+def default_multipoint(release: Release, gates: FeatureGates) -> tuple[tuple[str, int | None], ...]:
+    """``getDefaultPlugins`` under ``gates``: ``applyFeatureGates`` appends NodeDeclaredFeatures when its gate
+    is on (DynamicResources, whose gate is locked on in both releases, is in the list already)."""
+    if gates.enabled(NODE_DECLARED_FEATURES):
+        return (*release.multipoint, (NODE_DECLARED_FEATURES, None))
+    return release.multipoint
 
 
 def release(version: str) -> Release:
