@@ -1,7 +1,7 @@
 """``optisched.reschedule(cluster, goal=...)``: the Python entry point (the CLI calls the same planner)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +24,8 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
                        selector: str = "", time_limit: float = 30.0, seed: int = 0,
                        gang: Iterable[str] = (), soft: bool = False, pareto: bool = False,
                        compare_descheduler: bool | str | Path = False,
-                       kubernetes_version: str | None = None) -> ReschedulePlan:
+                       kubernetes_version: str | None = None,
+                       feature_gates: Mapping[str, bool] | None = None) -> ReschedulePlan:
     """Evictions that reach ``goal`` (``"consolidate"``, ``"fit-pending"``, ``"repair"``, ``"balance"``; several
     in priority order), in waves, each replacement's landing predicted by a kube-scheduler replay
     (docs/reschedule.md); ``soft``: ``repair`` repairs the preferences too.
@@ -35,11 +36,14 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
     DeschedulerPolicy file: ``plan.versus`` then holds the descheduler beside the plan
     (``plan.versus.frame()`` a DataFrame, ``to_dict()`` the ``compareDescheduler`` of plan.json).
     ``kubernetes_version`` (``"1.36"``): the kube-scheduler release the replays and the rules follow
-    (None: the one the configuration was decoded for, 1.35 by default)."""
+    (None: the one the configuration was decoded for, 1.35 by default); ``feature_gates``: name -> value, as
+    kube-scheduler's ``--feature-gates`` (None: the configuration's)."""
     config = profile or cluster.config or default_config()
     if kubernetes_version is not None or cluster.kubernetes_version is not None:
         asked = parse_version(kubernetes_version) if kubernetes_version is not None else None
         config = for_version(config, chosen_version(asked, cluster.kubernetes_version)[0])
+    if feature_gates is not None:
+        config = for_version(config, config.kubernetes_version, feature_gates)
     policy = replace(EvictionPolicy.parse(evict), namespaces=tuple(namespaces),
                      exclude_namespaces=tuple(exclude_namespaces), selector=selector)
     state = compile_cluster(cluster, config.kubernetes_version)
