@@ -13,6 +13,9 @@ from test_dra_plugin import device_class, gpus
 from test_dra_plugin import node as dra_node
 from test_dra_plugin import pod as dra_pod
 from test_node_declared_features import RESTART_ALL, restart_all
+from test_pod_topology_spread import node as spread_node
+from test_pod_topology_spread import pod as spread_pod
+from test_pod_topology_spread import tsc
 from typer.testing import CliRunner
 
 import optisched
@@ -166,6 +169,30 @@ def test_a_1_35_optimal_run_follows_the_gate():
     off = optisched.solve(cluster_from_objects(objs), mode="optimal", kubernetes_version="1.35",
                           time_limit=20, workers=1)
     assert off.placements()["default/needs"] == "bare"
+
+
+# ------------------------------------------------------------------ MatchLabelKeysInPodTopologySpread
+def revisions_cluster():  # type: ignore[no-untyped-def]
+    """zoneA holds two rev=1 pods, zoneB one rev=2 pod; the pending rev=2 pod spreads by zone, maxSkew 1,
+    ``matchLabelKeys: [rev]``: counting its revision only, zoneB is full; counting every foo=bar pod,
+    zoneA is."""
+    foo = {"foo": "bar"}
+    return cluster_from_objects([
+        spread_node("node1", zone="zoneA"), spread_node("node2", zone="zoneA"), spread_node("node3", zone="zoneB"),
+        spread_pod("old1", "node1", {**foo, "rev": "1"}), spread_pod("old2", "node2", {**foo, "rev": "1"}),
+        spread_pod("new3", "node3", {**foo, "rev": "2"}),
+        spread_pod("p", labels={**foo, "rev": "2"}, spread=[tsc(matchLabelKeys=["rev"])])])
+
+
+@pytest.mark.parametrize("mode", ["greedy", "optimal"])
+@pytest.mark.parametrize("gate,zone", [(True, "zoneA"), (False, "zoneB")],
+                         ids=["gate on: its revision counts", "gate off: the selector alone counts"])
+def test_match_label_keys_follow_their_gate(mode, gate, zone):
+    # the API server's selector merge depends on the gate: off, it must be off too, as upstream requires
+    gates = {"MatchLabelKeysInPodTopologySpread": gate, "MatchLabelKeysInPodTopologySpreadSelectorMerge": gate}
+    result = optisched.solve(revisions_cluster(), mode=mode, time_limit=20, workers=1, feature_gates=gates)
+    placed = result.placements()["default/p"]
+    assert placed is not None and {"node1": "zoneA", "node2": "zoneA", "node3": "zoneB"}[placed] == zone
 
 
 # ------------------------------------------------------------------ DRA

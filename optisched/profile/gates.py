@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from .gate_table import DEPENDS, SPECS
 
-__all__ = ["MODELLED", "SCHEDULER_GATES", "FeatureGates", "GateSpec", "gate_spec", "parse_feature_gates",
-           "resolve_gates"]
+__all__ = ["MODELLED", "SCHEDULER_GATES", "FeatureGates", "GateSpec", "gate_enabled", "gate_spec",
+           "parse_feature_gates", "resolve_gates"]
 
 _COLUMN = {"1.35": 0, "1.36": 1}
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
@@ -42,7 +42,8 @@ SCHEDULER_GATES: frozenset[str] = frozenset({
     "VolumeAttributesClass", "VolumeLimitScaling", "WorkloadAwarePreemption",
 })
 # the scheduler's gates whose either value optisched's rules follow
-MODELLED: frozenset[str] = frozenset({"DRAAdminAccess", "DRAPrioritizedList", "NodeDeclaredFeatures"})
+MODELLED: frozenset[str] = frozenset({"DRAAdminAccess", "DRAPrioritizedList", "MatchLabelKeysInPodTopologySpread",
+                                      "NodeDeclaredFeatures"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,15 @@ def gate_spec(version: str, name: str) -> GateSpec | None:
         return None
     words = text.split()
     return GateSpec(name, words[0] == "on", words[1], "locked" in words[2:])
+
+
+def gate_enabled(profile: object, name: str) -> bool:
+    """Gate ``name`` as ``profile`` (a :class:`.config.Profile`) has it; a profile-less rule (a test's stub)
+    gets the default of the profile's release, else of 1.35."""
+    gates = getattr(profile, "feature_gates", None)
+    if gates is None:
+        gates = FeatureGates(getattr(profile, "kubernetes_version", "1.35"))
+    return bool(gates.enabled(name))
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
