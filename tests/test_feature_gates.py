@@ -178,7 +178,8 @@ def revisions_cluster():  # type: ignore[no-untyped-def]
     zoneA is."""
     foo = {"foo": "bar"}
     return cluster_from_objects([
-        spread_node("node1", zone="zoneA"), spread_node("node2", zone="zoneA"), spread_node("node3", zone="zoneB"),
+        spread_node("node1", zone="zoneA"), spread_node("node2", zone="zoneA"),
+        spread_node("node3", zone="zoneB"),
         spread_pod("old1", "node1", {**foo, "rev": "1"}), spread_pod("old2", "node2", {**foo, "rev": "1"}),
         spread_pod("new3", "node3", {**foo, "rev": "2"}),
         spread_pod("p", labels={**foo, "rev": "2"}, spread=[tsc(matchLabelKeys=["rev"])])])
@@ -189,7 +190,8 @@ def revisions_cluster():  # type: ignore[no-untyped-def]
                          ids=["gate on: its revision counts", "gate off: the selector alone counts"])
 def test_match_label_keys_follow_their_gate(mode, gate, zone):
     # the API server's selector merge depends on the gate: off, it must be off too, as upstream requires
-    gates = {"MatchLabelKeysInPodTopologySpread": gate, "MatchLabelKeysInPodTopologySpreadSelectorMerge": gate}
+    gates = {"MatchLabelKeysInPodTopologySpread": gate,
+             "MatchLabelKeysInPodTopologySpreadSelectorMerge": gate}
     result = optisched.solve(revisions_cluster(), mode=mode, time_limit=20, workers=1, feature_gates=gates)
     placed = result.placements()["default/p"]
     assert placed is not None and {"node1": "zoneA", "node2": "zoneA", "node3": "zoneB"}[placed] == zone
