@@ -30,7 +30,8 @@ def load(paths: Iterable[str], *, max_input_size: str | int = "4Gi") -> Cluster:
 
 
 def _config(profile: SchedulerConfig | None, cluster: Cluster | ClusterState,
-            kubernetes_version: str | None, feature_gates: Mapping[str, bool] | None = None) -> SchedulerConfig:
+            kubernetes_version: str | None,
+            feature_gates: Mapping[str, bool] | None = None) -> SchedulerConfig:
     """:func:`_release_config`, with ``feature_gates`` (name -> value) over the release's defaults when given
     (None: the ones the configuration was decoded with)."""
     from .profile import for_version
@@ -59,11 +60,13 @@ def _release_config(profile: SchedulerConfig | None, cluster: Cluster | ClusterS
 
 def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "greedy",
              tie_break: str = "first", seed: int = 0, requeue: bool = True,
-             kubernetes_version: str | None = None, feature_gates: Mapping[str, bool] | None = None) -> GreedyResult:
+             kubernetes_version: str | None = None,
+             feature_gates: Mapping[str, bool] | None = None) -> GreedyResult:
     """Place the cluster's pending pods. ``mode="greedy"`` reproduces kube-scheduler; the config defaults to
     the one in the input, else kube-scheduler's default profile; ``kubernetes_version`` (``"1.36"``): the
     release whose rules to follow (default 1.35; docs/fidelity.md); ``feature_gates``
-    (``{"NodeDeclaredFeatures": True}``): as kube-scheduler's ``--feature-gates``, over the release's defaults."""
+    (``{"NodeDeclaredFeatures": True}``): as kube-scheduler's ``--feature-gates``, over the release's
+    defaults."""
     from .greedy.scheduler import GreedyOptions, GreedyScheduler
     from .greedy.select import TieBreak
     from .model.state import compile_cluster
@@ -95,8 +98,8 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
     from .policy.eviction import EvictionPolicy
 
     if mode == "greedy":
-        return schedule(cluster, profile, tie_break=tie_break, seed=seed, kubernetes_version=kubernetes_version,
-                        feature_gates=feature_gates)
+        return schedule(cluster, profile, tie_break=tie_break, seed=seed,
+                        kubernetes_version=kubernetes_version, feature_gates=feature_gates)
     if mode != "optimal":
         raise ValueError(f"mode {mode!r} is not available; modes: greedy, optimal")
     config = _config(profile, cluster, kubernetes_version, feature_gates)
@@ -130,7 +133,8 @@ def compare(cluster: Cluster | ClusterState, profile: SchedulerConfig | None = N
             placements: Mapping[str, Mapping[str, str | None]] | None = None,
             evict: str | Iterable[str] = (), on_greedy: Callable[[int, int], None] | None = None,
             on_solver: Progress | None = None, solve: Callable[..., OptimalResult] | None = None,
-            kubernetes_version: str | None = None, feature_gates: Mapping[str, bool] | None = None) -> Comparison:
+            kubernetes_version: str | None = None,
+            feature_gates: Mapping[str, bool] | None = None) -> Comparison:
     """Greedy mode vs optimal mode (and greedy ``policies``: ``MostAllocated``, ``LeastAllocated`` or config
     files) on one snapshot: a :class:`~optisched.comparison.Comparison` with DataFrames ``.summary``,
     ``.pods`` (the per-pod diff), ``.nodes`` and ``.plot_*()`` helpers; ``optisched.report.write_report``

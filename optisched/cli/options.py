@@ -65,8 +65,9 @@ def check_version(param: typer.CallbackParam, value: str | None) -> str | None:
 
 
 def feature_gates(value: str | None) -> dict[str, bool] | None:
-    """``--feature-gates`` parsed: kube-scheduler's syntax (``A=true,B=false``); each name is checked against
-    the release the run follows when the configuration loads (:func:`optisched.profile.gates.resolve_gates`)."""
+    """``--feature-gates`` parsed: kube-scheduler's syntax (``A=true,B=false``); each name is checked
+    against the release the run follows when the configuration loads
+    (:func:`optisched.profile.gates.resolve_gates`)."""
     from ..profile.gates import parse_feature_gates
 
     if value is None:
