@@ -75,7 +75,7 @@ def schedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: 
         raise ValueError(f"schedule() is greedy mode; use solve(cluster, mode={mode!r})")
     config = _config(profile, cluster, kubernetes_version, feature_gates)
     options = GreedyOptions(tie_break=TieBreak(tie_break), seed=seed, requeue=requeue)
-    return GreedyScheduler(compile_cluster(cluster, config.kubernetes_version), config, options).run()
+    return GreedyScheduler(compile_cluster(cluster, config.requests_key), config, options).run()
 
 
 def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str = "optimal",
@@ -107,7 +107,7 @@ def solve(cluster: Cluster, profile: SchedulerConfig | None = None, *, mode: str
                              weights=parse_weights(weights),
                              eviction=EvictionPolicy.parse(evict if isinstance(evict, str) else ",".join(evict)),
                              deterministic=deterministic, stop_after=stop_after)
-    return solve_optimal(compile_cluster(cluster, config.kubernetes_version), config, options)
+    return solve_optimal(compile_cluster(cluster, config.requests_key), config, options)
 
 
 def reschedule(cluster: Cluster, profile: SchedulerConfig | None = None, *, goal: str | list[str] = "consolidate",
@@ -155,7 +155,7 @@ def compare(cluster: Cluster | ClusterState, profile: SchedulerConfig | None = N
 
     state = cluster if isinstance(cluster, ClusterState) else compile_cluster(cluster)
     config = _config(profile, state, kubernetes_version, feature_gates)
-    state = for_release(state, config.kubernetes_version)
+    state = for_release(state, config.requests_key)
     options = CompareOptions(time_limit=time_limit, workers=workers, seed=seed, policies=tuple(policies),
                              movable=movable, objective=objective, weights=parse_weights(weights), replay=replay,
                              selector=selector, namespaces=tuple(namespaces),

@@ -110,11 +110,14 @@ def test_the_default_gates_are_the_ones_the_recorded_runs_had(folder, version):
     ("1.36", {"NodeDeclaredFeatures": False}, ("ExtendWebSocketsToKubelet is enabled, but depends on "
                                                "features "
                                               "that are disabled: [NodeDeclaredFeatures]")),
-    ("1.35", {"PodLevelResources": False}, ("feature gate PodLevelResources=false: kube-scheduler reads it, "
-                                            "and optisched models only its default in 1.35 "
-                                            "(true; docs/fidelity.md)")),
+    ("1.35", {"SchedulerAsyncPreemption": False}, ("feature gate SchedulerAsyncPreemption=false: kube-scheduler "
+                                                   "reads it, and optisched models only its default in 1.35 "
+                                                   "(true; docs/fidelity.md)")),
+    ("1.35", {"InPlacePodLevelResourcesVerticalScaling": True}, (
+        "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
+        "[NodeDeclaredFeatures]")),
 ], ids=["unknown", "locked", "DRA locked", "admin access locked in 1.36", "a dependency off",
-        "a gate optisched does not model"])
+        "a gate optisched does not model", "a dependency of an alpha gate off"])
 def test_refused_gates_name_the_gate(version, gates, message):
     with pytest.raises(InputError) as e:
         default_config(version, gates)
@@ -169,6 +172,51 @@ def test_a_1_35_optimal_run_follows_the_gate():
     off = optisched.solve(cluster_from_objects(objs), mode="optimal", kubernetes_version="1.35",
                           time_limit=20, workers=1)
     assert off.placements()["default/needs"] == "bare"
+
+
+# the gates on by default in 1.36 that depend on NodeDeclaredFeatures
+NDF_OFF_1_36 = {"NodeDeclaredFeatures": False, "ExtendWebSocketsToKubelet": False,
+                "InPlacePodLevelResourcesVerticalScaling": False, "InPlacePodVerticalScalingInitContainers": False,
+                "RestartAllContainersOnContainerExits": False}
+
+
+def test_1_36_with_the_gate_off_drops_the_plugin_and_ignores_declared_features():
+    config = default_config("1.36", NDF_OFF_1_36)
+    assert "NodeDeclaredFeatures" not in config.profiles[0].plugins["multiPoint"]
+    objs = [node("declares", cpu="2").declare(RESTART_ALL), node("roomy", cpu="64"),
+            restart_all(pod("needs")).req(cpu="1")]
+    on = optisched.schedule(cluster_from_objects(objs), kubernetes_version="1.36")
+    assert on.placements()["default/needs"] == "declares"
+    off = optisched.schedule(cluster_from_objects(objs), kubernetes_version="1.36", feature_gates=NDF_OFF_1_36)
+    assert off.placements()["default/needs"] == "roomy"
+
+
+# ------------------------------------------------------------------ pod-level requests
+@pytest.mark.parametrize("mode", ["greedy", "optimal"])
+@pytest.mark.parametrize("gate,placed", [(True, False), (False, True)],
+                         ids=["gate on: the pod-level 3 cores do not fit", "gate off: the containers' 100m fit"])
+def test_pod_level_requests_follow_pod_level_resources(mode, gate, placed):
+    objs = [node("n", cpu="2"), pod("p").req(cpu="100m").pod_level(cpu="3")]
+    result = optisched.solve(cluster_from_objects(objs), mode=mode, time_limit=20, workers=1,
+                             feature_gates={"PodLevelResources": gate})
+    assert (result.placements()["default/p"] == "n") is placed
+
+
+@pytest.mark.parametrize("version,gates,placed", [
+    ("1.35", {}, True),
+    ("1.35", {"NodeDeclaredFeatures": True, "InPlacePodLevelResourcesVerticalScaling": True}, False),
+    ("1.36", {}, False),
+    ("1.36", NDF_OFF_1_36, True),
+], ids=["1.35: the pod-level spec", "1.35 with the gate: the resized requests",
+        "1.36: the resized requests", "1.36 without the gate: the pod-level spec"])
+def test_a_pod_level_resize_follows_its_gate(version, gates, placed):
+    """The running pod's pod-level spec asks 1 core, its resize 3: the 2-core pod fits beside it on 4
+    cores only while its spec counts."""
+    objs = [node("n", cpu="4"), pod("running").on("n").req(cpu="100m").pod_level(cpu="1")
+            .pod_status_resources(requests={"cpu": "3"}, allocated={"cpu": "3"}),
+            pod("p").req(cpu="2")]
+    result = optisched.schedule(cluster_from_objects(objs), kubernetes_version=version, feature_gates=gates)
+    assert (result.placements()["default/p"] == "n") is placed
 
 
 # ------------------------------------------------------------------ MatchLabelKeysInPodTopologySpread

@@ -49,7 +49,7 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     gates = parse_gates(feature_gates) or {}
     config = load_config(profile, version, gates) if profile else (cluster.config or default_config())
     config = for_version(config, version, gates)
-    state = compile_cluster(cluster, version)
+    state = compile_cluster(cluster, config.requests_key)
     warnings = input_warnings(state, config) + ([note] if note else [])
     for w in warnings:
         warn(w)

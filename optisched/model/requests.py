@@ -17,10 +17,17 @@ differ in the pod-level requests (:data:`RELEASE_REQUESTS`): 1.36 turns
 InPlacePodLevelResourcesVerticalScaling on by default (beta), so pod-level requests take the same maximum
 with ``status.resources.requests`` and ``status.allocatedResources``; under 1.35 (alpha, off) the
 pod-level spec counts alone. 1.36's DRANodeAllocatableResources (alpha, off) adds nothing.
+
+Both follow their gates when a run sets them (``--feature-gates``): PodLevelResources off skips the
+pod-level requests (``SkipPodLevelResources``, and the non-missing defaults apply as without them), and
+InPlacePodLevelResourcesVerticalScaling chooses whether pod-level requests are resized. A state's
+requests are then named by :func:`requests_key` (the release, and the gates that differ from its
+defaults) and computed by :func:`requests_of`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .objects import Container, ContainerStatus, Pod
 from .quantity import NANO, to_scheduler_units
@@ -33,6 +40,7 @@ __all__ = [
     "container_requests",
     "non_zero_requests",
     "pod_requests",
+    "requests_key",
     "requests_of",
 ]
 
@@ -87,6 +95,7 @@ class PodRequests:
 
     release: str
     pod_level_resize: bool
+    pod_level: bool = True  # the PodLevelResources gate (beta, on in both releases)
 
     def _container(self, pod: Pod, c: Container, statuses: dict[str, ContainerStatus]) -> dict[str, int]:
         reqs = container_requests(c)
@@ -130,7 +139,7 @@ class PodRequests:
     def _pod_level(self, pod: Pod) -> dict[str, int]:
         """The pod-level requests that replace the aggregate (``IsPodLevelRequestsSet``), resized as the
         release does."""
-        spec = _pod_level_requests(pod)
+        spec = _pod_level_requests(pod) if self.pod_level else {}
         if not spec or not self.pod_level_resize or pod.status.resources is None:
             return spec
         eff = _effective(pod, spec, pod.status.resources.requests, pod.status.allocated_resources)
@@ -153,7 +162,7 @@ class PodRequests:
         default applies only to a resource that neither level sets.
         """
         plain = self.nanos(pod)
-        if _pod_level_requests(pod):
+        if self.pod_level and _pod_level_requests(pod):
             non_missing = {k: v for k, v in _NON_MISSING.items() if k not in plain}
         else:
             non_missing = _NON_MISSING
@@ -169,8 +178,31 @@ RELEASE_REQUESTS: dict[str, PodRequests] = {
 """The requests each reproduced release computes, by minor release."""
 
 
-def requests_of(release: str) -> PodRequests:
-    return RELEASE_REQUESTS[release]
+_GATES = (("PodLevelResources", "pod_level"), ("InPlacePodLevelResourcesVerticalScaling", "pod_level_resize"))
+
+
+def requests_key(release: str, gates: Any = None) -> str:
+    """The name of the requests ``release`` computes under ``gates`` (anything with ``enabled(name)``, a
+    profile's :class:`~optisched.profile.gates.FeatureGates`): the release alone under its defaults, else
+    ``1.36:PodLevelResources=false``."""
+    base = RELEASE_REQUESTS[release]
+    if gates is None:
+        return release
+    changed = [f"{gate}={str(gates.enabled(gate)).lower()}" for gate, attr in _GATES
+               if bool(gates.enabled(gate)) != getattr(base, attr)]
+    return ":".join([release, ",".join(changed)]) if changed else release
+
+
+def requests_of(key: str) -> PodRequests:
+    """The requests :func:`requests_key` names."""
+    release, _, changed = key.partition(":")
+    calc = RELEASE_REQUESTS[release]
+    values = dict(item.split("=") for item in changed.split(",") if item)
+    if "PodLevelResources" in values:
+        calc = replace(calc, pod_level=values["PodLevelResources"] == "true")
+    if "InPlacePodLevelResourcesVerticalScaling" in values:
+        calc = replace(calc, pod_level_resize=values["InPlacePodLevelResourcesVerticalScaling"] == "true")
+    return calc
 
 
 def _pod_level_requests(pod: Pod) -> dict[str, int]:
@@ -189,10 +221,11 @@ def _pod_level_supported(name: str) -> bool:
 
 
 def pod_requests(pod: Pod, release: str = "1.35") -> dict[str, int]:
-    """Effective requests of ``release`` in scheduler units (:meth:`PodRequests.requests`)."""
-    return RELEASE_REQUESTS[release].requests(pod)
+    """Effective requests of ``release`` (a :func:`requests_key`) in scheduler units
+    (:meth:`PodRequests.requests`)."""
+    return requests_of(release).requests(pod)
 
 
 def non_zero_requests(pod: Pod, release: str = "1.35") -> tuple[int, int]:
     """(milli-CPU, memory bytes) for scoring of ``release`` (:meth:`PodRequests.non_zero`)."""
-    return RELEASE_REQUESTS[release].non_zero(pod)
+    return requests_of(release).non_zero(pod)

@@ -96,5 +96,13 @@ class SchedulerConfig:
     document: Any = field(default=None, compare=False, hash=False, repr=False)
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
 
+    @property
+    def requests_key(self) -> str:
+        """The requests the run's pods hold: the release's under its gates
+        (:func:`optisched.model.requests.requests_key`; what ``compile_cluster`` and ``for_release`` take)."""
+        from ..model.requests import requests_key
+
+        return requests_key(self.kubernetes_version, self.feature_gates)
+
     def profile_for(self, scheduler_name: str) -> Profile | None:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)

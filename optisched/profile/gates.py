@@ -42,8 +42,10 @@ SCHEDULER_GATES: frozenset[str] = frozenset({
     "VolumeAttributesClass", "VolumeLimitScaling", "WorkloadAwarePreemption",
 })
 # the scheduler's gates whose either value optisched's rules follow
-MODELLED: frozenset[str] = frozenset({"DRAAdminAccess", "DRAPrioritizedList",
-                                      "MatchLabelKeysInPodTopologySpread", "NodeDeclaredFeatures"})
+MODELLED: frozenset[str] = frozenset({
+    "DRAAdminAccess", "DRAPrioritizedList", "InPlacePodLevelResourcesVerticalScaling",
+    "MatchLabelKeysInPodTopologySpread", "NodeDeclaredFeatures", "PodLevelResources",
+})
 
 
 @dataclass(frozen=True)

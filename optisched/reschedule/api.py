@@ -46,7 +46,7 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
         config = for_version(config, config.kubernetes_version, feature_gates)
     policy = replace(EvictionPolicy.parse(evict), namespaces=tuple(namespaces),
                      exclude_namespaces=tuple(exclude_namespaces), selector=selector)
-    state = compile_cluster(cluster, config.kubernetes_version)
+    state = compile_cluster(cluster, config.requests_key)
     plan = plan_reschedule(state, config, goal, Budgets(max_moves, max_moves_per_node, max_unavailable_per_workload),
                            policy, time_limit=time_limit, seed=seed, gang=list(gang) or None, soft=soft,
                            pareto=pareto)
