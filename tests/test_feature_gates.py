@@ -110,9 +110,9 @@ def test_the_default_gates_are_the_ones_the_recorded_runs_had(folder, version):
     ("1.36", {"NodeDeclaredFeatures": False}, ("ExtendWebSocketsToKubelet is enabled, but depends on "
                                                "features "
                                               "that are disabled: [NodeDeclaredFeatures]")),
-    ("1.35", {"SchedulerAsyncPreemption": False}, ("feature gate SchedulerAsyncPreemption=false: kube-scheduler "
-                                                   "reads it, and optisched models only its default in 1.35 "
-                                                   "(true; docs/fidelity.md)")),
+    ("1.35", {"SchedulerAsyncPreemption": False}, (
+        "feature gate SchedulerAsyncPreemption=false: kube-scheduler reads it, and optisched models only its "
+        "default in 1.35 (true; docs/fidelity.md)")),
     ("1.35", {"InPlacePodLevelResourcesVerticalScaling": True}, (
         "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
         "[NodeDeclaredFeatures]")),
@@ -176,7 +176,8 @@ def test_a_1_35_optimal_run_follows_the_gate():
 
 # the gates on by default in 1.36 that depend on NodeDeclaredFeatures
 NDF_OFF_1_36 = {"NodeDeclaredFeatures": False, "ExtendWebSocketsToKubelet": False,
-                "InPlacePodLevelResourcesVerticalScaling": False, "InPlacePodVerticalScalingInitContainers": False,
+                "InPlacePodLevelResourcesVerticalScaling": False,
+                "InPlacePodVerticalScalingInitContainers": False,
                 "RestartAllContainersOnContainerExits": False}
 
 
@@ -187,14 +188,16 @@ def test_1_36_with_the_gate_off_drops_the_plugin_and_ignores_declared_features()
             restart_all(pod("needs")).req(cpu="1")]
     on = optisched.schedule(cluster_from_objects(objs), kubernetes_version="1.36")
     assert on.placements()["default/needs"] == "declares"
-    off = optisched.schedule(cluster_from_objects(objs), kubernetes_version="1.36", feature_gates=NDF_OFF_1_36)
+    off = optisched.schedule(cluster_from_objects(objs), kubernetes_version="1.36",
+                             feature_gates=NDF_OFF_1_36)
     assert off.placements()["default/needs"] == "roomy"
 
 
 # ------------------------------------------------------------------ pod-level requests
 @pytest.mark.parametrize("mode", ["greedy", "optimal"])
 @pytest.mark.parametrize("gate,placed", [(True, False), (False, True)],
-                         ids=["gate on: the pod-level 3 cores do not fit", "gate off: the containers' 100m fit"])
+                         ids=["gate on: the pod-level 3 cores do not fit",
+                              "gate off: the containers' 100m fit"])
 def test_pod_level_requests_follow_pod_level_resources(mode, gate, placed):
     objs = [node("n", cpu="2"), pod("p").req(cpu="100m").pod_level(cpu="3")]
     result = optisched.solve(cluster_from_objects(objs), mode=mode, time_limit=20, workers=1,
