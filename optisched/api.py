@@ -3,6 +3,7 @@ line calls them too, so a notebook and ``optisched COMMAND`` give the same answe
 happens inside a function, on call."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -33,10 +34,14 @@ def _config(profile: SchedulerConfig | None, cluster: Cluster | ClusterState,
             kubernetes_version: str | None,
             feature_gates: Mapping[str, bool] | None = None) -> SchedulerConfig:
     """:func:`_release_config`, with ``feature_gates`` (name -> value) over the release's defaults when given
-    (None: the ones the configuration was decoded with)."""
+    (None: the ones the configuration was decoded with). A release whose rules are not verified against
+    its code (1.37) says so in a ``UserWarning``, as the command line does on stderr."""
     from .profile import for_version
+    from .profile.releases import notice
 
     config = _release_config(profile, cluster, kubernetes_version)
+    if (unverified := notice(config.kubernetes_version)) is not None:
+        warnings.warn(unverified, UserWarning, stacklevel=3)
     return config if feature_gates is None else for_version(config, config.kubernetes_version, feature_gates)
 
 

@@ -342,3 +342,34 @@ def test_a_configuration_file_is_decoded_with_the_gates():
     config = parse_config(doc, "<test>", "1.35", {"NodeDeclaredFeatures": True})
     assert config.profiles[0].feature_gates.enabled("NodeDeclaredFeatures")
     assert "NodeDeclaredFeatures" in config.profiles[0].plugins["preFilter"]
+
+
+# ------------------------------------------------------------------ 1.37, from its release notes
+def test_1_37s_gates_are_1_36s_with_its_graduations():
+    gates = default_config("1.37").feature_gates
+    assert gates.enabled("NodeDeclaredFeatures") and gate_spec("1.37", "NodeDeclaredFeatures").stage == "GA"
+    assert gates.enabled("StorageCapacityScoring") and not default_config("1.36").feature_gates.enabled(
+        "StorageCapacityScoring")
+    same = {n: v for n, v in default_config("1.36").feature_gates.scheduler_values().items()
+            if n not in ("NodeDeclaredFeatures", "StorageCapacityScoring")}
+    assert {n: gates.enabled(n) for n in same} == same
+
+
+@pytest.mark.parametrize("version,noticed", [("1.37", True), ("1.36", False)])
+def test_every_1_37_run_says_its_rules_are_unverified(tmp_path, capsys, version, noticed):
+    path = tmp_path / "c.yaml"
+    path.write_text("\n---\n".join(json.dumps(o) for o in [node("n"), pod("p")]))
+    code, _, err = run_cli(["schedule", str(path), "--kubernetes-version", version], capsys)
+    assert code == 0, err
+    line = ("warning: Kubernetes 1.37's rules are from its release notes and KEPs, not verified against the "
+            "release's code (docs/fidelity.md)")
+    assert (line in err.splitlines()) is noticed
+    code, _, err = run_cli(["inspect", "--effective-profile", "--kubernetes-version", version], capsys)
+    assert code == 0 and (line in err.splitlines()) is noticed
+
+
+def test_a_1_37_run_through_the_python_api_warns_once():
+    cluster = cluster_from_objects([node("n"), pod("p")])
+    with pytest.warns(UserWarning, match=r"^Kubernetes 1\.37's rules are from its release notes") as seen:
+        result = optisched.schedule(cluster, kubernetes_version="1.37")
+    assert len(seen) == 1 and result.placements()["default/p"] == "n"

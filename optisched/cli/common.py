@@ -31,7 +31,7 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     from ..api import load as load_files
     from ..model.state import compile_cluster
     from ..profile import default_config, for_version, load_config
-    from ..profile.releases import chosen_version
+    from ..profile.releases import chosen_version, notice
     from .input_warnings import input_warnings
     from .options import feature_gates as parse_gates
 
@@ -50,7 +50,8 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     config = load_config(profile, version, gates) if profile else (cluster.config or default_config())
     config = for_version(config, version, gates)
     state = compile_cluster(cluster, config.requests_key)
-    warnings = input_warnings(state, config) + ([note] if note else [])
+    unverified = notice(config.kubernetes_version)
+    warnings = input_warnings(state, config) + [line for line in (note, unverified) if line]
     for w in warnings:
         warn(w)
     return state, config, warnings
@@ -61,10 +62,12 @@ def config_only(profile: Path | None, kubernetes_version: str | None,  # type: i
     """The configuration a run without input follows: ``profile`` (else the defaults) decoded for
     ``kubernetes_version`` (else :data:`optisched.profile.releases.DEFAULT_VERSION`) and ``feature_gates``."""
     from ..profile import default_config, load_config
-    from ..profile.releases import chosen_version
+    from ..profile.releases import chosen_version, notice
     from .options import feature_gates as parse_gates
 
     version = chosen_version(kubernetes_version, None)[0]
+    if (unverified := notice(version)) is not None:
+        warn(unverified)
     gates = parse_gates(feature_gates)
     return load_config(profile, version, gates) if profile else default_config(version, gates)
 

@@ -113,7 +113,8 @@ EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: pro
 MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest input file read, e.g. 1Gi.")]
 VersionOpt = Annotated[str | None, typer.Option(
     "--kubernetes-version", callback=check_version,
-    help="The kube-scheduler release whose rules to follow: 1.35 or 1.36 (default 1.35; docs/fidelity.md).")]
+    help="The kube-scheduler release whose rules to follow: 1.35, 1.36 or 1.37 (1.37 from its release notes, "
+         "not verified; default 1.35; docs/fidelity.md).")]
 FeatureGatesOpt = Annotated[str | None, typer.Option(
     "--feature-gates", callback=check_feature_gates,
     help="Feature gates as kube-scheduler's flag takes them, e.g. "

@@ -174,6 +174,8 @@ class PodRequests:
 RELEASE_REQUESTS: dict[str, PodRequests] = {
     "1.35": PodRequests("1.35", pod_level_resize=False),
     "1.36": PodRequests("1.36", pod_level_resize=True),
+    # from the release notes: 1.36's requests (taking the maximum of each view's aggregate is not done)
+    "1.37": PodRequests("1.37", pod_level_resize=True),
 }
 """The requests each reproduced release computes, by minor release."""
 

@@ -23,7 +23,12 @@ from .gate_table import DEPENDS, SPECS
 __all__ = ["MODELLED", "SCHEDULER_GATES", "FeatureGates", "GateSpec", "gate_enabled", "gate_spec",
            "parse_feature_gates", "resolve_gates"]
 
-_COLUMN = {"1.35": 0, "1.36": 1}
+_COLUMN = {"1.35": 0, "1.36": 1, "1.37": 1}
+# 1.37 from its release notes and KEPs (no kube_features.go at hand): 1.36's gates with these changes
+CHANGED_1_37: dict[str, str] = {
+    "NodeDeclaredFeatures": "on GA",  # KEP-5328, kubernetes PR 139763
+    "StorageCapacityScoring": "on beta",  # KEP-4049 graduates to beta
+}
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
@@ -62,6 +67,8 @@ def gate_spec(version: str, name: str) -> GateSpec | None:
     """Gate ``name`` in release ``version`` (``1.35``), None when that release does not know it."""
     specs = SPECS.get(name)
     text = specs[_COLUMN[version]] if specs is not None else None
+    if version == "1.37":
+        text = CHANGED_1_37.get(name, text)
     if text is None:
         return None
     words = text.split()
@@ -133,7 +140,7 @@ def resolve_gates(version: str, asked: Mapping[str, bool]) -> FeatureGates:
             raise ValueError(f"cannot set feature gate {name} to {_go(value)}, feature is locked to "
                              f"{_go(spec.default)}")
     gates = FeatureGates(version, tuple(sorted(asked.items())))
-    for feature, deps in DEPENDS[version].items():
+    for feature, deps in DEPENDS["1.36" if version == "1.37" else version].items():
         # a dependency outside kube_features.go (client-go's AtomicFIFO) is not checked
         off = [d for d in deps.split() if d in SPECS and not gates.enabled(d)]
         if gates.enabled(feature) and off:

@@ -16,6 +16,11 @@ defaults to (:class:`.defaults.Release`).
   ``DynamicResourcesArgs.bindingTimeout`` to 10m (DRADeviceBindingConditions is beta and on), and
   refuses a ``requestedToCapacityRatio`` given with another scoring type.
 
+* 1.37: from its release notes and KEPs, not verified against the release's code (no vendored copy):
+  1.36's configuration and rules, with the changes :data:`UNVERIFIED` lists (its gates,
+  :mod:`.gates`; ImageLocality's threshold, :mod:`optisched.plugins.image_locality`); every run says
+  so in one line (:func:`notice`), and docs/fidelity.md lists what is and is not done.
+
 A release is named by its minor version (``1.36``); ``v1.36.2`` and ``1.36.2`` name the same one.
 """
 from __future__ import annotations
@@ -33,8 +38,8 @@ from .defaults import (
 )
 from .gates import FeatureGates
 
-__all__ = ["DEFAULT_VERSION", "RELEASES", "VERSIONS", "at_least", "chosen_version", "default_multipoint",
-           "parse_version", "release"]
+__all__ = ["DEFAULT_VERSION", "RELEASES", "UNVERIFIED", "VERSIONS", "at_least", "chosen_version",
+           "default_multipoint", "notice", "parse_version", "release"]
 
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 # v1.36's pod-group placement plugins (NewInTreeRegistry), off by default
@@ -48,7 +53,15 @@ RELEASES: dict[str, Release] = {
                     NOT_MODELLED | {*PLACEMENT_PLUGINS},
                     extension_points=(*EXTENSION_POINTS, *PLACEMENT_POINTS), binding_timeout=600.0,
                     strict_ratio_params=True),
+    # read from the release notes and KEPs: 1.36's configuration (its defaults.go is not at hand)
+    "1.37": Release("1.37", "v1.37.0", DEFAULT_MULTIPOINT,
+                    IN_TREE | {*PLACEMENT_PLUGINS}, {**UNMODELLED_POINTS, **PLACEMENT_PLUGINS},
+                    NOT_MODELLED | {*PLACEMENT_PLUGINS},
+                    extension_points=(*EXTENSION_POINTS, *PLACEMENT_POINTS), binding_timeout=600.0,
+                    strict_ratio_params=True),
 }
+# the releases whose rules come from release notes and KEPs, not from the release's code
+UNVERIFIED: frozenset[str] = frozenset({"1.37"})
 VERSIONS = tuple(RELEASES)
 # the version a run assumes when nothing names one
 DEFAULT_VERSION = "1.35"
@@ -71,6 +84,14 @@ def default_multipoint(release: Release, gates: FeatureGates) -> tuple[tuple[str
     if gates.enabled(NODE_DECLARED_FEATURES):
         return (*release.multipoint, (NODE_DECLARED_FEATURES, None))
     return release.multipoint
+
+
+def notice(version: str) -> str | None:
+    """The line every run of an :data:`UNVERIFIED` release prints, else None."""
+    if version not in UNVERIFIED:
+        return None
+    return (f"Kubernetes {version}'s rules are from its release notes and KEPs, not verified against the "
+            f"release's code (docs/fidelity.md)")
 
 
 def release(version: str) -> Release:

@@ -1,6 +1,7 @@
 """``optisched.reschedule(cluster, goal=...)``: the Python entry point (the CLI calls the same planner)."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -9,7 +10,7 @@ from ..model.cluster import Cluster
 from ..model.state import compile_cluster
 from ..policy.eviction import EvictionPolicy
 from ..profile import SchedulerConfig, default_config, for_version
-from ..profile.releases import chosen_version, parse_version
+from ..profile.releases import chosen_version, notice, parse_version
 from .plan import ReschedulePlan
 from .solve import plan_reschedule
 from .waves import Budgets
@@ -44,6 +45,8 @@ def reschedule_cluster(cluster: Cluster, profile: SchedulerConfig | None = None,
         config = for_version(config, chosen_version(asked, cluster.kubernetes_version)[0])
     if feature_gates is not None:
         config = for_version(config, config.kubernetes_version, feature_gates)
+    if (unverified := notice(config.kubernetes_version)) is not None:
+        warnings.warn(unverified, UserWarning, stacklevel=3)
     policy = replace(EvictionPolicy.parse(evict), namespaces=tuple(namespaces),
                      exclude_namespaces=tuple(exclude_namespaces), selector=selector)
     state = compile_cluster(cluster, config.requests_key)
