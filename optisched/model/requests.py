@@ -23,10 +23,16 @@ pod-level requests (``SkipPodLevelResources``, and the non-missing defaults appl
 InPlacePodLevelResourcesVerticalScaling chooses whether pod-level requests are resized. A state's
 requests are then named by :func:`requests_key` (the release, and the gates that differ from its
 defaults) and computed by :func:`requests_of`.
+
+1.37, from kubernetes PR 140047's text (not verified against the release's code): a resize's requests are
+the greatest of the desired, allocated and actual requests each summed over the containers, not the sum
+of each container's greatest (:meth:`PodRequests._views`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from .objects import Container, ContainerStatus, Pod
@@ -96,6 +102,8 @@ class PodRequests:
     release: str
     pod_level_resize: bool
     pod_level: bool = True  # the PodLevelResources gate (beta, on in both releases)
+    # 1.37: a resize's requests are the greatest of the views' sums, not the sum of each container's greatest
+    max_of_aggregates: bool = False
 
     def _container(self, pod: Pod, c: Container, statuses: dict[str, ContainerStatus]) -> dict[str, int]:
         reqs = container_requests(c)
@@ -105,36 +113,39 @@ class PodRequests:
         return reqs
 
     def _aggregate(self, pod: Pod, non_missing: dict[str, int] | None) -> dict[str, int]:
-        """``AggregateContainerRequests``."""
+        """``AggregateContainerRequests``: each container's effective requests summed; with
+        ``max_of_aggregates``, the greatest of the three views' sums instead (:meth:`_views`)."""
         statuses = {s.name: s for s in pod.status.container_statuses}
         statuses.update({s.name: s for s in pod.status.init_container_statuses})
+        if self.max_of_aggregates:
+            return self._views(pod, statuses, non_missing)
 
         def reqs_of(c: Container, status: bool) -> dict[str, int]:
             r = self._container(pod, c, statuses) if status else container_requests(c)
-            if non_missing:
-                for k, v in non_missing.items():
-                    r.setdefault(k, v)
-            return r
+            return _with_defaults(r, non_missing)
 
-        result: dict[str, int] = {}
-        for c in pod.spec.containers:
-            _add(result, reqs_of(c, True))
-        restartable: dict[str, int] = {}
-        init_max: dict[str, int] = {}
-        for c in pod.spec.init_containers:
-            sidecar = c.restart_policy == "Always"
-            r = reqs_of(c, sidecar)  # only restartable init containers read their status
-            if sidecar:
-                _add(result, r)
-                _add(restartable, r)
-                r = dict(restartable)
-            else:
-                combined = dict(r)
-                _add(combined, restartable)
-                r = combined
-            _max(init_max, r)
-        _max(result, init_max)
-        return result
+        return _sum(pod, reqs_of)
+
+    def _views(self, pod: Pod, statuses: dict[str, ContainerStatus],
+               non_missing: dict[str, int] | None) -> dict[str, int]:
+        """1.37 (kubernetes PR 140047, from its text): the desired (spec), allocated and actual requests
+        each summed over the containers, then the maximum of the sums, the desired left out while the
+        resize is ``Infeasible``. Per container, allocated falls back to desired and actual to allocated;
+        only the containers 1.36 reads the status of (regular and restartable init ones) have views of
+        their own."""
+        def view(c: Container, status: bool, which: int) -> dict[str, int]:
+            desired = container_requests(c)
+            cs = statuses.get(c.name) if status else None
+            allocated = dict(cs.allocated_resources) if cs is not None and cs.allocated_resources else desired
+            actual = (dict(cs.resources.requests) if cs is not None and cs.resources is not None
+                      else allocated)
+            return _with_defaults(dict((desired, allocated, actual)[which]), non_missing)
+
+        out: dict[str, int] = {}
+        for which in range(1 if resize_infeasible(pod) else 0, 3):
+            _max(out, _sum(pod, partial(view, which=which)))
+        return out
+
 
     def _pod_level(self, pod: Pod) -> dict[str, int]:
         """The pod-level requests that replace the aggregate (``IsPodLevelRequestsSet``), resized as the
@@ -171,11 +182,43 @@ class PodRequests:
                 to_scheduler_units("memory", reqs.get("memory", 0)))
 
 
+def _with_defaults(reqs: dict[str, int], non_missing: dict[str, int] | None) -> dict[str, int]:
+    """``reqs`` with ``NonMissingContainerRequests`` for the resources it lacks."""
+    for k, v in (non_missing or {}).items():
+        reqs.setdefault(k, v)
+    return reqs
+
+
+def _sum(pod: Pod, reqs_of: Callable[[Container, bool], dict[str, int]]) -> dict[str, int]:
+    """``AggregateContainerRequests`` over ``reqs_of(container, reads_status)``: regular containers and
+    restartable init containers summed, each other init container with the restartable ones before it,
+    the greatest of those taken."""
+    result: dict[str, int] = {}
+    for c in pod.spec.containers:
+        _add(result, reqs_of(c, True))
+    restartable: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for c in pod.spec.init_containers:
+        sidecar = c.restart_policy == "Always"
+        r = reqs_of(c, sidecar)  # only restartable init containers read their status
+        if sidecar:
+            _add(result, r)
+            _add(restartable, r)
+            r = dict(restartable)
+        else:
+            combined = dict(r)
+            _add(combined, restartable)
+            r = combined
+        _max(init_max, r)
+    _max(result, init_max)
+    return result
+
+
 RELEASE_REQUESTS: dict[str, PodRequests] = {
     "1.35": PodRequests("1.35", pod_level_resize=False),
     "1.36": PodRequests("1.36", pod_level_resize=True),
-    # from the release notes: 1.36's requests (taking the maximum of each view's aggregate is not done)
-    "1.37": PodRequests("1.37", pod_level_resize=True),
+    # from kubernetes PR 140047's text, not verified against the release's code
+    "1.37": PodRequests("1.37", pod_level_resize=True, max_of_aggregates=True),
 }
 """The requests each reproduced release computes, by minor release."""
 
