@@ -82,7 +82,14 @@ SCHEDULING = [*LOADING, pytest.param(["schedule", QUICKSTART], id="schedule"),
 def test_a_kubernetes_version_optisched_does_not_reproduce_is_refused_in_one_line(args, capsys):
     line = refused([*args, "--kubernetes-version", "1.34"], capsys)
     assert line == ("error: --kubernetes-version: '1.34' is not a Kubernetes version optisched reproduces; "
-                    "versions: 1.35, 1.36")
+                    "versions: 1.35, 1.36, 1.37")
+
+
+@pytest.mark.parametrize("args", SCHEDULING)
+def test_an_unknown_feature_gate_is_refused_in_one_line(args, capsys):
+    pod = ["--pod", "web"] if args[0] == "explain" else []  # (explain names its pod before anything loads)
+    assert refused([*args, *pod, "--feature-gates", "NoSuchGate=true"], capsys) == \
+        "error: --feature-gates: unrecognized feature gate: NoSuchGate"
 
 
 def _nodes_running(tmp_path, *versions: str) -> str:

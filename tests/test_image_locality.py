@@ -18,10 +18,13 @@ from optisched.model.snapshot import Snapshot
 from optisched.optimal.score_terms import SCORE_SCALE
 from optisched.plugins.image_locality import POD_IMAGES, normalized_image_name
 from optisched.profile import default_config, parse_config
-from optisched.profile.releases import VERSIONS
+from optisched.profile.releases import UNVERIFIED
+from optisched.profile.releases import VERSIONS as ALL_VERSIONS
 
 MB = 1024 * 1024
-PROFILES = {v: default_config(v).profiles[0] for v in VERSIONS}
+# upstream's table is v1.36.2's (and v1.35.4's source): the releases read from their code
+VERSIONS = tuple(v for v in ALL_VERSIONS if v not in UNVERIFIED)
+PROFILES = {v: default_config(v).profiles[0] for v in ALL_VERSIONS}
 
 
 def image_node(name: str, *images: tuple[list[str], int]) -> dict:
@@ -130,6 +133,20 @@ def test_upstream_image_locality_table(
     assert got == {f"node{i + 1}": (w, w) for i, w in enumerate(want)}
 
 
+# 1.37 (kubernetes PR 138951): the threshold counts each image volume too; the rows of upstream's table
+# whose pod has no image volume score as in 1.36, and an image volume's pod gets its share of a larger
+# threshold: 150 MB of gcr.io/300 (on one node of two) against 1000 MB x 2 images -> 100 * 127 / 1977 = 6
+@pytest.mark.parametrize(
+    ("p", "nodes", "v136", "v135"), [c[1:] for c in UPSTREAM], ids=[c[0] for c in UPSTREAM]
+)
+def test_1_37s_threshold_counts_image_volumes(p: dict, nodes: list, v136: list[int], v135: list[int]) -> None:
+    objs = [image_node(f"node{i + 1}", *imgs) for i, imgs in enumerate(nodes)] + [p]
+    got = run_score("ImageLocality", objs, profile=PROFILES["1.37"])
+    volumes = sum("image" in v for v in p["spec"].get("volumes", []))
+    want = v136 if not volumes else [6, 0]
+    assert volumes <= 1 and got == {f"node{i + 1}": (w, w) for i, w in enumerate(want)}
+
+
 @pytest.mark.parametrize(
     ("image", "want"),
     [
@@ -148,7 +165,7 @@ def test_normalized_image_name(image: str, want: str) -> None:
 
 
 def test_every_release_names_the_images_it_counts() -> None:
-    assert set(POD_IMAGES) == set(VERSIONS)
+    assert set(POD_IMAGES) == set(ALL_VERSIONS)
 
 
 def test_an_image_volume_counts_once_per_volume_and_not_in_the_threshold() -> None:

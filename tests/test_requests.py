@@ -262,3 +262,31 @@ def test_optimal_mode_keeps_a_pod_being_resized_out_of_its_replica_set_s_class()
                     for c in batch.classes)
     assert groups == [["a", "c"], ["b"]]
     assert sorted(int(state.pod_requests[c.rep, cpu]) for c in batch.classes) == [1000, 3000]
+
+
+# 1.37 (kubernetes PR 140047, from its text and issue 140046's example): the spec's, the allocated and the
+# actual requests are each summed over the containers, and the pod requests the greatest sum
+RESIZE_1_37 = [
+    ("the issue's two containers: desired 1+2, allocated 2+1 -> 3 cores, not 2+2",
+     lambda: pod("p").req(cpu="1").container({"cpu": "2"})
+     .status_resources("c0", requests={"cpu": "2"}, allocated={"cpu": "2"})
+     .status_resources("c1", requests={"cpu": "1"}, allocated={"cpu": "1"}),
+     4000, 3000),
+    # 1.36 reads a status only with its resources (c1's allocated 2 is ignored): 3 + 1; 1.37's actual view
+    # is c0's 3 and c1's allocated 2
+    ("actual falls back to allocated, allocated to desired, per container",
+     lambda: pod("p").req(cpu="1").container({"cpu": "1"})
+     .status_resources("c0", requests={"cpu": "3"}).status_resources("c1", allocated={"cpu": "2"}),
+     4000, 5000),
+    ("an infeasible resize leaves the spec's sum out",
+     lambda: pod("p").req(cpu="4").container({"cpu": "4"}).resize_pending("Infeasible")
+     .status_resources("c0", requests={"cpu": "1"}, allocated={"cpu": "1"})
+     .status_resources("c1", requests={"cpu": "1"}, allocated={"cpu": "1"}),
+     2000, 2000),
+]
+
+
+@pytest.mark.parametrize("case,build,cpu_1_36,cpu_1_37", RESIZE_1_37, ids=[c[0] for c in RESIZE_1_37])
+def test_1_37_takes_the_greatest_of_each_views_sum(case, build, cpu_1_36, cpu_1_37):
+    assert requests_of(build(), "1.36")["cpu"] == cpu_1_36
+    assert requests_of(build(), "1.37")["cpu"] == cpu_1_37

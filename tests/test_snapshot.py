@@ -232,7 +232,7 @@ def test_snapshot_items_are_not_changed_in_the_caller(tmp_path):
 @pytest.mark.parametrize("served,asked,follows,noted", [
     pytest.param("v1.36.2", [], "v1.36.2", False, id="the snapshot's release"),
     pytest.param("v1.36.2", ["--kubernetes-version", "1.35"], "v1.35.4", False, id="the flag over the snapshot"),
-    pytest.param("v1.37.1", [], "v1.36.2", True, id="a later release: the newest before it, said"),
+    pytest.param("v1.38.1", [], "v1.37.0", True, id="a later release: the newest before it, said"),
     pytest.param(None, [], "v1.35.4", False, id="a server hiding /version: the default"),
 ])
 def test_a_run_on_a_snapshot_follows_the_release_it_recorded(tmp_path, capsys, server, kubeconfig, served, asked,
@@ -243,4 +243,4 @@ def test_a_run_on_a_snapshot_follows_the_release_it_recorded(tmp_path, capsys, s
     code, stdout, err = run_cli(["schedule", str(out), "--json", *asked], capsys)
     assert code == 0, err
     assert json.loads(stdout)["kubernetesVersion"] == follows
-    assert ("names Kubernetes v1.37.1, a release optisched does not reproduce" in err) == noted
+    assert ("names Kubernetes v1.38.1, a release optisched does not reproduce" in err) == noted

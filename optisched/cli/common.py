@@ -23,14 +23,17 @@ err = safe_console(stderr=True)
 
 
 def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None = None,  # type: ignore[no-untyped-def]
-         context: str | None = None, max_input_size: str = "4Gi", kubernetes_version: str | None = None):
+         context: str | None = None, max_input_size: str = "4Gi", kubernetes_version: str | None = None,
+         feature_gates: str | None = None):
     """Load, compile and print the input's warnings on stderr (the same lines in every command); the
-    configuration follows ``kubernetes_version`` (default :data:`optisched.profile.releases.DEFAULT_VERSION`)."""
+    configuration follows ``kubernetes_version`` (default :data:`optisched.profile.releases.DEFAULT_VERSION`)
+    with ``feature_gates`` (``--feature-gates``)."""
     from ..api import load as load_files
     from ..model.state import compile_cluster
     from ..profile import default_config, for_version, load_config
-    from ..profile.releases import chosen_version
+    from ..profile.releases import chosen_version, notice
     from .input_warnings import input_warnings
+    from .options import feature_gates as parse_gates
 
     if kubeconfig or context:
         if paths:
@@ -43,23 +46,30 @@ def load(paths: list[str] | None, profile: Path | None, kubeconfig: str | None =
     else:
         cluster = load_files(paths, max_input_size=max_input_size)
     version, note = chosen_version(kubernetes_version, cluster.kubernetes_version)
-    config = load_config(profile, version) if profile else (cluster.config or default_config())
-    config = for_version(config, version)
-    state = compile_cluster(cluster, version)
-    warnings = input_warnings(state, config) + ([note] if note else [])
+    gates = parse_gates(feature_gates) or {}
+    config = load_config(profile, version, gates) if profile else (cluster.config or default_config())
+    config = for_version(config, version, gates)
+    state = compile_cluster(cluster, config.requests_key)
+    unverified = notice(config.kubernetes_version)
+    warnings = input_warnings(state, config) + [line for line in (note, unverified) if line]
     for w in warnings:
         warn(w)
     return state, config, warnings
 
 
-def config_only(profile: Path | None, kubernetes_version: str | None):  # type: ignore[no-untyped-def]
+def config_only(profile: Path | None, kubernetes_version: str | None,  # type: ignore[no-untyped-def]
+                feature_gates: str | None = None):
     """The configuration a run without input follows: ``profile`` (else the defaults) decoded for
-    ``kubernetes_version`` (else :data:`optisched.profile.releases.DEFAULT_VERSION`)."""
+    ``kubernetes_version`` (else :data:`optisched.profile.releases.DEFAULT_VERSION`) and ``feature_gates``."""
     from ..profile import default_config, load_config
-    from ..profile.releases import chosen_version
+    from ..profile.releases import chosen_version, notice
+    from .options import feature_gates as parse_gates
 
     version = chosen_version(kubernetes_version, None)[0]
-    return load_config(profile, version) if profile else default_config(version)
+    if (unverified := notice(version)) is not None:
+        warn(unverified)
+    gates = parse_gates(feature_gates)
+    return load_config(profile, version, gates) if profile else default_config(version, gates)
 
 
 def warn(line: str) -> None:

@@ -12,6 +12,7 @@ from .options import (
     ClusterArg,
     ContextOpt,
     EvictOpt,
+    FeatureGatesOpt,
     JsonOpt,
     KubeconfigOpt,
     MaxInputOpt,
@@ -50,6 +51,7 @@ def compare(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Greedy (kube-scheduler) vs optimal placement of one snapshot: side by side, per pod, with a report."""
     from ..comparison.pipeline import policy_config
@@ -63,7 +65,8 @@ def compare(
         from ..report import check_report_dir
 
         check_report_dir(report)
-    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                          kubernetes_version, feature_gates)
     choices: dict[str, Any] = {
         "time_limit": time_limit, "workers": workers, "seed": seed, "policies": names, "movable": movable,
         "objective": objective, "weights": weights, "replay": replay, "selector": selector,

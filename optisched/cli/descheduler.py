@@ -9,7 +9,16 @@ import typer
 
 from ..errors import InputError
 from . import common
-from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt, VersionOpt
+from .options import (
+    ClusterArg,
+    ContextOpt,
+    FeatureGatesOpt,
+    JsonOpt,
+    KubeconfigOpt,
+    MaxInputOpt,
+    ProfileOpt,
+    VersionOpt,
+)
 
 
 def deschedule(
@@ -21,6 +30,7 @@ def deschedule(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Run the descheduler's strategies once, replay kube-scheduler on the replacements, count a second cycle."""
     from ..descheduler import load_policy, run_descheduler
@@ -29,7 +39,8 @@ def deschedule(
     if policy == Path():
         raise InputError("--policy: give a DeschedulerPolicy file")
     pol = load_policy(policy)
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                   kubernetes_version, feature_gates)
     outcome = run_descheduler(state, config, pol)
     if as_json:
         common.print_json(outcome.to_dict())
@@ -52,6 +63,7 @@ def pressure(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Which pods the kubelet evicts from nodes under memory or disk pressure, and where they land."""
     from ..whatif import (
@@ -65,7 +77,8 @@ def pressure(
 
     th = load_kubelet_config(kubelet_config) if kubelet_config else \
         parse_thresholds({"kind": "KubeletConfiguration"}, "<defaults>")
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                   kubernetes_version, feature_gates)
     use = load_usage(usage, state) if usage else usage_from_annotations(state)
     only = [n.strip() for n in node.split(",") if n.strip()] if node else None
     outcome = run_pressure(state, config, use, th, only)

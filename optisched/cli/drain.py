@@ -11,6 +11,7 @@ from . import common
 from .options import (
     ClusterArg,
     ContextOpt,
+    FeatureGatesOpt,
     JsonOpt,
     KubeconfigOpt,
     MaxInputOpt,
@@ -39,6 +40,7 @@ def drain(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """What `kubectl drain` would do: refused pods, eviction waves under PDBs, where the pods land (and
     optisched's best placement), and the largest set of the nodes that drains together."""
@@ -56,7 +58,8 @@ def drain(
         from ..whatif.drain_report import check_drain_report
 
         check_drain_report(report)
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                   kubernetes_version, feature_gates)
     names = names or pool_nodes(state, pool)
     flags = DrainFlags(ignore_daemonsets, delete_emptydir_data, force)
     outcome = run_drain(state, config, names, flags)

@@ -7,7 +7,16 @@ import typer
 
 from ..errors import InputError
 from . import common
-from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt, VersionOpt
+from .options import (
+    ClusterArg,
+    ContextOpt,
+    FeatureGatesOpt,
+    JsonOpt,
+    KubeconfigOpt,
+    MaxInputOpt,
+    ProfileOpt,
+    VersionOpt,
+)
 
 
 def explain(
@@ -20,6 +29,7 @@ def explain(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Show one pod's scheduling cycles: every node, the plugin that rejected it and why, or its scores; a
     preemptor's attempt that evicted victims, then the attempt that placed it."""
@@ -30,7 +40,8 @@ def explain(
 
     if not pod:
         raise InputError("--pod namespace/name is required")
-    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                          kubernetes_version, feature_gates)
     row = common.pending_row(state, pod)
     with progress_bar(common.err, "greedy mode", len(state.pending)) as advance:
         result = GreedyScheduler(state, config, GreedyOptions(requeue=not no_requeue)).run(progress=advance)

@@ -7,6 +7,7 @@ from .options import (
     ClusterArg,
     ContextOpt,
     EffectiveProfileOpt,
+    FeatureGatesOpt,
     JsonOpt,
     KubeconfigOpt,
     MaxInputOpt,
@@ -23,6 +24,7 @@ def inspect(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
     effective_profile: EffectiveProfileOpt = False,
 ) -> None:
     """Summarize a cluster: nodes, pods, requests vs allocatable, PDBs, the active profile."""
@@ -30,9 +32,10 @@ def inspect(
     from .render import render_inspect
 
     if effective_profile and not (cluster or kubeconfig or context):
-        print_effective(common.config_only(profile, kubernetes_version), as_json)
+        print_effective(common.config_only(profile, kubernetes_version, feature_gates), as_json)
         return
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                   kubernetes_version, feature_gates)
     if effective_profile:
         print_effective(config, as_json)
         return
@@ -61,4 +64,13 @@ def print_effective(config, as_json: bool) -> None:  # type: ignore[no-untyped-d
         return
     patch = release(config.kubernetes_version).patch
     sys.stdout.write(f"# kube-scheduler {patch}: the effective configuration ({config.source})\n")
+    gates = config.feature_gates
+    sys.stdout.write(f"# feature gates the scheduler reads: {_gate_list(gates.scheduler_values())}\n")
+    if gates.others():
+        others = _gate_list(gates.others())
+        sys.stdout.write(f"# feature gates set that the scheduler does not read: {others}\n")
     sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+
+
+def _gate_list(gates: dict[str, bool]) -> str:
+    return ",".join(f"{name}={str(value).lower()}" for name, value in gates.items())

@@ -64,6 +64,26 @@ def check_version(param: typer.CallbackParam, value: str | None) -> str | None:
         raise InputError(str(e), source="--kubernetes-version") from None
 
 
+def feature_gates(value: str | None) -> dict[str, bool] | None:
+    """``--feature-gates`` parsed: kube-scheduler's syntax (``A=true,B=false``); each name is checked
+    against the release the run follows when the configuration loads
+    (:func:`optisched.profile.gates.resolve_gates`)."""
+    from ..profile.gates import parse_feature_gates
+
+    if value is None:
+        return None
+    try:
+        return parse_feature_gates(value)
+    except ValueError as e:
+        raise InputError(str(e), source="--feature-gates") from None
+
+
+def check_feature_gates(param: typer.CallbackParam, value: str | None) -> str | None:
+    """``--feature-gates``: its syntax, checked before any work (:func:`feature_gates`)."""
+    feature_gates(value)
+    return value
+
+
 def mode_option(help: str) -> Any:
     return typer.Option("--mode", callback=check_mode, help=help)
 
@@ -93,7 +113,13 @@ EvictOpt = Annotated[str | None, typer.Option("--evict", help="Optimal mode: pro
 MaxInputOpt = Annotated[str, typer.Option("--max-input-size", help="Largest input file read, e.g. 1Gi.")]
 VersionOpt = Annotated[str | None, typer.Option(
     "--kubernetes-version", callback=check_version,
-    help="The kube-scheduler release whose rules to follow: 1.35 or 1.36 (default 1.35; docs/fidelity.md).")]
+    help="The kube-scheduler release whose rules to follow: 1.35, 1.36 or 1.37 (1.37 from its release notes, "
+         "not verified; default 1.35; docs/fidelity.md).")]
+FeatureGatesOpt = Annotated[str | None, typer.Option(
+    "--feature-gates", callback=check_feature_gates,
+    help="Feature gates as kube-scheduler's flag takes them, e.g. "
+         "NodeDeclaredFeatures=true,DRAPrioritizedList=false (default: the release's; docs/fidelity.md lists "
+         "the ones optisched follows).")]
 EffectiveProfileOpt = Annotated[bool, typer.Option(
     "--effective-profile",
     help="Print the effective KubeSchedulerConfiguration of the release the run follows (every default "

@@ -12,6 +12,7 @@ from .options import (
     ClusterArg,
     ContextOpt,
     EvictOpt,
+    FeatureGatesOpt,
     JsonOpt,
     KubeconfigOpt,
     MaxInputOpt,
@@ -45,6 +46,7 @@ def preempt(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Show which pods preemption evicts for which preemptors, with priorities and PDBs."""
     import yaml
@@ -57,7 +59,8 @@ def preempt(
 
     policy = EvictionPolicy.parse(evict)
     common.check_outputs({"--output": output}, cluster, profile)
-    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                          kubernetes_version, feature_gates)
     key = state.pods[common.pending_row(state, pod)].key if pod else None
     shown = common.err if str(output) == "-" else common.out  # --output -: the evictions on stdout, the table on stderr
     from ..interrupt import catching, cause, requested

@@ -13,6 +13,7 @@ from .options import (
     ClusterArg,
     ContextOpt,
     EvictOpt,
+    FeatureGatesOpt,
     KubeconfigOpt,
     MaxInputOpt,
     ProfileOpt,
@@ -56,6 +57,7 @@ def reschedule(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
     compare_descheduler: Annotated[bool, typer.Option("--compare-descheduler", help="Also run the descheduler's "
                                                       "strategy for the goal on the snapshot, replayed, beside "
                                                       "the plan (docs/whatif.md).")] = False,
@@ -110,7 +112,8 @@ def reschedule(
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())
     policy = dataclasses.replace(EvictionPolicy.parse(evict), namespaces=split(namespaces),
                                  exclude_namespaces=split(exclude_namespaces), selector=selector)
-    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, _ = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                   kubernetes_version, feature_gates)
     from ..interrupt import catching, cause, requested
 
     with catching():

@@ -13,6 +13,7 @@ from .options import (
     ClusterArg,
     ContextOpt,
     EvictOpt,
+    FeatureGatesOpt,
     JsonOpt,
     KubeconfigOpt,
     MaxInputOpt,
@@ -53,6 +54,7 @@ def schedule(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Place the pending pods as kube-scheduler would (greedy mode), or all at once (optimal mode)."""
     from ..greedy.select import TieBreak
@@ -73,7 +75,8 @@ def schedule(
         raise InputError(f"--stop-after: {stop_after!r} is not one of {', '.join(STOP_AFTER)}")
     parsed, policy = common.solver_choices(objective, weights, evict)
     common.check_outputs({"--output": output, "--trace": trace}, cluster, profile)
-    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    state, config, warnings = common.load(cluster, profile, kubeconfig, context, max_input_size,
+                                          kubernetes_version, feature_gates)
     if mode == "greedy":
         summary = _schedule_greedy(state, config, tb, seed, no_requeue, trace, output, as_json)
         return _schedule_end(summary, as_json, warnings, fail_on_pending)

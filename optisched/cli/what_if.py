@@ -7,7 +7,16 @@ import typer
 
 from ..errors import InputError
 from . import common
-from .options import ClusterArg, ContextOpt, JsonOpt, KubeconfigOpt, MaxInputOpt, ProfileOpt, VersionOpt
+from .options import (
+    ClusterArg,
+    ContextOpt,
+    FeatureGatesOpt,
+    JsonOpt,
+    KubeconfigOpt,
+    MaxInputOpt,
+    ProfileOpt,
+    VersionOpt,
+)
 
 
 def what_if(
@@ -26,13 +35,15 @@ def what_if(
     context: ContextOpt = None,
     max_input_size: MaxInputOpt = "4Gi",
     kubernetes_version: VersionOpt = None,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Taint-based eviction or node failure: which pods go and when, broken PDBs, where pods land."""
     from ..whatif.render import render_taint
     from ..whatif.taint import parse_taint, run_taint
 
     names = [n.strip() for n in node.split(",") if n.strip()]
-    load = lambda: common.load(cluster, profile, kubeconfig, context, max_input_size, kubernetes_version)
+    load = lambda: common.load(cluster, profile, kubeconfig, context, max_input_size,
+                               kubernetes_version, feature_gates)
     if fail or fail_zone:
         return _what_if_failure(load, names, fail_zone, zone_key, optimal, as_json)
     if not taint:

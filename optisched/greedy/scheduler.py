@@ -128,7 +128,7 @@ class GreedyScheduler:
     """kube-scheduler over a :class:`ClusterState`, one profile per ``schedulerName``."""
 
     def __init__(self, state: ClusterState, config: SchedulerConfig, options: GreedyOptions = GreedyOptions()):
-        self.state = state = for_release(state, config.kubernetes_version)
+        self.state = state = for_release(state, config.requests_key)
         self.config = config
         self.options = options
         self.snapshot = Snapshot(state)

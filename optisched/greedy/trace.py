@@ -107,6 +107,8 @@ def trace_of(res: GreedyResult, config: SchedulerConfig, tie_break: TieBreak) ->
         "percentageOfNodesToScore": profile.effective_percentage(config.percentage_of_nodes_to_score),
         "scoreWeights": dict(profile.score_weights),
         "plugins": {k: list(v) for k, v in profile.plugins.items()},
+        # the gates the scheduler reads, as the run had them (a conformance trace's featureGates)
+        "featureGates": config.feature_gates.scheduler_values(),
         "nodeOrder": [state.node_names[int(i)] for i in res.node_order],
         "queueOrder": [state.pods[p].key for p in res.queue_order],
         "cycles": [cycle_to_json(res, rec) for rec in res.cycles],

@@ -17,10 +17,23 @@ differ in the pod-level requests (:data:`RELEASE_REQUESTS`): 1.36 turns
 InPlacePodLevelResourcesVerticalScaling on by default (beta), so pod-level requests take the same maximum
 with ``status.resources.requests`` and ``status.allocatedResources``; under 1.35 (alpha, off) the
 pod-level spec counts alone. 1.36's DRANodeAllocatableResources (alpha, off) adds nothing.
+
+Both follow their gates when a run sets them (``--feature-gates``): PodLevelResources off skips the
+pod-level requests (``SkipPodLevelResources``, and the non-missing defaults apply as without them), and
+InPlacePodLevelResourcesVerticalScaling chooses whether pod-level requests are resized. A state's
+requests are then named by :func:`requests_key` (the release, and the gates that differ from its
+defaults) and computed by :func:`requests_of`.
+
+1.37, from kubernetes PR 140047's text (not verified against the release's code): a resize's requests are
+the greatest of the desired, allocated and actual requests each summed over the containers, not the sum
+of each container's greatest (:meth:`PodRequests._views`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
 
 from .objects import Container, ContainerStatus, Pod
 from .quantity import NANO, to_scheduler_units
@@ -33,6 +46,7 @@ __all__ = [
     "container_requests",
     "non_zero_requests",
     "pod_requests",
+    "requests_key",
     "requests_of",
 ]
 
@@ -87,6 +101,9 @@ class PodRequests:
 
     release: str
     pod_level_resize: bool
+    pod_level: bool = True  # the PodLevelResources gate (beta, on in both releases)
+    # 1.37: a resize's requests are the greatest of the views' sums, not the sum of each container's greatest
+    max_of_aggregates: bool = False
 
     def _container(self, pod: Pod, c: Container, statuses: dict[str, ContainerStatus]) -> dict[str, int]:
         reqs = container_requests(c)
@@ -96,41 +113,44 @@ class PodRequests:
         return reqs
 
     def _aggregate(self, pod: Pod, non_missing: dict[str, int] | None) -> dict[str, int]:
-        """``AggregateContainerRequests``."""
+        """``AggregateContainerRequests``: each container's effective requests summed; with
+        ``max_of_aggregates``, the greatest of the three views' sums instead (:meth:`_views`)."""
         statuses = {s.name: s for s in pod.status.container_statuses}
         statuses.update({s.name: s for s in pod.status.init_container_statuses})
+        if self.max_of_aggregates:
+            return self._views(pod, statuses, non_missing)
 
         def reqs_of(c: Container, status: bool) -> dict[str, int]:
             r = self._container(pod, c, statuses) if status else container_requests(c)
-            if non_missing:
-                for k, v in non_missing.items():
-                    r.setdefault(k, v)
-            return r
+            return _with_defaults(r, non_missing)
 
-        result: dict[str, int] = {}
-        for c in pod.spec.containers:
-            _add(result, reqs_of(c, True))
-        restartable: dict[str, int] = {}
-        init_max: dict[str, int] = {}
-        for c in pod.spec.init_containers:
-            sidecar = c.restart_policy == "Always"
-            r = reqs_of(c, sidecar)  # only restartable init containers read their status
-            if sidecar:
-                _add(result, r)
-                _add(restartable, r)
-                r = dict(restartable)
-            else:
-                combined = dict(r)
-                _add(combined, restartable)
-                r = combined
-            _max(init_max, r)
-        _max(result, init_max)
-        return result
+        return _sum(pod, reqs_of)
+
+    def _views(self, pod: Pod, statuses: dict[str, ContainerStatus],
+               non_missing: dict[str, int] | None) -> dict[str, int]:
+        """1.37 (kubernetes PR 140047, from its text): the desired (spec), allocated and actual requests
+        each summed over the containers, then the maximum of the sums, the desired left out while the
+        resize is ``Infeasible``. Per container, allocated falls back to desired and actual to allocated;
+        only the containers 1.36 reads the status of (regular and restartable init ones) have views of
+        their own."""
+        def view(c: Container, status: bool, which: int) -> dict[str, int]:
+            desired = container_requests(c)
+            cs = statuses.get(c.name) if status else None
+            allocated = dict(cs.allocated_resources) if cs is not None and cs.allocated_resources else desired
+            actual = (dict(cs.resources.requests) if cs is not None and cs.resources is not None
+                      else allocated)
+            return _with_defaults(dict((desired, allocated, actual)[which]), non_missing)
+
+        out: dict[str, int] = {}
+        for which in range(1 if resize_infeasible(pod) else 0, 3):
+            _max(out, _sum(pod, partial(view, which=which)))
+        return out
+
 
     def _pod_level(self, pod: Pod) -> dict[str, int]:
         """The pod-level requests that replace the aggregate (``IsPodLevelRequestsSet``), resized as the
         release does."""
-        spec = _pod_level_requests(pod)
+        spec = _pod_level_requests(pod) if self.pod_level else {}
         if not spec or not self.pod_level_resize or pod.status.resources is None:
             return spec
         eff = _effective(pod, spec, pod.status.resources.requests, pod.status.allocated_resources)
@@ -153,7 +173,7 @@ class PodRequests:
         default applies only to a resource that neither level sets.
         """
         plain = self.nanos(pod)
-        if _pod_level_requests(pod):
+        if self.pod_level and _pod_level_requests(pod):
             non_missing = {k: v for k, v in _NON_MISSING.items() if k not in plain}
         else:
             non_missing = _NON_MISSING
@@ -162,15 +182,72 @@ class PodRequests:
                 to_scheduler_units("memory", reqs.get("memory", 0)))
 
 
+def _with_defaults(reqs: dict[str, int], non_missing: dict[str, int] | None) -> dict[str, int]:
+    """``reqs`` with ``NonMissingContainerRequests`` for the resources it lacks."""
+    for k, v in (non_missing or {}).items():
+        reqs.setdefault(k, v)
+    return reqs
+
+
+def _sum(pod: Pod, reqs_of: Callable[[Container, bool], dict[str, int]]) -> dict[str, int]:
+    """``AggregateContainerRequests`` over ``reqs_of(container, reads_status)``: regular containers and
+    restartable init containers summed, each other init container with the restartable ones before it,
+    the greatest of those taken."""
+    result: dict[str, int] = {}
+    for c in pod.spec.containers:
+        _add(result, reqs_of(c, True))
+    restartable: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for c in pod.spec.init_containers:
+        sidecar = c.restart_policy == "Always"
+        r = reqs_of(c, sidecar)  # only restartable init containers read their status
+        if sidecar:
+            _add(result, r)
+            _add(restartable, r)
+            r = dict(restartable)
+        else:
+            combined = dict(r)
+            _add(combined, restartable)
+            r = combined
+        _max(init_max, r)
+    _max(result, init_max)
+    return result
+
+
 RELEASE_REQUESTS: dict[str, PodRequests] = {
     "1.35": PodRequests("1.35", pod_level_resize=False),
     "1.36": PodRequests("1.36", pod_level_resize=True),
+    # from kubernetes PR 140047's text, not verified against the release's code
+    "1.37": PodRequests("1.37", pod_level_resize=True, max_of_aggregates=True),
 }
 """The requests each reproduced release computes, by minor release."""
 
 
-def requests_of(release: str) -> PodRequests:
-    return RELEASE_REQUESTS[release]
+_GATES = (("PodLevelResources", "pod_level"), ("InPlacePodLevelResourcesVerticalScaling", "pod_level_resize"))
+
+
+def requests_key(release: str, gates: Any = None) -> str:
+    """The name of the requests ``release`` computes under ``gates`` (anything with ``enabled(name)``, a
+    profile's :class:`~optisched.profile.gates.FeatureGates`): the release alone under its defaults, else
+    ``1.36:PodLevelResources=false``."""
+    base = RELEASE_REQUESTS[release]
+    if gates is None:
+        return release
+    changed = [f"{gate}={str(gates.enabled(gate)).lower()}" for gate, attr in _GATES
+               if bool(gates.enabled(gate)) != getattr(base, attr)]
+    return ":".join([release, ",".join(changed)]) if changed else release
+
+
+def requests_of(key: str) -> PodRequests:
+    """The requests :func:`requests_key` names."""
+    release, _, changed = key.partition(":")
+    calc = RELEASE_REQUESTS[release]
+    values = dict(item.split("=") for item in changed.split(",") if item)
+    if "PodLevelResources" in values:
+        calc = replace(calc, pod_level=values["PodLevelResources"] == "true")
+    if "InPlacePodLevelResourcesVerticalScaling" in values:
+        calc = replace(calc, pod_level_resize=values["InPlacePodLevelResourcesVerticalScaling"] == "true")
+    return calc
 
 
 def _pod_level_requests(pod: Pod) -> dict[str, int]:
@@ -189,10 +266,11 @@ def _pod_level_supported(name: str) -> bool:
 
 
 def pod_requests(pod: Pod, release: str = "1.35") -> dict[str, int]:
-    """Effective requests of ``release`` in scheduler units (:meth:`PodRequests.requests`)."""
-    return RELEASE_REQUESTS[release].requests(pod)
+    """Effective requests of ``release`` (a :func:`requests_key`) in scheduler units
+    (:meth:`PodRequests.requests`)."""
+    return requests_of(release).requests(pod)
 
 
 def non_zero_requests(pod: Pod, release: str = "1.35") -> tuple[int, int]:
     """(milli-CPU, memory bytes) for scoring of ``release`` (:meth:`PodRequests.non_zero`)."""
-    return RELEASE_REQUESTS[release].non_zero(pod)
+    return requests_of(release).non_zero(pod)

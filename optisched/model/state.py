@@ -15,7 +15,7 @@ import numpy as np
 from .cluster import Cluster
 from .objects import Node, Pod, Taint
 from .quantity import to_scheduler_units
-from .requests import RELEASE_REQUESTS, PodRequests
+from .requests import PodRequests, requests_of
 
 __all__ = [
     "CORE_RESOURCES",
@@ -95,7 +95,8 @@ class ClusterState:
 
     @property
     def release(self) -> str:
-        """The minor release whose requests the state holds (``compile_cluster``)."""
+        """The requests the state holds (``compile_cluster``): a minor release, or one with the gates that
+        change its requests (:func:`.requests.requests_key`)."""
         return self.cluster.release or DEFAULT_RELEASE
 
     @property
@@ -198,7 +199,7 @@ def compile_cluster(cluster: Cluster, release: str | None = None) -> ClusterStat
     node_names = [n.metadata.name for n in cluster.nodes]
     node_index = {n: i for i, n in enumerate(node_names)}
     pods = [p for p in cluster.pods if p.status.phase not in ("Succeeded", "Failed")]
-    reqs, nonzero_list = _requests(pods, RELEASE_REQUESTS[release])
+    reqs, nonzero_list = _requests(pods, requests_of(release))
     resources = _resource_names(cluster, reqs)
     col = {r: i for i, r in enumerate(resources)}
     alloc = np.zeros((len(node_names), len(resources)), dtype=np.int64)
@@ -238,7 +239,7 @@ def resized(pod: Pod) -> bool:
 def without_resize(state: ClusterState, pods: list[Pod]) -> tuple[np.ndarray, np.ndarray]:
     """The request and non-zero rows of ``pods`` (new pods: no resize in progress) in ``state``'s columns, as
     its release computes them."""
-    calc = RELEASE_REQUESTS[state.release]
+    calc = requests_of(state.release)
     req = np.zeros((len(pods), len(state.resources)), dtype=np.int64)
     nonzero = np.zeros((len(pods), 2), dtype=np.int64)
     for i, pod in enumerate(pods):

@@ -25,7 +25,8 @@ __all__ = ["group_components", "sub_batch"]
 
 def _selectors(snapshot: Snapshot, defaults: tuple[dict, ...], c: PodClass) -> list:
     pod = snapshot.state.pods[c.rep]
-    out = [h.selector for h in resolve_constraints(snapshot, pod, defaults, DO_NOT_SCHEDULE)]
+    # without matchLabelKeys' labels: a selector that matches at least what the rule's does, either gate
+    out = [h.selector for h in resolve_constraints(snapshot, pod, defaults, DO_NOT_SCHEDULE, False)]
     aff = pod.spec.affinity
     for group in (aff.pod_affinity, aff.pod_anti_affinity) if aff else ():
         if group is not None:

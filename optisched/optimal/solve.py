@@ -80,7 +80,7 @@ def solve_optimal(state: ClusterState, config: SchedulerConfig, options: Optimal
                   explain: bool = True) -> OptimalResult:
     """Place the batch optimally (see the module docstring); ``greedy`` reuses a greedy run; ``explain``:
     say why pods stay pending (probes in the time left)."""
-    state = for_release(state, config.kubernetes_version)
+    state = for_release(state, config.requests_key)
     with collector.paused():  # (millions of variables and terms: docs/optimal_trust.md)
         return _solve_optimal(state, config, options, progress, greedy, explain)
 

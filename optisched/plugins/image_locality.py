@@ -8,7 +8,9 @@ normalized. Which images the sum counts is the release's (:data:`POD_IMAGES`):
 * v1.35.4: the init and regular containers' images (:func:`container_images`);
 * v1.36.2: those and the image volumes' ``spec.volumes[].image.reference`` (:func:`images_with_volumes`,
   no feature gate); the upper threshold still counts the containers only, so an image volume can lift
-  a pod's score where 1.35 gives none.
+  a pod's score where 1.35 gives none;
+* 1.37 (from kubernetes PR 138951, not verified against the release's code): the same images, and the
+  threshold counts the image volumes too (:data:`THRESHOLD_COUNTS_VOLUMES`).
 
 The batch objective is EXACT: the score depends only on the pod and the node (images do not move), so
 each arrival earns the plugin's weighted score on its node.
@@ -37,6 +39,7 @@ __all__ = [
     "MAX_CONTAINER_THRESHOLD",
     "MIN_THRESHOLD",
     "POD_IMAGES",
+    "THRESHOLD_COUNTS_VOLUMES",
     "ImageLocality",
     "container_images",
     "images_with_volumes",
@@ -65,8 +68,19 @@ def images_with_volumes(pod: Pod) -> list[str]:
     return [*container_images(pod), *(v.image.reference for v in pod.spec.volumes if v.image is not None)]
 
 
-POD_IMAGES: dict[str, Callable[[Pod], list[str]]] = {"1.35": container_images, "1.36": images_with_volumes}
+POD_IMAGES: dict[str, Callable[[Pod], list[str]]] = {"1.35": container_images, "1.36": images_with_volumes,
+                                                     "1.37": images_with_volumes}
 """The images each release's raw score counts, by minor release."""
+THRESHOLD_COUNTS_VOLUMES: frozenset[str] = frozenset({"1.37"})
+"""The releases whose ``calculatePriority`` threshold counts every image source (``sumImageScores``
+returns the count: init and regular containers, and image volumes)."""
+
+
+def image_count(pod: Pod, with_volumes: bool) -> int:
+    """The number of images the upper threshold counts: the containers', and the image volumes when
+    ``with_volumes``."""
+    count = len(pod.spec.init_containers) + len(pod.spec.containers)
+    return count + (sum(v.image is not None for v in pod.spec.volumes) if with_volumes else 0)
 
 
 class ImageLocality(Plugin):
@@ -79,7 +93,9 @@ class ImageLocality(Plugin):
         return tuple(images_with_volumes(pod)), len(pod.spec.init_containers) + len(pod.spec.containers)
 
     def __init__(self, snapshot: Snapshot, profile: object) -> None:
-        self.pod_images = POD_IMAGES[getattr(profile, "kubernetes_version", DEFAULT_VERSION)]
+        version = getattr(profile, "kubernetes_version", DEFAULT_VERSION)
+        self.pod_images = POD_IMAGES[version]
+        self.count_volumes = version in THRESHOLD_COUNTS_VOLUMES
         state = snapshot.state
         n = state.num_nodes
         sizes: dict[str, np.ndarray] = {}
@@ -104,7 +120,7 @@ class ImageLocality(Plugin):
             s = self.scaled.get(normalized_image_name(image))
             if s is not None:
                 total += s[nodes]
-        max_threshold = MAX_CONTAINER_THRESHOLD * (len(pod.spec.init_containers) + len(pod.spec.containers))
+        max_threshold = MAX_CONTAINER_THRESHOLD * image_count(pod, self.count_volumes)
         total = np.clip(total, MIN_THRESHOLD, max_threshold)
         return MAX_NODE_SCORE * (total - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 

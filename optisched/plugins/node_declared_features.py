@@ -11,8 +11,11 @@ are ignored.
 
 Its gate, ``NodeDeclaredFeatures``, is on by default from 1.36, whose default profile runs it. v1.35.4
 registers the plugin too, but with the gate off by default (alpha) ``New`` builds it disabled: a 1.35
-profile may name it, and its PreFilter then skips every pod (optisched configures no feature gates, so
-1.35's enabled variant, with its own registry and reason, is never run).
+profile may name it, and its PreFilter then skips every pod. With the gate on (``--feature-gates``,
+:mod:`optisched.profile.gates`) 1.35 runs its own variant (v1.35.4's ``nodedeclaredfeatures.go`` and
+``component-helpers/nodedeclaredfeatures``): the registry :data:`FEATURES_1_35`, the node's declared
+names taken as they are, and the reason ``node declared features check failed - unsatisfied
+requirements: <names>`` (:data:`REASON_1_35`); 1.36 with the gate off skips every pod too.
 
 The plugin's ``EventsToRegister`` are a node added or its declared features updated, and an update of
 the pod itself; a greedy run generates neither, so ``events`` is empty.
@@ -37,10 +40,14 @@ if TYPE_CHECKING:
     from ..optimal.classes import PodClass
     from ..optimal.model import BatchModel
 
-__all__ = ["FEATURES", "REASON", "DeclaredFeature", "NodeDeclaredFeatures", "required_features",
+__all__ = ["FEATURES", "FEATURES_1_35", "REASON", "REASON_1_35", "DeclaredFeature", "NodeDeclaredFeatures",
+           "required_features",
            "scheduling_key", "semver_after"]
 
 REASON = "node(s) didn't match Pod's required features"  # errReasonUnsatisfiedRequirements
+# v1.35.4's Filter: the unsatisfied requirements joined by ", " (a Go set's order; its registry infers
+# one feature at most, so the list is that one)
+REASON_1_35 = "node declared features check failed - unsatisfied requirements: "
 
 
 def restarts_all_containers(spec: PodSpec) -> bool:
@@ -81,6 +88,14 @@ FEATURES: tuple[DeclaredFeature, ...] = (
     # gate UserNamespacesHostNetworkSupport: alpha, off by default in 1.36; the API server then refuses a
     # pod with hostNetwork and hostUsers false, but the scheduler infers the requirement all the same
     DeclaredFeature("UserNamespacesHostNetworkSupport", host_network_in_user_namespace),
+)
+
+# v1.35.4's features.AllFeatures, in its order (GuaranteedQoSPodCPUResize and the pod-level resize are
+# only inferred for an update)
+FEATURES_1_35: tuple[DeclaredFeature, ...] = (
+    DeclaredFeature("RestartAllContainersOnContainerExits", restarts_all_containers),
+    DeclaredFeature("GuaranteedQoSPodCPUResize", only_on_update),
+    DeclaredFeature("InPlacePodLevelResourcesVerticalScaling", only_on_update),
 )
 
 _SEMVER = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?")
@@ -136,10 +151,15 @@ class NodeDeclaredFeatures(Plugin):
     static = True
     placement_free = True
 
-    def __init__(self, snapshot: Snapshot, profile: object, registry: tuple[DeclaredFeature, ...] = FEATURES
-                 ) -> None:
+    def __init__(self, snapshot: Snapshot, profile: object,
+                 registry: tuple[DeclaredFeature, ...] | None = None) -> None:
         minor = getattr(profile, "kubernetes_version", DEFAULT_VERSION)
-        self.enabled = at_least(minor, "1.36")  # the gate's default
+        gates = getattr(profile, "feature_gates", None)
+        self.enabled = (gates.enabled(names.NODE_DECLARED_FEATURES) if gates is not None
+                        else at_least(minor, "1.36"))
+        self.newer = at_least(minor, "1.36")  # 1.36's registry and reason; before, 1.35.4's
+        if registry is None:
+            registry = FEATURES if self.newer else FEATURES_1_35
         self.registry = registry
         self.version = release(minor).patch
         self.declared = (declared_matrix(snapshot.state, registry) if self.enabled
@@ -159,7 +179,9 @@ class NodeDeclaredFeatures(Plugin):
     def filter(self, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         wanted = cycle.data[self.name]
         fails = ~self.declared[nodes][:, wanted].all(axis=1)
-        return FilterResult.from_mask(fails, REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        reason = REASON if self.newer else REASON_1_35 + ", ".join(
+            f.name for f, w in zip(self.registry, wanted, strict=True) if w)
+        return FilterResult.from_mask(fails, reason, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
     # ------------------------------------------------------------------ CP-SAT side
     filter_fidelity = Fidelity.EXACT

@@ -15,6 +15,7 @@ from .args import (
     PodTopologySpreadArgs,
     VolumeBindingArgs,
 )
+from .gates import FeatureGates
 
 __all__ = ["FrozenMap", "Profile", "SchedulerConfig"]
 
@@ -65,6 +66,8 @@ class Profile:
     dynamic_resources: DynamicResourcesArgs = field(default_factory=DynamicResourcesArgs)
     not_modelled: tuple[str, ...] = ()
     kubernetes_version: str = "1.35"  # the minor release whose rules the plugins follow (.releases)
+    # the run's feature gates (--feature-gates over the release's defaults, .gates)
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
     # placementScore's weights (v1.36; empty before), as score_weights is score's
     placement_score_weights: Mapping[str, int] = field(default_factory=lambda: FrozenMap({}))
     # the weights the merged multiPoint entries give (those that set one)
@@ -91,6 +94,15 @@ class SchedulerConfig:
     kubernetes_version: str = "1.35"
     # the KubeSchedulerConfiguration it was decoded from (None: the defaults), to decode it for another release
     document: Any = field(default=None, compare=False, hash=False, repr=False)
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+
+    @property
+    def requests_key(self) -> str:
+        """The requests the run's pods hold: the release's under its gates
+        (:func:`optisched.model.requests.requests_key`; what ``compile_cluster`` and ``for_release`` take)."""
+        from ..model.requests import requests_key
+
+        return requests_key(self.kubernetes_version, self.feature_gates)
 
     def profile_for(self, scheduler_name: str) -> Profile | None:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)

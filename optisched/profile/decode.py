@@ -3,6 +3,7 @@ fields, each profile (a default name when there is one, unique names, one queueS
 ``pkg/scheduler/apis/config/validation/validation.go`` checks them), and the file it is read from."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,11 @@ from .defaults import (
     KIND,
     Release,
 )
+from .gates import FeatureGates, resolve_gates
 from .plugin_config import decode_plugin_configs
 from .plugin_sets import PluginSet, decode_plugins
 from .reader import FieldReader
-from .releases import DEFAULT_VERSION, RELEASES
+from .releases import DEFAULT_VERSION, RELEASES, default_multipoint
 
 __all__ = ["default_config", "load_config", "parse_config"]
 
@@ -47,7 +49,8 @@ def _out_of_tree(release: Release) -> dict[str, frozenset[str]]:
     return {name: plugin_points(name) for name in REGISTRY if name not in release.in_tree}
 
 
-def _profile(r: FieldReader, raw: Any, path: str, only: bool, release: Release) -> _Parsed:
+def _profile(r: FieldReader, raw: Any, path: str, only: bool, release: Release,
+             gates: FeatureGates) -> _Parsed:
     raw = r.obj(raw, path, _PROFILE_FIELDS, required=True)
     name = raw.get("schedulerName")
     if name is None and only:  # a default name only when there is a single profile
@@ -64,7 +67,7 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool, release: Release) 
     not_modelled = tuple(sorted(n for n in enabled
                                 if n in release.not_modelled or (n not in release.in_tree and n not in REGISTRY)))
     profile = Profile(name, FrozenMap(plugins), FrozenMap(weights["score"]), pct, not_modelled=not_modelled,
-                      kubernetes_version=release.minor,
+                      kubernetes_version=release.minor, feature_gates=gates,
                       placement_score_weights=FrozenMap(weights.get("placementScore", {})),
                       multipoint_weights=FrozenMap(weights["multiPoint"]),
                       plugin_config=tuple(raw_args.items()), **args)
@@ -107,10 +110,22 @@ def _check_top(r: FieldReader, doc: dict) -> None:
         r.integer(doc["podMaxBackoffSeconds"], ".podMaxBackoffSeconds", initial, 2**63 - 1)
 
 
-def parse_config(doc: Any, source: str = "<config>", kubernetes_version: str = DEFAULT_VERSION) -> SchedulerConfig:
+def _gates(kubernetes_version: str, feature_gates: Mapping[str, bool] | None) -> FeatureGates:
+    """``feature_gates`` checked for the release (:func:`.gates.resolve_gates`)."""
+    try:
+        return resolve_gates(kubernetes_version, feature_gates or {})
+    except ValueError as e:
+        raise InputError(str(e), source="--feature-gates") from None
+
+
+def parse_config(doc: Any, source: str = "<config>", kubernetes_version: str = DEFAULT_VERSION,
+                 feature_gates: Mapping[str, bool] | None = None) -> SchedulerConfig:
     """Decode, default and validate one ``KubeSchedulerConfiguration`` mapping (a parsed YAML document)
-    as kube-scheduler ``kubernetes_version`` (a minor release of :mod:`.releases`) does."""
+    as kube-scheduler ``kubernetes_version`` (a minor release of :mod:`.releases`) does with
+    ``feature_gates`` (``--feature-gates``: name -> value; the release's defaults for the others)."""
+    gates = _gates(kubernetes_version, feature_gates)
     release = RELEASES[kubernetes_version]
+    release = replace(release, multipoint=default_multipoint(release, gates))
     original = doc
     r = FieldReader(source)
     doc = r.obj(doc, "", _TOP_FIELDS, required=True)
@@ -119,29 +134,36 @@ def parse_config(doc: Any, source: str = "<config>", kubernetes_version: str = D
     par = doc.get("parallelism")
     par = DEFAULT_PARALLELISM if par is None else r.integer(par, ".parallelism", 1)
     raw_profiles = r.seq(doc.get("profiles"), ".profiles") or [{}]
-    parsed = [_profile(r, p, f".profiles[{i}]", len(raw_profiles) == 1, release) for i, p in enumerate(raw_profiles)]
+    parsed = [_profile(r, p, f".profiles[{i}]", len(raw_profiles) == 1, release, gates)
+              for i, p in enumerate(raw_profiles)]
     _check_profiles(r, parsed)
-    return SchedulerConfig(pct, par, tuple(p.profile for p in parsed), source, release.minor, original)
+    return SchedulerConfig(pct, par, tuple(p.profile for p in parsed), source, release.minor, original, gates)
 
 
-def default_config(kubernetes_version: str = DEFAULT_VERSION) -> SchedulerConfig:
+def default_config(kubernetes_version: str = DEFAULT_VERSION,
+                   feature_gates: Mapping[str, bool] | None = None) -> SchedulerConfig:
     """What kube-scheduler ``kubernetes_version`` runs with no configuration file: one default profile,
     nothing else set."""
-    config = parse_config({"apiVersion": API_VERSION, "kind": KIND}, "<default>", kubernetes_version)
+    config = parse_config({"apiVersion": API_VERSION, "kind": KIND}, "<default>", kubernetes_version,
+                          feature_gates)
     return replace(config, document=None)
 
 
-def for_version(config: SchedulerConfig, kubernetes_version: str) -> SchedulerConfig:
-    """``config`` as kube-scheduler ``kubernetes_version`` reads it: its document decoded again with that
-    release's defaults (the defaults alone when it has none)."""
-    if config.kubernetes_version == kubernetes_version:
+def for_version(config: SchedulerConfig, kubernetes_version: str,
+                feature_gates: Mapping[str, bool] | None = None) -> SchedulerConfig:
+    """``config`` as kube-scheduler ``kubernetes_version`` reads it with ``feature_gates`` (None: the ones
+    ``config`` was decoded with): its document decoded again with that release's defaults (the defaults
+    alone when it has none)."""
+    gates = config.feature_gates.asked if feature_gates is None else dict(feature_gates)
+    if config.kubernetes_version == kubernetes_version and config.feature_gates.asked == gates:
         return config
     if config.document is None:
-        return replace(default_config(kubernetes_version), source=config.source)
-    return parse_config(config.document, config.source, kubernetes_version)
+        return replace(default_config(kubernetes_version, gates), source=config.source)
+    return parse_config(config.document, config.source, kubernetes_version, gates)
 
 
-def load_config(path: str | Path, kubernetes_version: str = DEFAULT_VERSION) -> SchedulerConfig:
+def load_config(path: str | Path, kubernetes_version: str = DEFAULT_VERSION,
+                feature_gates: Mapping[str, bool] | None = None) -> SchedulerConfig:
     """Read a YAML (or JSON) file holding one KubeSchedulerConfiguration."""
     from ..model.documents import load_documents, read_source
 
@@ -153,4 +175,4 @@ def load_config(path: str | Path, kubernetes_version: str = DEFAULT_VERSION) -> 
         docs = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
     if len(docs) != 1:
         raise InputError(f"expected exactly one {KIND} document, found {len(docs)}", source=src)
-    return parse_config(docs[0], src, kubernetes_version)
+    return parse_config(docs[0], src, kubernetes_version, feature_gates)

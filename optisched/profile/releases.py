@@ -5,8 +5,8 @@ defaults to (:class:`.defaults.Release`).
   conformance traces of ``cases/``;
 * 1.36: kubernetes v1.36.2: the same default plugins with ``NodeDeclaredFeatures`` appended (its gate is
   on by default, ``applyFeatureGates`` appends it before DynamicResources is inserted; in 1.35 the gate
-  is off and the plugin, which a profile may still name, does nothing:
-  :mod:`optisched.plugins.node_declared_features`); rules that changed
+  is off by default and the plugin, which a profile may still name, does nothing unless the gate is
+  turned on: :mod:`optisched.plugins.node_declared_features`, :func:`default_multipoint`); rules that changed
   (``NodeResourcesBalancedAllocation``'s score) keep each release's variant in their plugin, verified
   against the traces of ``cases-v1.36/``. Its configuration
   (``pkg/scheduler/apis/config/v1/defaults.go``, ``kube-scheduler/config/v1/types.go``,
@@ -15,6 +15,11 @@ defaults to (:class:`.defaults.Release`).
   ``TopologyPlacementGenerator`` and ``PodGroupPodsCount`` there, is alpha and off), defaults
   ``DynamicResourcesArgs.bindingTimeout`` to 10m (DRADeviceBindingConditions is beta and on), and
   refuses a ``requestedToCapacityRatio`` given with another scoring type.
+
+* 1.37: from its release notes and KEPs, not verified against the release's code (no vendored copy):
+  1.36's configuration and rules, with the changes :data:`UNVERIFIED` lists (its gates,
+  :mod:`.gates`; ImageLocality's threshold, :mod:`optisched.plugins.image_locality`); every run says
+  so in one line (:func:`notice`), and docs/fidelity.md lists what is and is not done.
 
 A release is named by its minor version (``1.36``); ``v1.36.2`` and ``1.36.2`` name the same one.
 """
@@ -31,8 +36,10 @@ from .defaults import (
     UNMODELLED_POINTS,
     Release,
 )
+from .gates import FeatureGates
 
-__all__ = ["DEFAULT_VERSION", "RELEASES", "VERSIONS", "at_least", "chosen_version", "parse_version", "release"]
+__all__ = ["DEFAULT_VERSION", "RELEASES", "UNVERIFIED", "VERSIONS", "at_least", "chosen_version",
+           "default_multipoint", "notice", "parse_version", "release"]
 
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 # v1.36's pod-group placement plugins (NewInTreeRegistry), off by default
@@ -41,12 +48,20 @@ PLACEMENT_PLUGINS = {"TopologyPlacementGenerator": frozenset({"placementGenerate
 
 RELEASES: dict[str, Release] = {
     "1.35": Release("1.35", "v1.35.4", DEFAULT_MULTIPOINT, IN_TREE, UNMODELLED_POINTS, NOT_MODELLED),
-    "1.36": Release("1.36", "v1.36.2", (*DEFAULT_MULTIPOINT, (NODE_DECLARED_FEATURES, None)),
+    "1.36": Release("1.36", "v1.36.2", DEFAULT_MULTIPOINT,
+                    IN_TREE | {*PLACEMENT_PLUGINS}, {**UNMODELLED_POINTS, **PLACEMENT_PLUGINS},
+                    NOT_MODELLED | {*PLACEMENT_PLUGINS},
+                    extension_points=(*EXTENSION_POINTS, *PLACEMENT_POINTS), binding_timeout=600.0,
+                    strict_ratio_params=True),
+    # read from the release notes and KEPs: 1.36's configuration (its defaults.go is not at hand)
+    "1.37": Release("1.37", "v1.37.0", DEFAULT_MULTIPOINT,
                     IN_TREE | {*PLACEMENT_PLUGINS}, {**UNMODELLED_POINTS, **PLACEMENT_PLUGINS},
                     NOT_MODELLED | {*PLACEMENT_PLUGINS},
                     extension_points=(*EXTENSION_POINTS, *PLACEMENT_POINTS), binding_timeout=600.0,
                     strict_ratio_params=True),
 }
+# the releases whose rules come from release notes and KEPs, not from the release's code
+UNVERIFIED: frozenset[str] = frozenset({"1.37"})
 VERSIONS = tuple(RELEASES)
 # the version a run assumes when nothing names one
 DEFAULT_VERSION = "1.35"
@@ -61,6 +76,22 @@ def parse_version(text: str) -> str:
     if minor not in RELEASES:
         raise ValueError(f"{text!r} is not a Kubernetes version optisched reproduces; versions: {', '.join(VERSIONS)}")
     return minor
+
+
+def default_multipoint(release: Release, gates: FeatureGates) -> tuple[tuple[str, int | None], ...]:
+    """``getDefaultPlugins`` under ``gates``: ``applyFeatureGates`` appends NodeDeclaredFeatures when its gate
+    is on (DynamicResources, whose gate is locked on in both releases, is in the list already)."""
+    if gates.enabled(NODE_DECLARED_FEATURES):
+        return (*release.multipoint, (NODE_DECLARED_FEATURES, None))
+    return release.multipoint
+
+
+def notice(version: str) -> str | None:
+    """The line every run of an :data:`UNVERIFIED` release prints, else None."""
+    if version not in UNVERIFIED:
+        return None
+    return (f"Kubernetes {version}'s rules are from its release notes and KEPs, not verified against the "
+            f"release's code (docs/fidelity.md)")
 
 
 def release(version: str) -> Release:

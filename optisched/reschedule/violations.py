@@ -299,7 +299,7 @@ def _touched(state: ClusterState, snapshot: Snapshot, frameworks: dict[str, Fram
     if rule and (pod.metadata.namespace or "default") == (other.metadata.namespace or "default"):
         for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY) if soft else (DO_NOT_SCHEDULE,):
             if any(c.selector.matches(other.metadata.labels) for c in
-                   resolve_constraints(snapshot, pod, rule.defaults, action)):
+                   resolve_constraints(snapshot, pod, rule.defaults, action, rule.match_label_keys)):
                 return True
     return any(matched_by(state, term, pod)[p] for preferred in ((False, True) if soft else (False,))
                for term in anti_terms(pod, preferred))

@@ -17,6 +17,12 @@ Order: 1.35 walks pools in Go map order (random); optisched fixes one order, poo
 a pool's slices by name, devices as listed in their slice, which is the order v1.36.2 sorts into
 (``sortPoolsByID``, ``sortSlicesByName`` in its ``pools_incubating.go``); see :mod:`.pools`.
 
+Gates (the profile's, :mod:`optisched.profile.gates`): with DRAAdminAccess off, a request that sets
+``adminAccess`` is an error (``validateDeviceRequest``'s ``admin access is requested, but the feature is
+disabled``); with DRAPrioritizedList off the plugin's PreFilter refuses ``firstAvailable`` before the
+allocator runs. With both off upstream picks ``stable``, which for the requests left (no subrequests, no
+admin access) searches as ``incubating`` does.
+
 Features whose gates are off by default in 1.35 (partitionable devices' counters and per-device node
 selection, device taints, binding conditions, consumable capacity with ``distinctAttribute``, extended
 resources) are not modelled: a slice, class or claim using one makes :meth:`Allocator.allocate` raise
@@ -83,8 +89,9 @@ class Allocator:
     so a change to them needs a new Allocator, while ``allocated`` is given per call."""
 
     def __init__(self, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice],
-                 cel: SelectorEvaluator) -> None:
+                 cel: SelectorEvaluator, admin_access: bool = True) -> None:
         self.classes = classes
+        self.admin_access = admin_access  # Features.AdminAccess: the DRAAdminAccess gate
         self.index = SliceIndex.build(slices)
         self.cel = cel
         self._slice_keys = {id(s): i for i, s in enumerate(self.index.slices)}
@@ -170,7 +177,8 @@ class _Search:
             else:
                 exact = request.exactly
                 assert exact is not None  # the model makes one of exactly and firstAvailable set
-                rd = self._validate(ci, ri, 0, exact, request.name, None, bool(exact.admin_access))
+                rd = self._validate(ci, ri, 0, exact, request.name, None, bool(exact.admin_access),
+                                    exact.admin_access is not None)
                 self.requests[(ci, ri, 0)] = rd
                 min_devices += rd.num_devices
         if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
@@ -189,14 +197,17 @@ class _Search:
         self.constraints.append(constraints)
 
     def _validate(self, ci: int, ri: int, si: int, spec: DeviceSubRequest, name: str, parent: str | None,
-                  admin: bool) -> RequestData:
-        """``validateDeviceRequest``: the class, and for ``All`` the matching devices of every pool."""
+                  admin: bool, has_admin: bool = False) -> RequestData:
+        """``validateDeviceRequest``: the class, and for ``All`` the matching devices of every pool.
+        ``has_admin``: the request sets ``adminAccess`` (even to false), refused with the gate off."""
         claim = self.claims[ci]
         where = f"claim {kobj(claim)}, request {name}"
         for i, sel in enumerate(spec.selectors):
             if sel.cel is None:
                 raise AllocationError(f"{where}, selector #{i}: CEL expression empty "
                                       "(unsupported selector type?)")
+        if has_admin and not self.owner.admin_access:
+            raise AllocationError(f"{where}: admin access is requested, but the feature is disabled")
         if not spec.device_class_name:
             raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
         cls = self.owner.classes.get(spec.device_class_name)

@@ -2,13 +2,16 @@
 usable there. Devices come from ResourceSlices through the structured allocator.
 
 Upstream: ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`` of v1.35.4, with the
-default feature gates of 1.35 (DRAPrioritizedList and DRAAdminAccess on; extended resources, device taints,
-consumable capacity, binding conditions and partitionable devices off). Its points, as optisched runs them:
+default feature gates of 1.35 (DRAPrioritizedList and DRAAdminAccess on, and either may be turned off:
+the profile's gates, :mod:`optisched.profile.gates`; extended resources, device taints, consumable
+capacity, binding conditions and partitionable devices off). Its points, as optisched runs them:
 
 - **PreEnqueue**: every claim exists, is not being deleted and, for a template, is the pod's own; else
   the pod is never attempted (``not handled``, with upstream's reason).
 - **PreFilter**: Skip without claims; a DeviceClass a claim to allocate names that does not exist is
-  ``request R: device class C does not exist`` (UnschedulableAndUnresolvable, so no node is tried).
+  ``request R: device class C does not exist`` (UnschedulableAndUnresolvable, so no node is tried); with
+  DRAPrioritizedList off, a request with ``firstAvailable`` is ``resource claim NS/NAME, request R: has
+  subrequests, but the DRAPrioritizedList feature is disabled`` (Unschedulable).
 - **Filter**: an allocated claim whose allocation's node selector rejects the node is
   ``resourceclaim not available on the node``; the claims still to allocate go through the allocator on
   the node, and no solution is ``cannot allocate all claims``. Every rejection is
@@ -52,6 +55,7 @@ from ...framework import (
 from ...model.dra import ALLOCATION_MODE_ALL, AllocationResult, Device, DeviceClass, ResourceClaim
 from .. import names
 from .claims import Claim, ClaimBook, ClaimNotReady, claim_book
+from .requests import kobj
 
 if TYPE_CHECKING:
     from ...model.snapshot import Snapshot
@@ -98,12 +102,13 @@ class _Selectors:
             raise NotImplementedError(f"CEL selector {expression!r}: {e}") from None
 
 
-def new_allocator(classes: dict[str, DeviceClass], slices: Sequence[Any]) -> Any:
+def new_allocator(classes: dict[str, DeviceClass], slices: Sequence[Any], *, admin_access: bool = True) -> Any:
     """The structured allocator over ``slices`` with the plugin's CEL view (each expression compiled once,
-    each device's view built once): what the Filter calls, for readers that ask it the same question."""
+    each device's view built once): what the Filter calls, for readers that ask it the same question
+    (``admin_access``: the DRAAdminAccess gate, on by default in 1.35)."""
     from .allocator import Allocator
 
-    return Allocator(classes, slices, _Selectors())
+    return Allocator(classes, slices, _Selectors(), admin_access=admin_access)
 
 
 @dataclass
@@ -174,8 +179,14 @@ class DynamicResources(Plugin):
     @property
     def allocator(self) -> Any:
         if self._allocator is None:
-            self._allocator = new_allocator(self.classes, self.state.cluster.resource_slices)
+            self._allocator = new_allocator(self.classes, self.state.cluster.resource_slices,
+                                            admin_access=self._gate("DRAAdminAccess"))
         return self._allocator
+
+    def _gate(self, name: str) -> bool:
+        """A feature gate of the profile (``feature.Features``); the release's default without one."""
+        gates = getattr(self.profile, "feature_gates", None)
+        return True if gates is None else bool(gates.enabled(name))
 
     # ------------------------------------------------------------------ PreEnqueue
     def pre_enqueue(self, pod: int) -> str | None:
@@ -208,8 +219,14 @@ class DynamicResources(Plugin):
         return Status()
 
     def _check_classes(self, claim: ResourceClaim) -> Status | None:
-        """``validateDeviceClass`` for every request and subrequest of a claim to allocate."""
+        """``validateDeviceClass`` for every request and subrequest of a claim to allocate; with
+        DRAPrioritizedList off, a request with subrequests is Unschedulable."""
+        prioritized = self._gate("DRAPrioritizedList")
         for request in claim.spec.devices.requests:
+            if request.exactly is None and not prioritized:
+                why = (f"resource claim {kobj(claim)}, request {request.name}: has subrequests, but the "
+                       "DRAPrioritizedList feature is disabled")
+                return Status(Code.UNSCHEDULABLE, (why,))
             subs = ([(request.name, request.exactly.device_class_name)] if request.exactly is not None
                     else [(f"{request.name}/{s.name}", s.device_class_name) for s in request.first_available])
             for ref, cls in subs:

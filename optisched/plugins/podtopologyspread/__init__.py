@@ -8,7 +8,8 @@ Upstream (kubernetes v1.35.4), ``pkg/scheduler/framework/plugins/podtopologyspre
   ``systemDefaulted`` (defaultingType System);
 * ``common.go``: ``filterTopologySpreadConstraints`` (defaults: minDomains 1, nodeAffinityPolicy Honor,
   nodeTaintsPolicy Ignore; ``matchLabelKeys`` values merged into the selector by
-  ``mergeLabelSetWithSelector``, a nil selector staying "nothing"), ``buildDefaultConstraints`` (the
+  ``mergeLabelSetWithSelector`` while the MatchLabelKeysInPodTopologySpread gate is on (the profile's
+  gates, :mod:`optisched.profile.gates`), a nil selector staying "nothing"), ``buildDefaultConstraints`` (the
   profile's defaults take the selector of :func:`default_selector`, replacing any merged keys; none when
   that selector is empty), ``nodeLabelsMatchSpreadConstraints`` (a node counts only when it carries the
   topology keys of *all* constraints), ``matchNodeInclusionPolicies`` and ``countPodsMatchSelector``

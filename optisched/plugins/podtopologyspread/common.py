@@ -134,7 +134,8 @@ def default_selector(snapshot: Snapshot, pod: Pod) -> Selector:
 _VALIDATED: dict[int, tuple[dict, TopologySpreadConstraint]] = {}  # profile default dicts, validated once
 
 
-def _parse(c: TopologySpreadConstraint | dict, pod: Pod, selector: Selector | None) -> SpreadConstraint:
+def _parse(c: TopologySpreadConstraint | dict, pod: Pod, selector: Selector | None,
+           match_label_keys: bool = True) -> SpreadConstraint:
     if isinstance(c, dict):
         hit = _VALIDATED.get(id(c))
         if hit is None or hit[0] is not c:
@@ -142,7 +143,7 @@ def _parse(c: TopologySpreadConstraint | dict, pod: Pod, selector: Selector | No
         c = hit[1]
     if selector is None:
         selector = selector_of(c.label_selector)
-        if c.match_label_keys:  # MatchLabelKeysInPodTopologySpread
+        if match_label_keys and c.match_label_keys:  # the MatchLabelKeysInPodTopologySpread gate
             extra = {k: pod.metadata.labels[k] for k in c.match_label_keys if k in pod.metadata.labels}
             selector = selector.with_labels(extra)
     return SpreadConstraint(c.max_skew, c.topology_key, selector, c.min_domains or 1,
@@ -157,12 +158,15 @@ def constraints_error(pod: Pod, action: str) -> str | None:
     return None
 
 
-def resolve_constraints(snapshot: Snapshot, pod: Pod, defaults: tuple[dict, ...], action: str) -> list[SpreadConstraint]:
+def resolve_constraints(snapshot: Snapshot, pod: Pod, defaults: tuple[dict, ...], action: str,
+                        match_label_keys: bool = True) -> list[SpreadConstraint]:
     """The pod's constraints with ``whenUnsatisfiable == action``; when the pod has none at all, the
-    profile's ``defaults`` with that action and the pod's default selector (``buildDefaultConstraints``)."""
+    profile's ``defaults`` with that action and the pod's default selector (``buildDefaultConstraints``).
+    ``match_label_keys``: the MatchLabelKeysInPodTopologySpread gate (off: ``matchLabelKeys`` is not
+    merged into the selector, ``filterTopologySpreadConstraints`` of v1.35.4 and v1.36.2)."""
     own = pod.spec.topology_spread_constraints
     if own:
-        return [_parse(c, pod, None) for c in own if c.when_unsatisfiable == action]
+        return [_parse(c, pod, None, match_label_keys) for c in own if c.when_unsatisfiable == action]
     if not defaults:
         return []
     return snapshot.shared(_DefaultSelectors).constraints(pod, defaults, action)

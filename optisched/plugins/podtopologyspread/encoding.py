@@ -33,14 +33,16 @@ __all__ = ["SpreadEncoding"]
 
 class SpreadEncoding:
     """The CP-SAT side of :class:`.filtering.PodTopologySpread` (it reads the rule's ``state``,
-    ``defaults`` and ``counter``)."""
+    ``defaults``, ``match_label_keys`` and ``counter``)."""
 
     state: ClusterState
     defaults: tuple[dict, ...]
+    match_label_keys: bool
     counter: MatchCounter
 
     def _hard_of(self, model: BatchModel, c: PodClass) -> list[SpreadConstraint]:
-        return resolve_constraints(model.snapshot, model.state.pods[c.rep], self.defaults, DO_NOT_SCHEDULE)
+        return resolve_constraints(model.snapshot, model.state.pods[c.rep], self.defaults, DO_NOT_SCHEDULE,
+                                   self.match_label_keys)
 
     def restrict(self, model: BatchModel, classes: list[PodClass]) -> None:
         """A node without every constraint's topology key is out (``missing required label``); a pod

@@ -43,7 +43,7 @@ def encode_excess(rule: PodTopologySpread, model: BatchModel, classes: list[PodC
     seen: set[tuple] = set()
     for c in classes:
         pod = model.state.pods[c.rep]
-        cons = resolve_constraints(model.snapshot, pod, rule.defaults, action)
+        cons = resolve_constraints(model.snapshot, pod, rule.defaults, action, rule.match_label_keys)
         if not c.running or not cons:
             continue
         elig = NodeEligibility(model.state, pod, cons)

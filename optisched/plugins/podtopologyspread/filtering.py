@@ -13,6 +13,7 @@ from ...model.objects import Pod
 from ...model.pod_counts import MatchCounter
 from ...model.pod_index import PodIndex
 from ...model.snapshot import Snapshot
+from ...profile.gates import gate_enabled
 from .. import names
 from .common import (
     DO_NOT_SCHEDULE,
@@ -67,6 +68,7 @@ class PodTopologySpread(SpreadEncoding, Plugin):
         self.state = snapshot.state
         spread = getattr(profile, "spread", None)
         self.defaults: tuple[dict, ...] = spread.effective_default_constraints if spread is not None else ()
+        self.match_label_keys = gate_enabled(profile, "MatchLabelKeysInPodTopologySpread")
         self.counter: MatchCounter = snapshot.shared(MatchCounter)
         # snapshot changes since the last fresh PreFilter: (pod, node, +1/-1); version = base + len
         self._log: list[tuple[int, int, int]] = []
@@ -104,7 +106,7 @@ class PodTopologySpread(SpreadEncoding, Plugin):
         pod = cycle.pod_obj
         if (err := constraints_error(pod, DO_NOT_SCHEDULE)) is not None:
             return Status(Code.ERROR, (f"obtaining pod's hard topology spread constraints: {err}",))
-        cons = resolve_constraints(self.snapshot, pod, self.defaults, DO_NOT_SCHEDULE)
+        cons = resolve_constraints(self.snapshot, pod, self.defaults, DO_NOT_SCHEDULE, self.match_label_keys)
         cycle.data[self.name] = self._compute(cycle.pod, pod, cons) if cons else None
         return Status() if cons else Status.skip()
 
@@ -114,7 +116,7 @@ class PodTopologySpread(SpreadEncoding, Plugin):
         checks with ``constraints: [ScheduleAnyway]`` (``reschedule --goal repair --soft``). Skip without any."""
         pod = cycle.pod_obj
         cons = [] if constraints_error(pod, SCHEDULE_ANYWAY) is not None else \
-            resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
+            resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY, self.match_label_keys)
         cycle.data[self.name] = self._compute(cycle.pod, pod, cons) if cons else None
         return Status() if cons else Status.skip()
 

@@ -36,6 +36,7 @@ from ...model.objects import Pod
 from ...model.pod_counts import MatchCounter
 from ...model.snapshot import Snapshot
 from ...optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
+from ...profile.gates import gate_enabled
 from .. import names
 from .common import (
     HOSTNAME,
@@ -86,6 +87,7 @@ class PodTopologySpreadScore(Plugin):
         spread = getattr(profile, "spread", None)
         self.defaults: tuple[dict, ...] = spread.effective_default_constraints if spread is not None else ()
         self.system_defaulted = spread is None or spread.defaulting_type == "System"
+        self.match_label_keys = gate_enabled(profile, "MatchLabelKeysInPodTopologySpread")
         self.counter: MatchCounter = snapshot.shared(MatchCounter)
 
     def pre_score_error(self, pod: Pod) -> str | None:
@@ -102,7 +104,7 @@ class PodTopologySpreadScore(Plugin):
         pod = cycle.pod_obj
         if (why := self.pre_score_error(pod)) is not None:
             return Status(Code.ERROR, (why,))
-        cons = resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
+        cons = resolve_constraints(self.snapshot, pod, self.defaults, SCHEDULE_ANYWAY, self.match_label_keys)
         if not cons:
             return Status.skip()
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
@@ -185,7 +187,8 @@ class PodTopologySpreadScore(Plugin):
         for c in classes:
             model.check_time()
             pod = self.state.pods[c.rep]
-            cons = resolve_constraints(model.snapshot, pod, self.defaults, SCHEDULE_ANYWAY)
+            cons = resolve_constraints(model.snapshot, pod, self.defaults, SCHEDULE_ANYWAY,
+                                       self.match_label_keys)
             if not cons:
                 continue
             elig = NodeEligibility(self.state, pod, cons)
