@@ -1109,12 +1109,6 @@ def test_selector_outcomes_are_evaluated_once_per_device_across_nodes_and_calls(
     [
         pytest.param(
             "device",
-            rslice("s", N1, P1, A, {"name": D1, "taints": [{"key": "k", "effect": "NoSchedule"}]}),
-            "ResourceSlice s: spec.devices[0].taints (DRADeviceTaints) is not modelled",
-            id="device-taints",
-        ),
-        pytest.param(
-            "device",
             rslice("s", N1, P1, A, {"name": D1, "consumesCounters": [{"counterSet": "x"}]}),
             "spec.devices[0].consumesCounters (DRAPartitionableDevices)",
             id="consumes-counters",
@@ -1262,3 +1256,10 @@ def test_a_device_from_a_slice_selector_of_two_terms_has_no_allocation_node_sele
     assert str(err.value) == (
         "create NodeSelector for claim claim-0: unsupported ResourceSlice.NodeSelector with 2 terms"
     )
+
+
+def test_device_taints_are_ignored_with_their_gate_off() -> None:
+    """DRADeviceTaints off (1.35's default): the allocator does not read a device's taints."""
+    tainted = rslice("s", N1, P1, A, {"name": D1, "taints": [{"key": "k", "effect": "NoSchedule"}]})
+    got = Allocator({CA: CLASS_A}, [tainted], FakeCEL()).allocate(node(N1), [c0(req("req-0", CA))], frozenset())
+    assert got is not None and [r.device for r in got[0].devices.results] == [D1]

@@ -30,8 +30,7 @@ the code returns. Rows hold for v1.35.4 as v1.36.2 states them, except where the
 ``CEL-runtime-error-for-one-of-three-nodes`` (1.35 aborts the cycle),
 ``claim-with-request-with-unknown-device-class`` (the code) and ``mix-of-allocated-and-unallocated-claims``
 (1.35's ``computeScore`` fails); those assert 1.35's outcome.
-``tainted-device-disabled`` asserts that optisched declines the pod (a declared limit), where upstream
-allocates. The in-flight rows take upstream's in-flight claim as one an earlier pod of the run allocated.
+The in-flight rows take upstream's in-flight claim as one an earlier pod of the run allocated.
 
 ``TestPlugin`` rows not translated (56), and why:
 
@@ -64,14 +63,13 @@ allocates. The in-flight rows take upstream's in-flight claim as one an earlier 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pytest
 
-from optisched.framework import Code, CycleState, FilterAborted, PodNotHandled, default_normalize
+from optisched.framework import Code, CycleState, FilterAborted, default_normalize
 from optisched.greedy.scheduler import GreedyOptions, GreedyScheduler
 from optisched.greedy.select import TieBreak
 from optisched.greedy.trace import trace_of
@@ -417,20 +415,14 @@ def test_other_resources_in_flight_claim():
 
 
 def test_tainted_device_disabled():
-    """Upstream (DRADeviceTaints off, 1.35's default) ignores the taint and allocates the device. optisched
-    declines instead (docs/dra.md, "What is not modelled"): a slice that carries taints was written by an API
-    server with the gate on, so the pods that meet it are not handled, with the field named."""
+    """DRADeviceTaints off (1.35's default, and the only value optisched models): the taint is ignored and the
+    device allocated."""
     tainted = json.loads(json.dumps(WORKER_NODE_SLICE))
     tainted["spec"]["devices"][0]["taints"] = [{"key": "taint-key", "value": "taint-value",
                                                 "effect": "NoSchedule"}]
     objects = [node(NODE), pending_claim(), device_class(), tainted, POD_WITH_CLAIM_NAME]
-    reason = "ResourceSlice worker-some-driver: spec.devices[0].taints (DRADeviceTaints) is not modelled"
-    with pytest.raises(PodNotHandled, match=re.escape(reason)):
-        points(objects)
-    state = compile_cluster(cluster_from_objects(objects))
-    res = GreedyScheduler(state, default_config(), OPTIONS).run()
-    assert res.placements()[f"{NS}/{POD}"] is None
-    assert list(res.skipped.values()) == [f"not modelled: {reason}"]
+    assert points(objects).filter == {}
+    bound(run(objects))
 
 
 def test_request_admin_access_with_DRAAdminAccess_featuregate():

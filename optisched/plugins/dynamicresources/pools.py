@@ -108,13 +108,14 @@ def node_matches(node: Node, node_name: str | None, all_nodes: bool | None,
 
 
 def unmodelled_device_field(device: Device) -> str | None:
-    """The first field of ``device`` that only a feature off by default in 1.35 reads, or None."""
+    """The first field of ``device`` that only a feature off by default in 1.35 reads, or None. Device
+    taints are not among them: with DRADeviceTaints off (the only value ``--feature-gates`` accepts for
+    it) the allocator ignores them, as upstream's does."""
     checks = (
         ("consumesCounters", bool(device.consumes_counters), "DRAPartitionableDevices"),
         ("nodeName", device.node_name is not None, "DRAPartitionableDevices"),
         ("nodeSelector", device.node_selector is not None, "DRAPartitionableDevices"),
         ("allNodes", device.all_nodes is not None, "DRAPartitionableDevices"),
-        ("taints", bool(device.taints), "DRADeviceTaints"),
         ("bindsToNode", device.binds_to_node is not None, "DRADeviceBindingConditions"),
         ("bindingConditions", bool(device.binding_conditions), "DRADeviceBindingConditions"),
         ("bindingFailureConditions", bool(device.binding_failure_conditions), "DRADeviceBindingConditions"),
