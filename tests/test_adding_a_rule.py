@@ -29,9 +29,18 @@ def registered(monkeypatch):
     monkeypatch.setitem(sys.modules, module.__name__, module)
     line = dict(eval("{" + BLOCKS[1].strip().rstrip(",") + "}"))
     monkeypatch.setitem(registry.REGISTRY, "ExclusivePods", line["ExclusivePods"])
-    registry.plugin_points.cache_clear()
+    _forget()
     yield module
+    monkeypatch.undo()
+    _forget()
+
+
+def _forget() -> None:
+    """Drop what is computed once from the registry (each plugin's points, the queue's events)."""
+    from optisched.greedy import queue
+
     registry.plugin_points.cache_clear()
+    queue._interest.cache_clear()
 
 
 def exclusive(name: str, on: str | None = None):  # type: ignore[no-untyped-def]

@@ -21,7 +21,7 @@ from .objects import (
 if TYPE_CHECKING:
     from ..profile import SchedulerConfig
     from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
-    from .gangs import PodGroup, Topology, Workload
+    from .gang_objects import PodGroup, Topology, Workload
     from .storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
     from .storage_kinds import CSIStorageCapacity, VolumeAttachment
 

@@ -22,7 +22,7 @@ from .bounded import DEFAULT_MAX_INPUT, Input, open_input
 from .cluster import Cluster, resolve_priority
 from .documents import load_documents, read_source, validation_message
 from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from .gangs import PodGroup, Topology, Workload
+from .gang_objects import PodGroup, Topology, Workload
 from .names import check_object_name
 from .objects import (
     Namespace,
