@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from builders import node, pod, run_cli
-from test_dra_plugin import device_class, gpus
-from test_dra_plugin import node as dra_node
-from test_dra_plugin import pod as dra_pod
+from test_dynamic_resources import device_class, gpus
+from test_dynamic_resources import node as dra_node
+from test_dynamic_resources import pod as dra_pod
 from test_node_declared_features import RESTART_ALL, restart_all
 from test_pod_topology_spread import node as spread_node
 from test_pod_topology_spread import pod as spread_pod
