@@ -177,6 +177,27 @@ def test_optimal_mode_counts_the_gpus_the_batch_takes_from_each_other():
     assert int((res.node_of[state.pending] >= 0).sum()) == 2
 
 
+def first_available(name: str = "prefer-a100") -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+                {"name": "a100", "deviceClassName": "gpu-a100"}, {"name": "any", "deviceClassName": "gpu"}]}]}}}}
+
+
+A100_ONLY = device_class("gpu-a100", f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].model == "a100"')
+
+
+def test_optimal_mode_counts_the_gpus_of_firstavailable_requests():
+    """One a100 and one l4, three pods asking an a100 else any GPU: the solver's own answer places two, one on
+    each device's subrequest."""
+    state, res = solve([node("n1"), gpus("n1", 1, model="a100", pool="a"),
+                        {**gpus("n1", 1, model="l4", pool="b"), "metadata": {"name": "n1-l4"}},
+                        device_class(), A100_ONLY, first_available(),
+                        *[pod(f"p{i}", claim_template="prefer-a100", created=i) for i in range(3)]])
+    assert res.violations == [] and res.certificate.source == "solver"
+    assert int((res.node_of[state.pending] >= 0).sum()) == 2
+
+
 def test_optimal_mode_puts_the_picky_pod_where_only_it_fits():
     """An a100 on one node, an l4 on the other, a pod taking any GPU and one only an a100: the solver's
     answer (not greedy's, kept as a fallback) gives each pod a device it may use."""
@@ -198,14 +219,15 @@ def dra_clusters(draw):
     n_nodes = draw(st.integers(1, 3))
     objects = [device_class(), device_class("gpu-a100", f'device.driver == "{DRIVER}" && '
                                                         f'device.attributes["{DRIVER}"].model == "a100"'),
-               template(), template("a100", cls="gpu-a100"), template("two", count=2)]
+               template(), template("a100", cls="gpu-a100"), template("two", count=2), first_available()]
     for i in range(n_nodes):
         objects.append(node(f"n{i}", cpu=str(draw(st.integers(1, 4)))))
         count = draw(st.integers(0, 3))
         if count:
             objects.append(gpus(f"n{i}", count, model=draw(st.sampled_from(["a100", "l4"]))))
     for j in range(draw(st.integers(1, 5))):
-        objects.append(pod(f"p{j}", claim_template=draw(st.sampled_from(["one-gpu", "a100", "two", None])),
+        objects.append(pod(f"p{j}", claim_template=draw(st.sampled_from(["one-gpu", "a100", "two", "prefer-a100",
+                                                                          None])),
                            priority=draw(st.sampled_from([0, 100])), created=j))
     return objects
 

@@ -460,16 +460,16 @@ class DynamicResources(Plugin):
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
         """The devices the batch's pods take from each other, per node, for the classes whose claims to
-        allocate ask only ``exactly`` requests (ExactCount or All, no adminAccess, no constraints, no
-        claim shared with another pod): each request of a class needs ``count`` free matching devices per
-        pod the batch puts on the node (All: every matching device), and no device serves two. Devices
-        that match the same requests are interchangeable, so they are counted per such group: an exact
-        transportation problem, which the allocator's complete search then realizes. Other classes
-        (firstAvailable, matchAttribute, adminAccess, shared claims) stay RELAXED: the re-check allocates
-        their devices."""
+        allocate have no constraint and are not shared with another pod: each request of a class needs
+        ``count`` free matching devices per pod the batch puts on the node (All: every matching device),
+        and no device serves two; a ``firstAvailable`` request splits the class's pods on the node among
+        its subrequests, each pod taking one; an ``adminAccess`` request takes no device from another pod.
+        Devices that match the same (sub)requests are interchangeable, so they are counted per such group:
+        an exact transportation problem, which the allocator's complete search realizes. Classes with a
+        ``matchAttribute`` constraint or a shared claim stay RELAXED: the re-check allocates their devices."""
         from ortools.sat.python import cp_model
 
-        demands: dict[int, list[tuple[list[str], str, int]]] = {}
+        demands: dict[int, list[list[tuple[list[str], str, int]]]] = {}
         for c in classes:
             spec = self._exact_demands(c.rep, model.cycle(c).profile)
             if spec:
@@ -484,13 +484,9 @@ class DynamicResources(Plugin):
             cands = self._free_candidates(n, allocated)
             if cands is None:
                 continue
-            rows: list[tuple[Any, int, tuple[bool, ...]]] = []  # (arrival variable, devices per pod, matches)
-            for c, v, _ in terms:
-                for exprs, mode, count in demands[c.index]:
-                    match = self._matching(cands, exprs)
-                    if match is None:
-                        break
-                    rows.append((v, sum(match) if mode == ALLOCATION_MODE_ALL else count, match))
+            rows: list[tuple[Any, int, tuple[bool, ...]]] = []  # (pods variable, devices per pod, matches)
+            for c, v, ub in terms:
+                rows += self._demand_rows(model, n, c.index, v, ub, demands[c.index], cands)
             groups: dict[tuple[bool, ...], int] = {}
             for i in range(len(cands)):
                 sig = tuple(m[i] for _, _, m in rows)
@@ -508,9 +504,33 @@ class DynamicResources(Plugin):
                 if len(use[g]) > 1:
                     model.cp.add(cp_model.LinearExpr.sum(use[g]) <= size)
 
-    def _exact_demands(self, pod: int, profile: object) -> list[tuple[list[str], str, int]] | None:
-        """The pod's requests as (selector expressions, mode, count) when every claim it allocates asks
-        only plain ``exactly`` requests; None otherwise (or when it allocates nothing)."""
+    def _demand_rows(self, model: BatchModel, node: int, ci: int, v: Any, ub: int,
+                     requests: list[list[tuple[list[str], str, int]]],
+                     cands: list[tuple[Any, int]]) -> list[tuple[Any, int, tuple[bool, ...]]]:
+        """One class's demand rows on one node: per request (per subrequest of a ``firstAvailable`` one,
+        with the pods that take it), the pods variable, the devices each takes and the devices that match.
+        None of them when a selector fails to evaluate (the Filter refused such nodes already)."""
+        from ortools.sat.python import cp_model
+
+        rows = []
+        for r, alternatives in enumerate(requests):
+            matches = [self._matching(cands, exprs) for exprs, _, _ in alternatives]
+            if any(m is None for m in matches):
+                return []
+            if len(alternatives) == 1:
+                takers = [v]
+            else:
+                takers = [model.cp.new_int_var(0, ub, f"dra{node}_{ci}_{r}_{s}") for s in range(len(alternatives))]
+                model.cp.add(cp_model.LinearExpr.sum(takers) == v)
+            for var, (_, mode, count), match in zip(takers, alternatives, matches):
+                assert match is not None
+                rows.append((var, sum(match) if mode == ALLOCATION_MODE_ALL else count, match))
+        return rows
+
+    def _exact_demands(self, pod: int, profile: object) -> list[list[tuple[list[str], str, int]]] | None:
+        """The pod's requests that take devices, each as its alternatives (one for ``exactly``, one per
+        subrequest for ``firstAvailable``) of (selector expressions, mode, count); None when a claim it
+        allocates has a constraint or is shared with another pod (or when it allocates nothing)."""
         cycle = CycleState(pod, self.snapshot, profile)  # type: ignore[arg-type]
         if not self.pre_filter(cycle).ok:
             return None
@@ -522,12 +542,16 @@ class DynamicResources(Plugin):
             if claim.obj.spec.devices.constraints or (not claim.generated and self._claim_shared(claim)):
                 return None
             for req in claim.obj.spec.devices.requests:
-                ex = req.exactly
-                if ex is None or ex.admin_access:
-                    return None
-                cls = self.classes[ex.device_class_name]
-                exprs = [sel.cel.expression for sel in (*cls.spec.selectors, *ex.selectors) if sel.cel is not None]
-                out.append((exprs, ex.allocation_mode, ex.count))
+                if req.exactly is not None and req.exactly.admin_access:
+                    continue  # admin access takes no device from another pod
+                subs = [req.exactly] if req.exactly is not None else req.first_available
+                alternatives = []
+                for sub in subs:
+                    cls = self.classes[sub.device_class_name]
+                    exprs = [sel.cel.expression for sel in (*cls.spec.selectors, *sub.selectors)
+                             if sel.cel is not None]
+                    alternatives.append((exprs, sub.allocation_mode, sub.count))
+                out.append(alternatives)
         return out
 
     def _claim_shared(self, claim: Claim) -> bool:
