@@ -198,6 +198,24 @@ def test_optimal_mode_counts_the_gpus_of_firstavailable_requests():
     assert int((res.node_of[state.pending] >= 0).sum()) == 2
 
 
+def test_optimal_mode_counts_matched_pairs_by_the_value_they_share():
+    """Four GPUs, two of one model and one each of two others; pods asking two GPUs of one model: only one
+    pair exists, though four GPUs would count two. The solver's own answer places one pod."""
+    models = ["a100", "a100", "l4", "h100"]
+    slice_ = gpus("n1", 4)
+    for d, m in zip(slice_["spec"]["devices"], models):
+        d["attributes"]["model"] = {"string": m}
+    pair = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "pair", "namespace": "ml"},
+            "spec": {"spec": {"devices": {
+                "requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": 2}}],
+                "constraints": [{"matchAttribute": f"{DRIVER}/model"}]}}}}
+    state, res = solve([node("n1"), slice_, device_class(), pair,
+                        *[pod(f"p{i}", claim_template="pair", created=i) for i in range(2)]])
+    assert res.violations == [] and res.certificate.source == "solver"
+    assert int((res.node_of[state.pending] >= 0).sum()) == 1
+
+
 def test_optimal_mode_puts_the_picky_pod_where_only_it_fits():
     """An a100 on one node, an l4 on the other, a pod taking any GPU and one only an a100: the solver's
     answer (not greedy's, kept as a fallback) gives each pod a device it may use."""

@@ -52,7 +52,7 @@ from ...framework import (
     Status,
     default_normalize,
 )
-from ...model.dra import ALLOCATION_MODE_ALL, AllocationResult, Device, DeviceClass, ResourceClaim
+from ...model.dra import ALLOCATION_MODE_ALL, AllocationResult, Device, DeviceClass, ResourceClaim, qualify
 from .. import names
 from .claims import Claim, ClaimBook, ClaimNotReady, claim_book
 from .requests import kobj
@@ -128,6 +128,24 @@ class _State:
         if self.answers is None or not self.answers.ok[row]:
             return None
         return self.answers.results.get(row)
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One request of a claim as optimal mode counts it: its alternatives (selector expressions, allocation
+    mode, count), and the attribute a ``matchAttribute`` constraint makes its devices share (None: free)."""
+
+    alternatives: list[tuple[list[str], str, int]]
+    attribute: str | None = None
+
+
+def _attribute(cand: Any, name: str) -> Any:
+    """The value of the (fully qualified) attribute ``name`` on a candidate device, None when it has none."""
+    driver = cand.slice.spec.driver
+    for key, attr in cand.device.attributes.items():
+        if qualify(key, driver) == name:
+            return attr.value
+    return None
 
 
 class _Answers:
@@ -463,13 +481,15 @@ class DynamicResources(Plugin):
         allocate have no constraint and are not shared with another pod: each request of a class needs
         ``count`` free matching devices per pod the batch puts on the node (All: every matching device),
         and no device serves two; a ``firstAvailable`` request splits the class's pods on the node among
-        its subrequests, each pod taking one; an ``adminAccess`` request takes no device from another pod.
+        its subrequests, each pod taking one; a ``matchAttribute`` constraint splits them among the values
+        of its attribute, a pod's constrained devices all sharing one; an ``adminAccess`` request takes no
+        device from another pod.
         Devices that match the same (sub)requests are interchangeable, so they are counted per such group:
-        an exact transportation problem, which the allocator's complete search realizes. Classes with a
-        ``matchAttribute`` constraint or a shared claim stay RELAXED: the re-check allocates their devices."""
+        an exact transportation problem, which the allocator's complete search realizes. Classes with more
+        than one constraint or a shared claim stay RELAXED: the re-check allocates their devices."""
         from ortools.sat.python import cp_model
 
-        demands: dict[int, list[list[tuple[list[str], str, int]]]] = {}
+        demands: dict[int, list[Demand]] = {}
         for c in classes:
             spec = self._exact_demands(c.rep, model.cycle(c).profile)
             if spec:
@@ -504,43 +524,63 @@ class DynamicResources(Plugin):
                 if len(use[g]) > 1:
                     model.cp.add(cp_model.LinearExpr.sum(use[g]) <= size)
 
-    def _demand_rows(self, model: BatchModel, node: int, ci: int, v: Any, ub: int,
-                     requests: list[list[tuple[list[str], str, int]]],
+    def _demand_rows(self, model: BatchModel, node: int, ci: int, v: Any, ub: int, requests: list[Demand],
                      cands: list[tuple[Any, int]]) -> list[tuple[Any, int, tuple[bool, ...]]]:
         """One class's demand rows on one node: per request (per subrequest of a ``firstAvailable`` one,
-        with the pods that take it), the pods variable, the devices each takes and the devices that match.
-        None of them when a selector fails to evaluate (the Filter refused such nodes already)."""
+        with the pods that take it; per value of a ``matchAttribute`` constraint's attribute, with the
+        pods whose devices share it), the pods variable, the devices each takes and the devices that
+        match. None of them when a selector fails to evaluate (the Filter refused such nodes already)."""
         from ortools.sat.python import cp_model
 
+        attribute = next((d.attribute for d in requests if d.attribute), None)
+        values: list[Any] = [None]
+        shares: list[Any] = [v]
+        if attribute is not None:
+            held = [_attribute(cand, attribute) for cand, _ in cands]
+            values = sorted({x for x in held if x is not None}, key=repr)
+            shares = [model.cp.new_int_var(0, ub, f"dra{node}_{ci}_v{i}") for i in range(len(values))]
+            model.cp.add(cp_model.LinearExpr.sum(shares) == v)
         rows = []
-        for r, alternatives in enumerate(requests):
-            matches = [self._matching(cands, exprs) for exprs, _, _ in alternatives]
+        for r, demand in enumerate(requests):
+            matches = [self._matching(cands, exprs) for exprs, _, _ in demand.alternatives]
             if any(m is None for m in matches):
                 return []
-            if len(alternatives) == 1:
-                takers = [v]
-            else:
-                takers = [model.cp.new_int_var(0, ub, f"dra{node}_{ci}_{r}_{s}") for s in range(len(alternatives))]
-                model.cp.add(cp_model.LinearExpr.sum(takers) == v)
-            for var, (_, mode, count), match in zip(takers, alternatives, matches):
-                assert match is not None
-                rows.append((var, sum(match) if mode == ALLOCATION_MODE_ALL else count, match))
+            for vi, (value, pods) in enumerate(zip(values, shares) if demand.attribute else [(None, v)]):
+                if len(demand.alternatives) == 1:
+                    takers = [pods]
+                else:
+                    takers = [model.cp.new_int_var(0, ub, f"dra{node}_{ci}_{r}_{vi}_{s}")
+                              for s in range(len(demand.alternatives))]
+                    model.cp.add(cp_model.LinearExpr.sum(takers) == pods)
+                for var, (_, mode, count), match in zip(takers, demand.alternatives, matches):
+                    assert match is not None
+                    if demand.attribute:
+                        match = tuple(m and _attribute(c, demand.attribute) == value
+                                      for m, (c, _) in zip(match, cands))
+                    rows.append((var, sum(match) if mode == ALLOCATION_MODE_ALL else count, match))
         return rows
 
-    def _exact_demands(self, pod: int, profile: object) -> list[list[tuple[list[str], str, int]]] | None:
+    def _exact_demands(self, pod: int, profile: object) -> list[Demand] | None:
         """The pod's requests that take devices, each as its alternatives (one for ``exactly``, one per
-        subrequest for ``firstAvailable``) of (selector expressions, mode, count); None when a claim it
-        allocates has a constraint or is shared with another pod (or when it allocates nothing)."""
+        subrequest for ``firstAvailable``) of (selector expressions, mode, count) and the attribute a
+        ``matchAttribute`` constraint makes its devices share; None when the pod's claims hold more than
+        one constraint, a ``distinctAttribute`` or a subrequest named in a constraint, or a claim is shared
+        with another pod (or when it allocates nothing)."""
         cycle = CycleState(pod, self.snapshot, profile)  # type: ignore[arg-type]
         if not self.pre_filter(cycle).ok:
             return None
         st: _State | None = cycle.data.get(self.name)
         if st is None or not st.to_allocate:
             return None
+        constraints = [k for claim in st.to_allocate for k in claim.obj.spec.devices.constraints]
+        if len(constraints) > 1 or any(not k.match_attribute or k.distinct_attribute or
+                                       any("/" in r for r in k.requests) for k in constraints):
+            return None
         out = []
         for claim in st.to_allocate:
-            if claim.obj.spec.devices.constraints or (not claim.generated and self._claim_shared(claim)):
+            if not claim.generated and self._claim_shared(claim):
                 return None
+            own = claim.obj.spec.devices.constraints
             for req in claim.obj.spec.devices.requests:
                 if req.exactly is not None and req.exactly.admin_access:
                     continue  # admin access takes no device from another pod
@@ -551,7 +591,9 @@ class DynamicResources(Plugin):
                     exprs = [sel.cel.expression for sel in (*cls.spec.selectors, *sub.selectors)
                              if sel.cel is not None]
                     alternatives.append((exprs, sub.allocation_mode, sub.count))
-                out.append(alternatives)
+                bound = own[0].match_attribute if own and (not own[0].requests or req.name in own[0].requests) \
+                    else None
+                out.append(Demand(alternatives, bound))
         return out
 
     def _claim_shared(self, claim: Claim) -> bool:
