@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 from helpers.dra import FakeCEL
+from helpers.replay import CASES_DRA
 
 from optisched.model.dra import ResourceClaim
 from optisched.model.loader import load_cluster
 from optisched.plugins.dynamicresources.allocator import AllocationError, Allocator
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cases-dra"
+CASES = CASES_DRA  # the repository's copy of the conformance suite's DRA cases
 CASE_NAMES = sorted(p.name.removesuffix(".yaml") for p in CASES.glob("*.yaml"))
 NO_FIT = ["cannot allocate all claims"]
 

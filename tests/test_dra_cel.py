@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 import yaml
+from helpers.replay import CASES_DRA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +20,7 @@ from optisched.plugins.dynamicresources.cel import CELError, NotHandled, compile
 from optisched.plugins.dynamicresources.cel_library import Version, parse_semver
 
 DRA = "dra.example.com"
-CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cases-dra"  # beside the clone
+CASES = CASES_DRA  # the repository's copy of the conformance suite's DRA cases
 
 
 def view(driver: str = "", attributes: dict[str, Any] | None = None, capacity: dict[str, str] | None = None,

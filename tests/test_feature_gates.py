@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 from builders import node, pod, run_cli
+from helpers.replay import CASES
 from test_dynamic_resources import device_class, gpus
 from test_dynamic_resources import node as dra_node
 from test_dynamic_resources import pod as dra_pod
@@ -26,7 +26,7 @@ from optisched.plugins.node_declared_features import REASON_1_35
 from optisched.profile import default_config, parse_config
 from optisched.profile.gates import SCHEDULER_GATES, gate_spec, parse_feature_gates, resolve_gates
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+CONFORMANCE = CASES.parent  # the repository's copy of the conformance suite
 
 
 # ------------------------------------------------------------------ the flag's syntax
