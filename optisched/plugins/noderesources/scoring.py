@@ -38,6 +38,7 @@ from ...model.snapshot import Snapshot
 from ...optimal.score_terms import SCORE_SCALE, add_var, class_nodes, convex_load, node_utilization, used_flag
 from ...profile import NodeResourcesFitArgs, ResourceSpec, ScoringStrategyType
 from .. import names
+from ..shape_score import broken_linear, go_div, go_round
 from .fit import is_scalar_resource_name
 from .resource_allocation import allocation_matrix, pod_request_list
 
@@ -63,22 +64,6 @@ __all__ = [
 _NATIVE = ("cpu", "memory", "ephemeral-storage")
 MAX_UTILIZATION = 100  # requested_to_capacity_ratio.go maxUtilization
 MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
-
-
-# ------------------------------------------------------------------------------- Go arithmetic
-def go_div(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
-    """Go's integer division: the quotient truncated toward zero."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
-
-
-def go_round(x: np.ndarray) -> np.ndarray:
-    """``math.Round``: to the nearest integer, halves away from zero (exact: ``x - trunc(x)`` is exact)."""
-    x = np.asarray(x, dtype=np.float64)
-    t = np.trunc(x)
-    return (t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0.0)).astype(np.int64)
 
 
 # ------------------------------------------------------------------ resourceAllocationScorer inputs
@@ -176,23 +161,6 @@ def most_allocated(req: np.ndarray, alloc: np.ndarray, weights: np.ndarray) -> n
     cap = np.where(present, alloc, 1)
     s = np.where(present, np.minimum(req, alloc) * MAX_NODE_SCORE // cap, 0)
     return _weighted_mean(s, present, weights)
-
-
-def broken_linear(points: list[tuple[int, int]], p: np.ndarray) -> np.ndarray:
-    """``helper.BuildBrokenLinearFunction``: the first point's score up to its utilization, linear
-    between points (Go integer division), the last point's score beyond."""
-    p = np.asarray(p, dtype=np.int64)
-    out = np.full(p.shape, points[-1][1], dtype=np.int64)
-    done = np.zeros(p.shape, dtype=bool)
-    for i, (u, s) in enumerate(points):
-        hit = ~done & (p <= u)
-        if i == 0:
-            out[hit] = s
-        else:
-            u0, s0 = points[i - 1]
-            out[hit] = s0 + go_div((s - s0) * (p[hit] - u0), u - u0)
-        done |= hit
-    return out
 
 
 def requested_to_capacity_ratio(req: np.ndarray, alloc: np.ndarray, weights: np.ndarray,

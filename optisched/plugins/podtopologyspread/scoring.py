@@ -38,6 +38,7 @@ from ...model.snapshot import Snapshot
 from ...optimal.score_terms import SCORE_SCALE, Affine, add_var, lower_var, upper_var
 from ...profile.gates import gate_enabled
 from .. import names
+from ..shape_score import go_round
 from .common import (
     HOSTNAME,
     SCHEDULE_ANYWAY,
@@ -56,14 +57,6 @@ if TYPE_CHECKING:
     from ...optimal.tiers import Linear
 
 __all__ = ["PodTopologySpreadScore", "go_round"]
-
-
-def go_round(x: np.ndarray) -> np.ndarray:
-    """``math.Round`` (half away from zero) on float64, exactly (``x - floor(x)`` is exact)."""
-    a = np.abs(x)
-    f = np.floor(a)
-    r = f + (a - f >= 0.5)
-    return np.copysign(r, x)
 
 
 @dataclass
