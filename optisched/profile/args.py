@@ -106,10 +106,12 @@ class DefaultPreemptionArgs:
 
 @dataclass(frozen=True)
 class VolumeBindingArgs:
-    """Defaults: ``SetDefaults_VolumeBindingArgs`` (600 s; no ``shape``: StorageCapacityScoring is off in
-    both releases). Not read by the engines (binding is instant here)."""
+    """Defaults: ``SetDefaults_VolumeBindingArgs`` (600 s; ``shape`` only when StorageCapacityScoring is on,
+    :func:`.plugin_config.volume_binding_defaults`). The timeout is not read by the engines (binding is
+    instant here); ``shape`` is VolumeBinding's score (its points' scores are 0–10, as configured)."""
 
     bind_timeout_seconds: int = 600
+    shape: tuple[UtilizationShapePoint, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,8 @@ def _profile(r: FieldReader, raw: Any, path: str, only: bool, release: Release,
     pct = _percentage(r, raw.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore")
     plugins, weights, queue_sort = decode_plugins(r, raw.get("plugins"), f"{path}.plugins", release,
                                                   _out_of_tree(release))
-    args, raw_args = decode_plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig", release)
+    args, raw_args = decode_plugin_configs(r, raw.get("pluginConfig"), f"{path}.pluginConfig", release,
+                                           gates)
     enabled = {n for names in plugins.values() for n in names}
     # REGISTRY also holds the out-of-tree rules optisched models (GPU sharing, the FGD policies)
     not_modelled = tuple(sorted(n for n in enabled

@@ -91,6 +91,8 @@ def _args(profile: Profile, name: str, raw: Any) -> dict[str, Any] | Any:
         out["defaultingType"] = s.defaulting_type
     elif name == "VolumeBinding":
         out["bindTimeoutSeconds"] = profile.volume_binding.bind_timeout_seconds
+        if profile.volume_binding.shape:
+            out["shape"] = [{"utilization": p.utilization, "score": p.score} for p in profile.volume_binding.shape]
     return out
 
 

@@ -49,7 +49,7 @@ SCHEDULER_GATES: frozenset[str] = frozenset({
 # the scheduler's gates whose either value optisched's rules follow
 MODELLED: frozenset[str] = frozenset({
     "DRAAdminAccess", "DRAPrioritizedList", "InPlacePodLevelResourcesVerticalScaling",
-    "MatchLabelKeysInPodTopologySpread", "NodeDeclaredFeatures", "PodLevelResources",
+    "MatchLabelKeysInPodTopologySpread", "NodeDeclaredFeatures", "PodLevelResources", "StorageCapacityScoring",
 })
 
 

@@ -21,9 +21,11 @@ from .args import (
     VolumeBindingArgs,
 )
 from .defaults import API_VERSION, REMOVED_PLUGINS, Release
+from .gates import FeatureGates
 from .reader import FieldReader
 
-__all__ = ["ARGS_PLUGINS", "decode_plugin_configs", "dynamic_resources_defaults"]
+__all__ = ["ARGS_PLUGINS", "DEFAULT_VOLUME_SHAPE", "decode_plugin_configs", "dynamic_resources_defaults",
+           "volume_binding_defaults"]
 
 _TYPE_META = ("apiVersion", "kind")
 
@@ -181,15 +183,33 @@ def _preemption_args(r: FieldReader, a: Any, path: str, release: Release) -> Def
     return DefaultPreemptionArgs(pct, absolute)
 
 
-def _volume_binding_args(r: FieldReader, a: Any, path: str, release: Release) -> VolumeBindingArgs:
-    """Binding is instant here, so ``bindTimeoutSeconds`` changes nothing; StorageCapacityScoring is off in
-    both releases, so ``shape`` is refused."""
+STORAGE_CAPACITY_SCORING = "StorageCapacityScoring"
+# SetDefaults_VolumeBindingArgs with StorageCapacityScoring on: nodes with more room for the claim score more
+DEFAULT_VOLUME_SHAPE = (UtilizationShapePoint(0, 10), UtilizationShapePoint(100, 0))
+
+
+def volume_binding_defaults(gates: FeatureGates | None) -> VolumeBindingArgs:
+    """``SetDefaults_VolumeBindingArgs`` of an empty args object: 600 s, and the default ``shape`` when
+    StorageCapacityScoring is on (beta and on in 1.37; alpha and off in 1.35 and 1.36)."""
+    on = gates is not None and gates.enabled(STORAGE_CAPACITY_SCORING)
+    return VolumeBindingArgs(shape=DEFAULT_VOLUME_SHAPE if on else ())
+
+
+def _volume_binding_args(r: FieldReader, a: Any, path: str, gates: FeatureGates | None) -> VolumeBindingArgs:
+    """``ValidateVolumeBindingArgsWithOptions``: ``shape`` is validated as a function shape when
+    StorageCapacityScoring is on, refused when it is off. Binding is instant here, so
+    ``bindTimeoutSeconds`` changes nothing."""
     a = r.obj(a, path, ("bindTimeoutSeconds", "shape", *_TYPE_META))
+    default = volume_binding_defaults(gates)
+    shape = default.shape
     if a.get("shape") is not None:
-        raise r.fail(f"{path}.shape", "unexpected field: the StorageCapacityScoring feature gate is off")
-    if a.get("bindTimeoutSeconds") is None:
-        return VolumeBindingArgs()
-    return VolumeBindingArgs(r.integer(a["bindTimeoutSeconds"], f"{path}.bindTimeoutSeconds", 0, 2**63 - 1))
+        if not default.shape:
+            raise r.fail(f"{path}.shape", "unexpected field `shape`, remove it or turn on the feature gate "
+                                          "StorageCapacityScoring")
+        shape = _shape(r, {"shape": a["shape"]}, path) if a["shape"] else default.shape
+    timeout = a.get("bindTimeoutSeconds")
+    timeout = 600 if timeout is None else r.integer(timeout, f"{path}.bindTimeoutSeconds", 0, 2**63 - 1)
+    return VolumeBindingArgs(timeout, shape)
 
 
 def dynamic_resources_defaults(release: Release) -> DynamicResourcesArgs:
@@ -222,7 +242,6 @@ _ARGS: dict[str, tuple[str, Any]] = {
     "InterPodAffinity": ("inter_pod_affinity", _inter_pod_affinity_args),
     "NodeAffinity": ("node_affinity", _node_affinity_args),
     "DefaultPreemption": ("preemption", _preemption_args),
-    "VolumeBinding": ("volume_binding", _volume_binding_args),
     "DynamicResources": ("dynamic_resources", _dynamic_resources_args),
 }
 
@@ -237,10 +256,11 @@ def _type_meta(r: FieldReader, args: Any, path: str, plugin: str) -> None:
         raise r.fail(f"{path}.kind", f"args for plugin {plugin} must be of kind {plugin}Args, got {args['kind']!r}")
 
 
-def decode_plugin_configs(r: FieldReader, raw: Any, path: str, release: Release
+def decode_plugin_configs(r: FieldReader, raw: Any, path: str, release: Release, gates: FeatureGates | None = None
                           ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(Profile fields of parsed args, raw args by plugin name in the order given)."""
-    parsed: dict[str, Any] = {"dynamic_resources": dynamic_resources_defaults(release)}
+    """(Profile fields of parsed args, raw args by plugin name in the order given), under ``gates``."""
+    parsed: dict[str, Any] = {"dynamic_resources": dynamic_resources_defaults(release),
+                              "volume_binding": volume_binding_defaults(gates)}
     raw_args: dict[str, Any] = {}
     for i, pc in enumerate(r.seq(raw, path)):
         p = f"{path}[{i}]"
@@ -251,12 +271,15 @@ def decode_plugin_configs(r: FieldReader, raw: Any, path: str, release: Release
         if name in REMOVED_PLUGINS:
             raise r.fail(f"{p}.name", f"plugin {name!r} was removed and is invalid in {API_VERSION}")
         raw_args[name] = pc.get("args")
-        if name in _ARGS:
+        if name == "VolumeBinding":  # its defaults and validation read the gates, not the release
+            _type_meta(r, pc.get("args"), f"{p}.args", name)
+            parsed["volume_binding"] = _volume_binding_args(r, pc.get("args"), f"{p}.args", gates)
+        elif name in _ARGS:
             attr, parse = _ARGS[name]
             _type_meta(r, pc.get("args"), f"{p}.args", name)
             parsed[attr] = parse(r, pc.get("args"), f"{p}.args", release)
     return parsed, raw_args
 
 
-ARGS_PLUGINS = frozenset(_ARGS)
+ARGS_PLUGINS = frozenset(_ARGS) | {"VolumeBinding"}
 """The plugins with an args kind (``<Plugin>Args``, ``kube-scheduler/config/v1/register.go``)."""

@@ -14,7 +14,13 @@ dynamic provisioning (``volume_provisioning``: the class's topology and CSIStora
 Reserve/assume: when the pod lands, the PVs it matched are taken and the claims it provisions get the
 node as selected node, so later pods cannot match those PVs and a later pod sharing such a claim follows
 it; storage capacity is not consumed (upstream does not either).
-Score: with StorageCapacityScoring off (v1.35 default) the plugin scores nothing (PreScore skips).
+Score (``scorer.go``): with StorageCapacityScoring off (the default in 1.35 and 1.36) the plugin scores
+nothing (PreScore skips). With it on (1.37's default; ``--feature-gates`` in 1.35/1.36), a node scores
+``VolumeBindingArgs.shape`` of each storage class's utilization ``requested × 100 / capacity`` (100 when
+the capacity is 0 or too small), averaged over the classes and rounded: over the PVs the pod's claims
+match there when any does (requested: the claims' sizes; capacity: the PVs'), else over the claims it
+provisions there (capacity: the first CSIStorageCapacity that fits, in input order: upstream takes the
+informer's, i.e. unordered; a class's capacity is the last claim's, as upstream assigns it).
 PreFilter narrows the nodes to those local PVs name (``GetEligibleNodes``).
 """
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...framework import Code, CycleState, Fidelity, FilterResult, Plugin, Status
+from ...framework import MAX_NODE_SCORE, Code, CycleState, Fidelity, FilterResult, Plugin, Status
 from ...model.objects import Pod
+from ...model.quantity import value
 from ...model.selectors import label_selector_matches, node_selector_mask
 from ...model.snapshot import Snapshot
 from ...model.state import HOSTNAME_LABEL
@@ -35,13 +42,18 @@ from ...model.storage import (
     PersistentVolumeClaim,
     pod_claims,
 )
+from ...optimal.score_terms import encode_static
+from ...profile.gates import gate_enabled
+from ...profile.plugin_config import DEFAULT_VOLUME_SHAPE
 from .. import names
+from ..shape_score import broken_linear, go_round
 from .volume_common import claim_not_found, storage_of, unresolvable, uses_volumes
 from .volume_provisioning import REASON_SPACE, Provisioning
 
 if TYPE_CHECKING:
     from ...optimal.classes import PodClass
     from ...optimal.model import BatchModel
+    from ...optimal.tiers import Linear
 
 __all__ = ["REASON_BIND", "REASON_IMMEDIATE", "REASON_NODE", "REASON_PV_MISSING", "REASON_SPACE", "VolumeBinding"]
 
@@ -49,7 +61,43 @@ REASON_BIND = "node(s) didn't find available persistent volumes to bind"
 REASON_NODE = "node(s) didn't match PersistentVolume's node affinity"
 REASON_PV_MISSING = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 REASON_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+STORAGE_CAPACITY_SCORING = "StorageCapacityScoring"
+MAX_CUSTOM_PRIORITY_SCORE = 10  # config.MaxCustomPriorityScore
 PV_KEY = tuple[int, str]  # (class index, claim name)
+
+
+class _ClassResources:
+    """``classResourceMap`` over nodes: per storage class, requested and capacity bytes and where it is."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.classes: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def add(self, cls: str, at: np.ndarray, requested: int, capacity: np.ndarray | int, *, accumulate: bool) -> None:
+        """Static bindings add capacity (``+=``); a dynamic provision sets it (``=``, the last claim's)."""
+        req, cap, present = self.classes.setdefault(cls, (np.zeros(self.n, np.int64), np.zeros(self.n, np.int64),
+                                                          np.zeros(self.n, dtype=bool)))
+        req[at] += requested
+        value = np.broadcast_to(np.asarray(capacity, dtype=np.int64), (self.n,))
+        cap[at] = cap[at] + value[at] if accumulate else value[at]
+        present |= at
+
+    def any_present(self) -> np.ndarray:
+        out = np.zeros(self.n, dtype=bool)
+        for _, _, present in self.classes.values():
+            out |= present
+        return out
+
+    def score(self, shape: list[tuple[int, int]]) -> np.ndarray:
+        """``buildScorerFunction``: each class's ``f(requested, capacity)``, averaged over the classes present
+        on the node with ``math.Round``; 0 where none is."""
+        total = np.zeros(self.n, dtype=np.int64)
+        count = np.zeros(self.n, dtype=np.int64)
+        for req, cap, present in self.classes.values():
+            util = np.where((cap == 0) | (req > cap), 100, (req * 100) // np.maximum(cap, 1))
+            total += np.where(present, broken_linear(shape, util), 0)
+            count += present
+        return np.where(count > 0, go_round(total / np.maximum(count, 1)), 0)
 
 
 class VolumeBinding(Plugin):
@@ -68,6 +116,11 @@ class VolumeBinding(Plugin):
         self._masks: dict[str, np.ndarray] = {}
         self._cands: dict[tuple[str, str, int], list[PersistentVolume]] = {}
         self._settled: set[int] = set()  # pods whose claims are all bound
+        self.capacity_scoring = gate_enabled(profile, STORAGE_CAPACITY_SCORING)
+        args = getattr(profile, "volume_binding", None)
+        shape = (getattr(args, "shape", ()) or DEFAULT_VOLUME_SHAPE) if self.capacity_scoring else ()
+        # New(): each point's score times MaxNodeScore / MaxCustomPriorityScore
+        self.shape = [(p.utilization, p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in shape]
         snapshot.subscribe(self)
 
     # ------------------------------------------------------------------ node masks
@@ -243,6 +296,48 @@ class VolumeBinding(Plugin):
                 res.reasons.append((mask, text))
         return res
 
+    # ------------------------------------------------------------------ score
+    def pre_score(self, cycle: CycleState, nodes: np.ndarray) -> Status:
+        """No scorer (the gate off): Skip; else every pod is scored (a pod without claims scores 0)."""
+        return Status() if self.capacity_scoring else Status.skip()
+
+    def score(self, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(nodes), dtype=np.int64)
+        pod = cycle.pod_obj
+        if not self.capacity_scoring or not uses_volumes(pod, self.storage) or not pod_claims(pod):
+            return out
+        data = cycle.data.get(self.name)
+        delayed = data[1] if data is not None else self.classify(pod)[1]
+        if not delayed:
+            return out  # every claim bound: podVolumes holds no binding or provision
+        ns = pod.metadata.namespace or "default"
+        _, _, picks = self.match(ns, delayed, nodes)
+        n = len(nodes)
+        static = _ClassResources(n)  # per class over nodes: the PVs the claims match
+        dynamic = _ClassResources(n)  # per class over nodes: the claims provisioned
+        provisioned = []  # claimsToProvision in upstream's order: selected-node claims, then unmatched by size
+        for pvc in delayed:
+            if self.selected_node(ns, pvc) is not None:
+                provisioned.append((pvc, np.ones(n, dtype=bool)))
+        for pvc in sorted((c for c in delayed if c.metadata.name in picks), key=lambda c: c.storage):
+            pick = picks[pvc.metadata.name]
+            provisioned.append((pvc, pick < 0))
+            for i, pv in enumerate(self.candidates(ns, pvc)):
+                at = pick == i
+                if at.any():  # BindingInfo.StorageClassName: the PV's spec.storageClassName
+                    static.add(pv.spec.storage_class_name or "", at, value(pvc.storage), value(pv.storage),
+                               accumulate=True)
+        for pvc, applies in provisioned:
+            cap = self.provisioning.node_capacity(pvc, nodes)
+            got = applies & (cap >= 0)  # NodeCapacity nil (no size, or the driver does not opt in): skipped
+            if got.any():
+                dynamic.add(pvc.spec.storage_class_name or "", got, value(pvc.storage), cap, accumulate=False)
+        has_static = static.any_present()
+        return np.where(has_static, static.score(self.shape), dynamic.score(self.shape))
+
+    def normalize(self, cycle: CycleState, scores: np.ndarray) -> np.ndarray:
+        return scores  # ScoreExtensions: none
+
     # ------------------------------------------------------------------ assume
     def on_add(self, pod: int, node: int) -> None:
         """``AssumePodVolumes``: the PVs the pod matched on ``node`` are bound to its claims."""
@@ -278,6 +373,15 @@ class VolumeBinding(Plugin):
         the fixed pods hold: the greedy verdict over every node. RELAXED: two batch pods may both count on
         one free PV; the greedy re-check of every plan (which assumes PVs in order) rejects such a plan."""
         model.restrict_by_filter(self, classes)
+
+    score_fidelity = Fidelity.SURROGATE
+
+    def encode_score(self, model: BatchModel, classes: list[PodClass], weight: int, objective: Linear) -> None:
+        """``weight × score(pod, node)`` per arrival, against the fixed pods (nothing when the gate is off).
+        Exact for claims provisioned dynamically (capacity is not consumed); the PV a claim matches, and so
+        a static binding's score, can change with what the batch's other pods take (SURROGATE)."""
+        if self.capacity_scoring:
+            encode_static(self, model, classes, weight, objective)
 
     def encode_filter(self, model: BatchModel, classes: list[PodClass]) -> None:
         """Static PVs as a matching: each delayed claim of a class takes one candidate PV or is provisioned,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...model.objects import LabelSelector
+from ...model.quantity import value
 from ...model.selectors import labels_mask
 from ...model.state import ClusterState
 from ...model.storage import PersistentVolumeClaim, StorageCatalog
@@ -86,6 +87,25 @@ class Provisioning:
                     m |= selector_mask(self.state, cap.node_topology)
             self._masks[key] = m
         return m
+
+    def node_capacity(self, pvc: PersistentVolumeClaim, nodes: np.ndarray) -> np.ndarray:
+        """``DynamicProvision.NodeCapacity`` of ``hasEnoughCapacity`` on each of ``nodes``: the ``capacity``
+        of the first CSIStorageCapacity (input order) of the claim's class with room for it that the node
+        can reach; -1 where there is none to record (no storage request, a driver that does not opt in, no
+        fitting capacity), in bytes. A fitting object without ``capacity`` counts 0 (kube-scheduler dereferences it)."""
+        requests = pvc.spec.resources.requests
+        sc = self.storage.classes.get(pvc.class_name)
+        driver = self.storage.drivers.get(sc.provisioner) if sc is not None else None
+        out = np.full(len(nodes), -1, dtype=np.int64)
+        if "storage" not in requests or driver is None or not driver.spec.storage_capacity:
+            return out
+        for cap in self.storage.capacities:
+            limit = cap.volume_limit
+            if (cap.storage_class_name == pvc.class_name and limit is not None and limit >= requests["storage"]
+                    and cap.node_topology is not None):
+                fresh = (out < 0) & selector_mask(self.state, cap.node_topology)[nodes]
+                out[fresh] = value(cap.capacity or 0)  # Quantity.Value(): bytes, rounded up
+        return out
 
     def allowed(self, pvc: PersistentVolumeClaim) -> np.ndarray:
         """Nodes where the claim can be provisioned: topology and capacity (the CP-SAT side's mask)."""
