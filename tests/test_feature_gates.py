@@ -130,6 +130,43 @@ def test_a_gate_the_scheduler_does_not_read_is_accepted_and_named():
     assert config.profiles[0].plugins == default_config("1.35").profiles[0].plugins
 
 
+@pytest.mark.parametrize("version,gates", [
+    ("1.35", {"ContextualLogging": False, "LoggingAlphaOptions": True, "LoggingBetaOptions": False}),
+    ("1.35", {"ClientsAllowCBOR": True, "WatchListClient": False, "InOrderInformers": False}),
+    ("1.36", {"AtomicFIFO": True, "ClientsAllowCARotation": False, "NativeHistograms": True}),
+], ids=["component-base logs", "client-go 1.35", "client-go and metrics 1.36"])
+def test_the_client_go_and_component_base_gates_are_accepted_and_named(version, gates):
+    """The gates ``server.go`` and ``pkg/features``' ``init`` add to the same flag change no decision."""
+    config = default_config(version, gates)
+    assert config.feature_gates.others() == gates
+    assert config.profiles[0].plugins == default_config(version).profiles[0].plugins
+
+
+def test_client_go_gates_follow_their_release():
+    with pytest.raises(ValueError, match="^unrecognized feature gate: AtomicFIFO$"):
+        resolve_gates("1.35", {"AtomicFIFO": True})
+    with pytest.raises(ValueError, match="cannot set feature gate InOrderInformers to false, feature is locked"):
+        resolve_gates("1.36", {"InOrderInformers": False})
+    with pytest.raises(ValueError, match=r"StaleControllerConsistencyDaemonSet is enabled, but depends on "
+                                         r"features that are disabled: \[AtomicFIFO\]"):
+        resolve_gates("1.36", {"AtomicFIFO": False})
+
+
+def test_all_alpha_and_all_beta_set_every_unset_gate_of_their_stage():
+    """``setUnsetAlphaGates``: an explicit value wins; a scheduler gate moved off its default that optisched
+    does not model is refused, naming the special gate that moved it."""
+    quiet = resolve_gates("1.35", {"AllAlpha": False})
+    assert quiet.others() == {"AllAlpha": False}
+    assert not quiet.enabled("LoggingAlphaOptions") and quiet.enabled("LoggingBetaOptions")
+    with pytest.raises(ValueError, match=r"^feature gate DRAConsumableCapacity=true \(set by AllAlpha=true\)"):
+        resolve_gates("1.35", {"AllAlpha": True})
+    with pytest.raises(ValueError, match=r"=false \(set by AllBeta=false\): kube-scheduler reads it"):
+        resolve_gates("1.35", {"AllBeta": False})
+    explicit = resolve_gates("1.36", {"AllAlpha": False, "LoggingAlphaOptions": True})
+    assert explicit.enabled("LoggingAlphaOptions") and not explicit.enabled("ClientsAllowCBOR")
+    assert explicit.enabled("WatchListClient")  # beta: AllAlpha leaves it
+
+
 # ------------------------------------------------------------------ NodeDeclaredFeatures
 def ndf_cluster():  # type: ignore[no-untyped-def]
     return cluster_from_objects([node("bare"), node("declares").declare(RESTART_ALL),

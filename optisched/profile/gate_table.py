@@ -2,12 +2,14 @@
 ``defaultVersionedKubernetesFeatureGates`` and ``defaultKubernetesFeatureGateDependencies``), as each
 release's binary sees it: the spec of the newest entry not after the release. Read from kubernetes
 v1.35.4 and v1.36.2. A spec reads ``"on beta"``: the default, the stage, ``locked`` when
-``LockToDefault`` is set; None: the release does not know the gate. The gates client-go and
-component-base add to the same flag (``AtomicFIFO``, ``LoggingBetaOptions``, ``AllAlpha``, ...) are not
-listed."""
+``LockToDefault`` is set; None: the release does not know the gate. :data:`OTHER_SPECS`: the gates
+client-go, component-base's logs and metrics add to the same ``--feature-gates`` flag
+(``k8s.io/client-go/features/known_features.go``, ``component-base/logs/api/v1/kube_features.go``,
+``component-base/metrics/features/kube_features.go``, registered by ``pkg/features``' ``init`` and
+``cmd/kube-scheduler/app/server.go``), and featuregate's own ``AllAlpha`` and ``AllBeta``."""
 from __future__ import annotations
 
-__all__ = ["DEPENDS", "SPECS"]
+__all__ = ["ALL_STAGE", "DEPENDS", "OTHER_SPECS", "SPECS"]
 
 # name: (v1.35.4, v1.36.2)
 SPECS: dict[str, tuple[str | None, str | None]] = {
@@ -246,6 +248,28 @@ SPECS: dict[str, tuple[str | None, str | None]] = {
     "WorkloadAwarePreemption": (None, "off alpha"),
     "WorkloadWithJob": (None, "off alpha"),
 }
+
+# name: (v1.35.4, v1.36.2); none of them changes a scheduling decision
+OTHER_SPECS: dict[str, tuple[str | None, str | None]] = {
+    "AllAlpha": ("off alpha", "off alpha"),
+    "AllBeta": ("off beta", "off beta"),
+    "AtomicFIFO": (None, "on beta"),
+    "ClientsAllowCARotation": (None, "on beta"),
+    "ClientsAllowCBOR": ("off alpha", "off alpha"),
+    "ClientsAllowTLSCacheGC": (None, "on beta"),
+    "ClientsPreferCBOR": ("off alpha", "off alpha"),
+    "ContextualLogging": ("on beta", "on beta"),
+    "InOrderInformers": ("on beta", "on GA locked"),
+    "InOrderInformersBatchProcess": ("on beta", "on beta"),
+    "InformerResourceVersion": ("on GA", "on GA"),
+    "LoggingAlphaOptions": ("off alpha", "off alpha"),
+    "LoggingBetaOptions": ("on beta", "on beta"),
+    "NativeHistograms": (None, "off alpha"),
+    "UnlockWhileProcessingFIFO": (None, "on beta"),
+    "WatchListClient": ("on beta", "on beta"),
+}
+# featuregate's special gates: setting one sets every gate of its stage that is not set explicitly
+ALL_STAGE = {"AllAlpha": "alpha", "AllBeta": "beta"}
 
 # the gates each release requires on when a gate is on: name -> its dependencies, space-separated
 DEPENDS: dict[str, dict[str, str]] = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .gate_table import DEPENDS, SPECS
+from .gate_table import ALL_STAGE, DEPENDS, OTHER_SPECS, SPECS
 
 __all__ = ["MODELLED", "SCHEDULER_GATES", "FeatureGates", "GateSpec", "gate_enabled", "gate_spec",
            "parse_feature_gates", "resolve_gates"]
@@ -65,7 +65,7 @@ class GateSpec:
 
 def gate_spec(version: str, name: str) -> GateSpec | None:
     """Gate ``name`` in release ``version`` (``1.35``), None when that release does not know it."""
-    specs = SPECS.get(name)
+    specs = SPECS.get(name) or OTHER_SPECS.get(name)
     text = specs[_COLUMN[version]] if specs is not None else None
     if version == "1.37":
         text = CHANGED_1_37.get(name, text)
@@ -118,7 +118,12 @@ class FeatureGates:
         if name in asked:
             return asked[name]
         spec = gate_spec(self.version, name)
-        return spec is not None and spec.default
+        if spec is None:
+            return False
+        for special, stage in ALL_STAGE.items():  # setUnsetAlphaGates / setUnsetBetaGates
+            if special in asked and spec.stage == stage and name not in ALL_STAGE:
+                return asked[special]
+        return spec.default
 
     def scheduler_values(self) -> dict[str, bool]:
         """The value of every gate the release's scheduler reads, by name (a trace's ``featureGates``)."""
@@ -130,8 +135,9 @@ class FeatureGates:
 
 
 def resolve_gates(version: str, asked: Mapping[str, bool]) -> FeatureGates:
-    """``asked`` checked against release ``version`` as ``unsafeSetFromMap`` checks it, then against what
-    optisched models; ValueError with one line naming the gate."""
+    """``asked`` checked against release ``version`` as ``unsafeSetFromMap`` checks it (``AllAlpha`` and
+    ``AllBeta`` set every other gate of their stage not set explicitly, as ``setUnsetAlphaGates`` does),
+    then against what optisched models; ValueError with one line naming the gate."""
     for name, value in asked.items():
         spec = gate_spec(version, name)
         if spec is None:
@@ -140,17 +146,22 @@ def resolve_gates(version: str, asked: Mapping[str, bool]) -> FeatureGates:
             raise ValueError(f"cannot set feature gate {name} to {_go(value)}, feature is locked to "
                              f"{_go(spec.default)}")
     gates = FeatureGates(version, tuple(sorted(asked.items())))
+    by = {name: special for special, stage in ALL_STAGE.items() if special in asked
+          for name in set(SPECS) | set(OTHER_SPECS)
+          if name not in asked and name not in ALL_STAGE and (spec := gate_spec(version, name)) is not None
+          and spec.stage == stage}
     for feature, deps in DEPENDS["1.36" if version == "1.37" else version].items():
-        # a dependency outside kube_features.go (client-go's AtomicFIFO) is not checked
-        off = [d for d in deps.split() if d in SPECS and not gates.enabled(d)]
+        # a dependency outside the gates a release's binary registers is not checked
+        off = [d for d in deps.split() if gate_spec(version, d) is not None and not gates.enabled(d)]
         if gates.enabled(feature) and off:
             raise ValueError(f"{feature} is enabled, but depends on features that are disabled: "
                              f"[{' '.join(off)}]")
-    for name, value in asked.items():
-        spec = gate_spec(version, name)
+    for name in sorted(set(asked) | set(by)):
+        spec, value = gate_spec(version, name), gates.enabled(name)
         assert spec is not None
         if name in SCHEDULER_GATES and name not in MODELLED and value != spec.default:
-            raise ValueError(f"feature gate {name}={_go(value)}: kube-scheduler reads it, and optisched "
+            via = f" (set by {by[name]}={_go(asked[by[name]])})" if name in by else ""
+            raise ValueError(f"feature gate {name}={_go(value)}{via}: kube-scheduler reads it, and optisched "
                              f"models only its default in {version} ({_go(spec.default)}; docs/fidelity.md)")
     return gates
 
