@@ -472,3 +472,33 @@ def test_the_plan_id_is_in_the_summary_plan_yaml_every_eviction_and_the_report(t
 def test_two_plans_of_one_cluster_get_two_ids(plan):
     again = optisched.reschedule(optisched.load([str(EXAMPLE)]), goal="consolidate", time_limit=5)
     assert again.plan_id != plan.plan_id and again.to_dict()["planId"] == again.plan_id
+
+
+def _pod_level(cpu_actual: str | None) -> dict:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big", "namespace": "default"},
+           "spec": {"nodeName": "n1", "resources": {"requests": {"cpu": "1"}},
+                    "containers": [{"name": "c", "image": "pause"}]}, "status": {"phase": "Running"}}
+    if cpu_actual is not None:
+        pod["status"]["resources"] = {"requests": {"cpu": cpu_actual}}
+    return pod
+
+
+@pytest.mark.parametrize("version,stops", [("1.35", False), ("1.36", True)])
+def test_the_recheck_counts_requests_as_the_plans_release(version: str, stops: bool) -> None:
+    """A pod-level resize in progress (``status.resources`` above the spec) changes what the pod requests
+    in 1.36 (InPlacePodLevelResourcesVerticalScaling, beta and on), not in 1.35: the re-check before a
+    wave compares the requests the plan's replays counted."""
+    from optisched.model.loader import cluster_from_objects
+    from optisched.model.state import compile_cluster
+    from optisched.reschedule.recheck import mismatch, placement, reference
+    from optisched.reschedule.waves import Move
+
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+    small = copy.deepcopy(_pod_level(None))
+    small["metadata"]["name"] = "small"
+    state = compile_cluster(cluster_from_objects([node, _pod_level(None), small]), version)
+    ref = placement(state)
+    now = reference({"default/big": _pod_level("2"), "default/small": small}, requests=state.release)
+    why = mismatch([Move(2, "default/small", "n1", None, "moves")], {}, ref, now, set())
+    assert (why is not None and "default/big on n1 requests cpu=2000" in why) is stops

@@ -174,7 +174,7 @@ def apply_plan(plan: ReschedulePlan, api: Any, *, expected: Reference | dict[str
         _check_marks(plan, nodes, api, report)
         if report.refused or not staging.waves:
             return report
-        start = reference(list_pods(api), nodes) if expected is None else \
+        start = reference(list_pods(api), nodes, plan.requests) if expected is None else \
             expected if isinstance(expected, Reference) else Reference(dict(expected))
     except (ApiException, HTTPError) as e:
         report.stopped = f"before any change: the API server answered {api_error(e)}"
@@ -264,7 +264,7 @@ def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, ref: Referen
     gone: set[str] = set()  # every pod evicted so far, by the name it was evicted under
     for wave in plan.staging.waves:
         before = list_pods(api)
-        now_ref = reference(before, list_nodes(api))
+        now_ref = reference(before, list_nodes(api), plan.requests)
         why = INTERRUPTED if interrupt.requested() else \
             mismatch(wave.moves, live, ref, now_ref, gone, report.cordoned + report.found_cordoned)
         if why:
@@ -283,7 +283,7 @@ def _run_waves(plan: ReschedulePlan, api: Any, report: ApplyReport, ref: Referen
             report.stopped = f"wave {report.waves_done + 1}: {why}"
             return
         live.update(_replacements(wave.moves, evicted, owner_of, new or {}))
-        ref = reference(now)
+        ref = reference(now, requests=plan.requests)
         ref.nodes = now_ref.nodes
         report.waves_done += 1
 

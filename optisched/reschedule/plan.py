@@ -42,6 +42,7 @@ class ReschedulePlan:
     final_certificate: Certificate | None = None  # the solve of the re-plan whose staging was kept, if not the first
     side_effects: list[str] = field(default_factory=list)  # worse than left alone on what no goal is about
     kubernetes_version: str = "v1.35.4"  # the kube-scheduler release the replays followed
+    requests: str = "1.35"  # how the pods' requests were counted (model.requests.requests_key), for --apply
 
     @property
     def reached(self) -> bool:

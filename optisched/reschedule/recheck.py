@@ -13,7 +13,8 @@ count) and the pods this run evicted (which may still be terminating):
 - no other pod is there (a pod bound since onto one of these nodes changes what fits and how the nodes
   score: the replay that predicted the wave did not see it);
 - every pod there whose requests the reference knows requests the same (an in-place resize changes what
-  fits; the requests as :func:`optisched.model.requests.pod_requests` counts them);
+  fits; the requests as :func:`optisched.model.requests.pod_requests` counts them for the plan's release
+  and gates, e.g. 1.36's pod-level resize);
 - the nodes are the same and each reads the same to the scheduler: its labels, its taints (but the
   ``node.kubernetes.io/unschedulable`` taint a cordon brings), its allocatable, and, for the nodes this
   run did not cordon, whether it is unschedulable (a node added, removed, tainted or cordoned since is a
@@ -51,8 +52,9 @@ class Reference:
     nodes: dict[str, Node | None] = field(default_factory=dict)
 
 
-def requests_print(pod: Pod) -> Print:
-    return tuple(sorted(pod_requests(pod).items()))
+def requests_print(pod: Pod, requests: str = "1.35") -> Print:
+    """``pod``'s requests as ``requests`` (a :func:`optisched.model.requests.requests_key`) counts them."""
+    return tuple(sorted(pod_requests(pod, requests).items()))
 
 
 def node_print(node: Node, cordoned: bool = False) -> tuple:
@@ -69,13 +71,13 @@ def _parse(model, raw: dict):  # type: ignore[no-untyped-def]
         return None
 
 
-def reference(pods: dict[str, dict], nodes: Iterable[dict] | None = None) -> Reference:
+def reference(pods: dict[str, dict], nodes: Iterable[dict] | None = None, requests: str = "1.35") -> Reference:
     """The :class:`Reference` of pods and nodes read from the API server (raw JSON); every pod read has
-    its requests (a pod that is not bound too)."""
+    its requests (a pod that is not bound too), counted as ``requests`` names."""
     ref = Reference(bound(pods))
     for key, raw in pods.items():
         pod = _parse(Pod, raw)
-        ref.requests[key] = requests_print(pod) if pod is not None else None
+        ref.requests[key] = requests_print(pod, requests) if pod is not None else None
     for raw in nodes or ():
         ref.nodes[(raw.get("metadata") or {}).get("name", "")] = _parse(Node, raw)
     return ref
@@ -96,7 +98,7 @@ def placement(state: ClusterState) -> Reference:
     pod): its bound pods, their requests, its nodes."""
     names = state.node_names
     pods = {p.key: names[n] for p, n in zip(state.pods, state.pod_node.tolist(), strict=True) if n >= 0}
-    return Reference(pods, {p.key: requests_print(p) for p in state.pods if p.key in pods},
+    return Reference(pods, {p.key: requests_print(p, state.release) for p in state.pods if p.key in pods},
                      {n.metadata.name: n for n in state.cluster.nodes})
 
 

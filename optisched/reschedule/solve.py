@@ -162,6 +162,7 @@ def plan_reschedule(state: ClusterState, config: SchedulerConfig, goals: str | S
                           node_saving(node_costs(state), removable))
     plan.reach = reach(measures, first, final, result.certificate, staging.dropped)
     plan.kubernetes_version = release(config.kubernetes_version).patch
+    plan.requests = state.release
     alone = plan.before if np.array_equal(measures.baseline, state.pod_node) else \
         metrics(state, measures.baseline, pending, config, counted, soft)
     plan.side_effects = side_effects(parsed, alone, plan.after)
